@@ -1,0 +1,81 @@
+//! Errors shared across seams.
+
+use thiserror::Error;
+
+/// A mistake in what the user asked for. Maps to a 4xx status and a non-zero exit.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum UserError {
+    /// The query is empty after normalisation.
+    #[error("the query is empty")]
+    EmptyQuery,
+    /// The query is longer than the configured limit.
+    #[error("the query is {len} bytes long; the limit is {limit} bytes")]
+    QueryTooLong {
+        /// Length of the query in bytes.
+        len: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+    /// No knowledge base of that name exists for the tenant.
+    #[error("unknown knowledge base {name:?}")]
+    UnknownKb {
+        /// The name that was asked for.
+        name: String,
+    },
+    /// A knowledge base of that name exists already.
+    #[error("knowledge base {name:?} already exists")]
+    KbExists {
+        /// The name that was asked for.
+        name: String,
+    },
+    /// A parameter is out of its valid range.
+    #[error("invalid parameter {name}: {reason}")]
+    InvalidParam {
+        /// Parameter name.
+        name: &'static str,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// A retrieval path was requested that is not available.
+    #[error("retrieval path {path} is not available: {reason}")]
+    PathUnavailable {
+        /// The path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Errors crossing the engine's seams.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum CoreError {
+    /// The caller's mistake.
+    #[error(transparent)]
+    User(#[from] UserError),
+    /// A store failed.
+    #[error("store: {0}")]
+    Store(String),
+    /// A retriever, model or other component failed.
+    #[error("{component}: {message}")]
+    Component {
+        /// Which component.
+        component: String,
+        /// What happened.
+        message: String,
+    },
+    /// The operation was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl CoreError {
+    /// Whether this error is the caller's fault.
+    pub fn is_user_error(&self) -> bool {
+        matches!(self, CoreError::User(_))
+    }
+}
+
+/// Result alias with [`CoreError`].
+pub type Result<T, E = CoreError> = std::result::Result<T, E>;

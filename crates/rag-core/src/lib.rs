@@ -1,0 +1,31 @@
+//! Domain types, pipeline events and the seam traits of ragscope.
+//!
+//! Every other crate of the workspace depends on this one, and this one depends
+//! on nothing of ours and performs no I/O. The traits name roles in the query
+//! pipeline: [`Retriever`], [`Fuser`], [`Reranker`], [`Embedder`],
+//! [`Generator`] and the store seam [`StoreRead`] / [`StoreWrite`].
+//!
+//! ```
+//! use rag_core::{PathKind, FusionParams};
+//! let params = FusionParams::default();
+//! assert_eq!(params.k, 60.0);
+//! assert!(PathKind::Bm25.is_lexical());
+//! ```
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod event;
+pub mod failpoint;
+pub mod ids;
+pub mod model;
+pub mod params;
+pub mod query;
+pub mod seams;
+
+pub use error::{CoreError, UserError};
+pub use event::{PipelineEvent, StageTiming};
+pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, TenantId};
+pub use model::*;
+pub use params::*;
+pub use query::*;
+pub use seams::*;

@@ -1,0 +1,247 @@
+//! Knowledge-base records: documents, chunks, FAQ entries, facts, synonyms.
+
+use crate::ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, TenantId};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// Unix time in seconds; what every record stores.
+pub type Timestamp = i64;
+
+/// Current time as a [`Timestamp`].
+pub fn now() -> Timestamp {
+    OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// A knowledge base and its settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KnowledgeBase {
+    /// Engine-assigned id.
+    pub id: KbId,
+    /// Owner.
+    pub tenant: TenantId,
+    /// Name, unique per tenant.
+    pub name: String,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Retrieval settings of this knowledge base.
+    pub settings: KbSettings,
+}
+
+/// Per-knowledge-base settings. Request parameters override them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct KbSettings {
+    /// Retrieval defaults.
+    pub retrieval: crate::params::RetrievalParams,
+}
+
+/// Review status of an FAQ entry. Only approved entries are searched.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FaqStatus {
+    /// Searchable.
+    #[default]
+    Approved,
+    /// Waiting for review; not searchable.
+    Pending,
+    /// Switched off; not searchable.
+    Disabled,
+}
+
+impl FaqStatus {
+    /// The stored text form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaqStatus::Approved => "approved",
+            FaqStatus::Pending => "pending",
+            FaqStatus::Disabled => "disabled",
+        }
+    }
+    /// Parses the stored text form.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "approved" => Some(FaqStatus::Approved),
+            "pending" => Some(FaqStatus::Pending),
+            "disabled" => Some(FaqStatus::Disabled),
+            _ => None,
+        }
+    }
+}
+
+/// A question and its answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FaqEntry {
+    /// Engine-assigned id.
+    pub id: FaqId,
+    /// The knowledge base it belongs to.
+    pub kb: KbId,
+    /// The question.
+    pub question: String,
+    /// The answer.
+    pub answer: String,
+    /// Review status.
+    pub status: FaqStatus,
+    /// Whether a human edited it after creation.
+    pub edited: bool,
+    /// Where it came from.
+    pub source_url: Option<String>,
+    /// Free-form tags used by filters.
+    pub tags: Vec<String>,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// Not searchable before this time, when set.
+    pub valid_from: Option<Timestamp>,
+    /// Not searchable after this time, when set; flagged for review instead.
+    pub valid_until: Option<Timestamp>,
+}
+
+/// A document: a file or URL, split into chunks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Document {
+    /// Engine-assigned id.
+    pub id: DocId,
+    /// The knowledge base it belongs to.
+    pub kb: KbId,
+    /// Title (first heading or file name).
+    pub title: String,
+    /// Where it came from (path or URL).
+    pub source: String,
+    /// sha256 of the source bytes, hex; the same content is not ingested twice.
+    pub content_hash: String,
+    /// Tags used by filters.
+    pub tags: Vec<String>,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// The full extracted text; chunk offsets point into it.
+    pub text: String,
+}
+
+/// A contiguous piece of a document's extracted text.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Chunk {
+    /// Engine-assigned id.
+    pub id: ChunkId,
+    /// Its document.
+    pub doc: DocId,
+    /// Position in the document, from 0.
+    pub ordinal: u32,
+    /// Headings above the chunk, outermost first.
+    pub heading_path: Vec<String>,
+    /// The chunk's text (a slice of the document's text).
+    pub text: String,
+    /// Byte offset of the chunk in the document's text.
+    pub start: usize,
+    /// Byte offset one past the chunk's end.
+    pub end: usize,
+}
+
+/// A structured key/value fact, such as 营业时间 → 16:00–次日02:00.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Fact {
+    /// Engine-assigned id.
+    pub id: FactId,
+    /// The knowledge base it belongs to.
+    pub kb: KbId,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
+    /// Other ways of asking for the key.
+    pub key_synonyms: Vec<String>,
+}
+
+/// A group of interchangeable terms; the first is canonical.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SynonymGroup {
+    /// The terms.
+    pub terms: Vec<String>,
+}
+
+/// A word for the Chinese segmenter of one knowledge base.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UserWord {
+    /// The word.
+    pub word: String,
+    /// Optional frequency; higher keeps the word together more strongly.
+    pub freq: Option<u32>,
+}
+
+/// What kind of passage a searchable unit is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PassageKind {
+    /// A document chunk.
+    Chunk,
+    /// An FAQ entry.
+    Faq,
+    /// A structured fact.
+    Fact,
+}
+
+/// The searchable view of a chunk, FAQ entry or fact, as the indexes see it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Passage {
+    /// Its id.
+    pub id: PassageId,
+    /// Title field: document title plus heading path, the FAQ question, or the fact key.
+    pub title: String,
+    /// Body field: chunk text, FAQ answer, or fact value.
+    pub body: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Other names of the title: a fact's key synonyms (empty for other kinds).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// The document a chunk belongs to.
+    pub doc: Option<DocId>,
+    /// Where it came from (document source or FAQ source URL).
+    pub source: Option<String>,
+    /// Byte range of a chunk inside its document's text.
+    pub span: Option<(usize, usize)>,
+    /// Creation time (filters on time ranges use it).
+    pub created_at: Timestamp,
+    /// Validity window start.
+    pub valid_from: Option<Timestamp>,
+    /// Validity window end.
+    pub valid_until: Option<Timestamp>,
+    /// Whether it may be searched at all (FAQ status approved).
+    pub searchable: bool,
+}
+
+impl Passage {
+    /// The passage kind.
+    pub fn kind(&self) -> PassageKind {
+        match self.id {
+            PassageId::Chunk(_) => PassageKind::Chunk,
+            PassageId::Faq(_) => PassageKind::Faq,
+            PassageId::Fact(_) => PassageKind::Fact,
+        }
+    }
+
+    /// Whether it is valid at `at` (inside its validity window).
+    pub fn valid_at(&self, at: Timestamp) -> bool {
+        self.valid_from.is_none_or(|f| at >= f) && self.valid_until.is_none_or(|u| at <= u)
+    }
+
+    /// Whether it has expired by `at` and should be reviewed.
+    pub fn expired_at(&self, at: Timestamp) -> bool {
+        self.valid_until.is_some_and(|u| at > u)
+    }
+}
+
+/// Everything a knowledge base's indexes are built from, at one commit.
+#[derive(Debug, Clone, Default)]
+pub struct KbSnapshot {
+    /// The commit sequence number of the knowledge base this snapshot reflects.
+    pub seq: u64,
+    /// All passages (including unsearchable ones; the index filters).
+    pub passages: Vec<Passage>,
+    /// Synonym groups.
+    pub synonyms: Vec<SynonymGroup>,
+    /// User dictionary for the segmenter.
+    pub user_words: Vec<UserWord>,
+}

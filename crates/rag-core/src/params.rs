@@ -1,0 +1,300 @@
+//! Algorithm knobs with validation.
+
+use crate::error::UserError;
+use serde::{Deserialize, Serialize};
+
+/// A retrieval path.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum PathKind {
+    /// BM25 over title, body and tags with OR semantics.
+    Bm25,
+    /// Substring match of the query and its key terms (the seeds' ILIKE path).
+    Substring,
+    /// Typo-tolerant match: character trigrams, and pinyin for Chinese homophones.
+    Fuzzy,
+    /// BM25 over the query expanded with the knowledge base's synonyms.
+    Synonym,
+    /// Structured key/value facts.
+    Fact,
+    /// Dense vector recall (arrives with an embedder).
+    Dense,
+}
+
+impl PathKind {
+    /// All paths, lexical first.
+    pub const ALL: [PathKind; 6] = [
+        PathKind::Bm25,
+        PathKind::Substring,
+        PathKind::Fuzzy,
+        PathKind::Synonym,
+        PathKind::Fact,
+        PathKind::Dense,
+    ];
+    /// The lexical paths.
+    pub const LEXICAL: [PathKind; 5] = [
+        PathKind::Bm25,
+        PathKind::Substring,
+        PathKind::Fuzzy,
+        PathKind::Synonym,
+        PathKind::Fact,
+    ];
+
+    /// Whether the path is lexical (every path but dense).
+    pub fn is_lexical(self) -> bool {
+        !matches!(self, PathKind::Dense)
+    }
+
+    /// Stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathKind::Bm25 => "bm25",
+            PathKind::Substring => "substring",
+            PathKind::Fuzzy => "fuzzy",
+            PathKind::Synonym => "synonym",
+            PathKind::Fact => "fact",
+            PathKind::Dense => "dense",
+        }
+    }
+
+    /// Parses a stable name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for PathKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How BM25 treats the title, body and tags fields.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum FieldMode {
+    /// One flat field: title, body and tags concatenated.
+    Flat,
+    /// A BM25 score per field with its own statistics, summed with weights.
+    MultiField {
+        /// Weight of the title (document title, FAQ question).
+        title: f32,
+        /// Weight of the body.
+        body: f32,
+        /// Weight of the tags.
+        tags: f32,
+    },
+}
+
+/// BM25 parameters.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Bm25Params {
+    /// Term-frequency saturation.
+    pub k1: f32,
+    /// Length normalisation.
+    pub b: f32,
+    /// Field treatment.
+    pub fields: FieldMode,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        // Chosen on SciFact's train judgements; see README "Quality".
+        Bm25Params { k1: 1.2, b: 0.75, fields: FieldMode::Flat }
+    }
+}
+
+impl Bm25Params {
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), UserError> {
+        if !(self.k1.is_finite() && (0.0..=10.0).contains(&self.k1)) {
+            return Err(UserError::InvalidParam { name: "bm25.k1", reason: "must be in [0, 10]".into() });
+        }
+        if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
+            return Err(UserError::InvalidParam { name: "bm25.b", reason: "must be in [0, 1]".into() });
+        }
+        if let FieldMode::MultiField { title, body, tags } = self.fields {
+            if [title, body, tags].iter().any(|w| !w.is_finite() || *w < 0.0) {
+                return Err(UserError::InvalidParam {
+                    name: "bm25.fields",
+                    reason: "field weights must be finite and non-negative".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-path fusion weights.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PathWeights {
+    /// BM25.
+    pub bm25: f64,
+    /// Substring.
+    pub substring: f64,
+    /// Fuzzy.
+    pub fuzzy: f64,
+    /// Synonym.
+    pub synonym: f64,
+    /// Facts.
+    pub fact: f64,
+    /// Dense.
+    pub dense: f64,
+}
+
+impl Default for PathWeights {
+    fn default() -> Self {
+        // Chosen on SciFact's train judgements and the demo knowledge base; see README.
+        PathWeights { bm25: 1.0, substring: 0.3, fuzzy: 0.3, synonym: 0.5, fact: 1.0, dense: 1.0 }
+    }
+}
+
+impl PathWeights {
+    /// Weight of one path.
+    pub fn of(&self, p: PathKind) -> f64 {
+        match p {
+            PathKind::Bm25 => self.bm25,
+            PathKind::Substring => self.substring,
+            PathKind::Fuzzy => self.fuzzy,
+            PathKind::Synonym => self.synonym,
+            PathKind::Fact => self.fact,
+            PathKind::Dense => self.dense,
+        }
+    }
+
+    /// Sets the weight of one path.
+    pub fn set(&mut self, p: PathKind, w: f64) {
+        match p {
+            PathKind::Bm25 => self.bm25 = w,
+            PathKind::Substring => self.substring = w,
+            PathKind::Fuzzy => self.fuzzy = w,
+            PathKind::Synonym => self.synonym = w,
+            PathKind::Fact => self.fact = w,
+            PathKind::Dense => self.dense = w,
+        }
+    }
+}
+
+/// Fusion parameters: weighted reciprocal rank fusion.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct FusionParams {
+    /// The RRF constant.
+    pub k: f64,
+    /// Per-path weights before interpolation.
+    pub weights: PathWeights,
+    /// λ in [0,1]: 0 = vector only, 1 = lexical only. `None` uses the raw weights.
+    pub lexical_interpolation: Option<f64>,
+    /// Hits kept after fusion.
+    pub top_k: usize,
+    /// Hits whose normalised score is below this are dropped.
+    pub min_score: f64,
+}
+
+impl Default for FusionParams {
+    fn default() -> Self {
+        FusionParams { k: 60.0, weights: PathWeights::default(), lexical_interpolation: None, top_k: 10, min_score: 0.0 }
+    }
+}
+
+impl FusionParams {
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), UserError> {
+        if !(self.k.is_finite() && self.k >= 0.0) {
+            return Err(UserError::InvalidParam { name: "fusion.k", reason: "must be a non-negative number".into() });
+        }
+        if let Some(l) = self.lexical_interpolation {
+            if !(0.0..=1.0).contains(&l) {
+                return Err(UserError::InvalidParam {
+                    name: "lexical_interpolation",
+                    reason: "must be in [0, 1]".into(),
+                });
+            }
+        }
+        for p in PathKind::ALL {
+            let w = self.weights.of(p);
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(UserError::InvalidParam { name: "weights", reason: format!("{p} weight must be >= 0") });
+            }
+        }
+        if self.top_k == 0 || self.top_k > 1000 {
+            return Err(UserError::InvalidParam { name: "fusion.top_k", reason: "must be in 1..=1000".into() });
+        }
+        if !(0.0..=1.0).contains(&self.min_score) {
+            return Err(UserError::InvalidParam { name: "fusion.min_score", reason: "must be in [0, 1]".into() });
+        }
+        Ok(())
+    }
+
+    /// The effective weight of each path given the set of paths that run.
+    ///
+    /// Without interpolation the raw weights apply. With λ, each lexical path p
+    /// gets λ·w_p/Σw_lexical and the dense path 1−λ.
+    pub fn effective_weight(&self, path: PathKind, running: &[PathKind]) -> f64 {
+        let Some(lambda) = self.lexical_interpolation else {
+            return self.weights.of(path);
+        };
+        if path == PathKind::Dense {
+            return 1.0 - lambda;
+        }
+        let total: f64 = running.iter().filter(|p| p.is_lexical()).map(|p| self.weights.of(*p)).sum();
+        if total <= 0.0 {
+            0.0
+        } else {
+            lambda * self.weights.of(path) / total
+        }
+    }
+}
+
+/// Everything that shapes retrieval; stored per knowledge base, overridable per request.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RetrievalParams {
+    /// Candidates each path returns.
+    pub per_path_k: usize,
+    /// Paths that run.
+    pub paths: Vec<PathKind>,
+    /// BM25 knobs.
+    pub bm25: Bm25Params,
+    /// Fuzzy path: minimum trigram similarity.
+    pub fuzzy_threshold: f32,
+    /// Fusion.
+    pub fusion: FusionParams,
+    /// Hits kept after rerank.
+    pub rerank_top_k: usize,
+}
+
+impl Default for RetrievalParams {
+    fn default() -> Self {
+        RetrievalParams {
+            per_path_k: 20,
+            paths: PathKind::LEXICAL.to_vec(),
+            bm25: Bm25Params::default(),
+            fuzzy_threshold: 0.3,
+            fusion: FusionParams::default(),
+            rerank_top_k: 5,
+        }
+    }
+}
+
+impl RetrievalParams {
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), UserError> {
+        if self.per_path_k == 0 || self.per_path_k > 1000 {
+            return Err(UserError::InvalidParam { name: "per_path_k", reason: "must be in 1..=1000".into() });
+        }
+        if self.paths.is_empty() {
+            return Err(UserError::InvalidParam { name: "paths", reason: "at least one path must run".into() });
+        }
+        if !(0.0..=1.0).contains(&self.fuzzy_threshold) {
+            return Err(UserError::InvalidParam { name: "fuzzy_threshold", reason: "must be in [0, 1]".into() });
+        }
+        if self.rerank_top_k == 0 || self.rerank_top_k > 1000 {
+            return Err(UserError::InvalidParam { name: "rerank_top_k", reason: "must be in 1..=1000".into() });
+        }
+        self.bm25.validate()?;
+        self.fusion.validate()
+    }
+}

@@ -1,0 +1,179 @@
+//! The seam traits. Implementations are handed to the engine as `Arc<dyn Trait>`.
+
+use crate::error::Result;
+use crate::ids::{DocId, FaqId, FactId, KbId, TenantId};
+use crate::model::{Chunk, Document, Fact, FaqEntry, KbSettings, KbSnapshot, KnowledgeBase, SynonymGroup, UserWord};
+use crate::params::PathKind;
+use crate::query::{AnalyzedQuery, Filters, Fused, FusedHit, RankedList};
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+/// What a retriever needs besides the query.
+#[derive(Debug, Clone)]
+pub struct SearchCtx {
+    /// Filters to apply.
+    pub filters: Filters,
+    /// The time validity windows are evaluated at.
+    pub now: crate::model::Timestamp,
+}
+
+/// One recall path.
+#[async_trait]
+pub trait Retriever: Send + Sync {
+    /// The path this retriever implements.
+    fn path(&self) -> PathKind;
+    /// Returns up to `k` hits, best first.
+    async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList>;
+}
+
+/// Combines any number of ranked lists into one.
+pub trait Fuser: Send + Sync {
+    /// Fuses `lists`; every hit keeps each source's rank and score for explanation.
+    fn fuse(&self, lists: &[RankedList]) -> Fused;
+}
+
+/// Reorders fused candidates. Must fail soft: on error the engine keeps the input order.
+#[async_trait]
+pub trait Reranker: Send + Sync {
+    /// Name shown in events.
+    fn name(&self) -> &str;
+    /// Returns the candidates in a new order, at most `top_k` of them.
+    async fn rerank(&self, query: &AnalyzedQuery, candidates: Vec<FusedHit>, top_k: usize) -> Result<Vec<FusedHit>>;
+}
+
+/// The reranker used when none is configured: keeps the fused order.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IdentityReranker;
+
+#[async_trait]
+impl Reranker for IdentityReranker {
+    fn name(&self) -> &str {
+        "identity"
+    }
+    async fn rerank(&self, _query: &AnalyzedQuery, mut candidates: Vec<FusedHit>, top_k: usize) -> Result<Vec<FusedHit>> {
+        candidates.truncate(top_k);
+        Ok(candidates)
+    }
+}
+
+/// Turns text into vectors (dense recall arrives with an implementation).
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// Model identity recorded next to stored vectors.
+    fn model_id(&self) -> &str;
+    /// Vector length.
+    fn dimensions(&self) -> usize;
+    /// Embeds a query.
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
+    /// Embeds passages.
+    async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// A piece of generated output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenEvent {
+    /// Answer text.
+    Delta(String),
+    /// Token usage as reported by the provider.
+    Usage {
+        /// Prompt tokens.
+        prompt: u32,
+        /// Completion tokens.
+        completion: u32,
+    },
+    /// The end.
+    Done,
+}
+
+/// What a generator is asked.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    /// The question.
+    pub question: String,
+    /// Numbered sources as packed.
+    pub sources: Vec<crate::event::ContextSource>,
+}
+
+/// Produces an answer from packed sources (implementations arrive with the answers issue).
+#[async_trait]
+pub trait Generator: Send + Sync {
+    /// Name shown in events.
+    fn name(&self) -> &str;
+    /// Streams the answer.
+    async fn generate(&self, request: GenerateRequest) -> Result<BoxStream<'static, Result<GenEvent>>>;
+}
+
+/// One change inside an atomic write.
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    /// Insert or replace a document with all its chunks.
+    PutDocument {
+        /// The document.
+        document: Document,
+        /// Its chunks.
+        chunks: Vec<Chunk>,
+    },
+    /// Delete a document, its chunks and everything derived from them.
+    DeleteDocument(DocId),
+    /// Insert or replace an FAQ entry.
+    PutFaq(FaqEntry),
+    /// Delete an FAQ entry.
+    DeleteFaq(FaqId),
+    /// Insert or replace a fact.
+    PutFact(Fact),
+    /// Delete a fact.
+    DeleteFact(FactId),
+    /// Add a synonym group.
+    AddSynonyms(SynonymGroup),
+    /// Add a word to the segmenter's user dictionary.
+    AddUserWord(UserWord),
+}
+
+/// Document metadata without its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentInfo {
+    /// Id.
+    pub id: DocId,
+    /// Title.
+    pub title: String,
+    /// Source.
+    pub source: String,
+    /// Content hash.
+    pub content_hash: String,
+    /// Number of chunks.
+    pub chunks: usize,
+}
+
+/// Read side of a store. Every call is scoped by a tenant.
+#[async_trait]
+pub trait StoreRead: Send + Sync {
+    /// Knowledge bases of a tenant.
+    async fn list_kbs(&self, tenant: &TenantId) -> Result<Vec<KnowledgeBase>>;
+    /// A knowledge base by name.
+    async fn kb_by_name(&self, tenant: &TenantId, name: &str) -> Result<Option<KnowledgeBase>>;
+    /// The commit sequence number of a knowledge base; it grows with every write to it.
+    async fn kb_seq(&self, tenant: &TenantId, kb: KbId) -> Result<u64>;
+    /// Everything the indexes of a knowledge base are built from.
+    async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot>;
+    /// Documents of a knowledge base.
+    async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>>;
+    /// A document with that content hash, if one exists.
+    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str) -> Result<Option<DocId>>;
+    /// FAQ entries of a knowledge base.
+    async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>>;
+}
+
+/// Write side of a store. Every call is atomic and scoped by a tenant.
+#[async_trait]
+pub trait StoreWrite: Send + Sync {
+    /// Creates a knowledge base.
+    async fn create_kb(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase>;
+    /// Deletes a knowledge base and everything in it.
+    async fn delete_kb(&self, tenant: &TenantId, kb: KbId) -> Result<()>;
+    /// Applies all operations or none; returns the knowledge base's new sequence number.
+    async fn apply(&self, tenant: &TenantId, kb: KbId, ops: Vec<WriteOp>) -> Result<u64>;
+}
+
+/// A store that reads and writes.
+pub trait Store: StoreRead + StoreWrite {}
+impl<T: StoreRead + StoreWrite> Store for T {}

@@ -1,0 +1,32 @@
+//! The ragscope engine.
+//!
+//! [`Engine`] owns no I/O of its own: it is handed a store and the other
+//! components as trait objects ([`Components`]) and runs
+//!
+//! - the **query pipeline** ([`Engine::query`]): analyse → recall on every
+//!   enabled path in parallel → weighted RRF fusion → rerank → context packing,
+//!   emitting a [`PipelineEvent`](rag_core::PipelineEvent) as each stage
+//!   completes; CPU work runs on blocking threads, never on the async runtime;
+//! - **ingest** ([`Engine::ingest`]): parse a file into a document with chunks
+//!   or into FAQ entries, and commit it to the store in one atomic write.
+//!
+//! ```no_run
+//! # async fn demo(engine: rag_engine::Engine) {
+//! use rag_core::{QueryRequest, TenantId};
+//! let request = QueryRequest { kb: "demo".into(), query: "怎么退款".into(), params: None, filters: Default::default() };
+//! let events = engine.query_collect(&TenantId::default_tenant(), request).await;
+//! assert_eq!(events.last().unwrap().kind(), "done");
+//! # }
+//! ```
+
+mod chunk;
+mod engine;
+mod ingest;
+pub mod parse;
+pub mod pipeline;
+
+pub use chunk::{chunk_text, ChunkParams};
+pub use engine::{Components, Engine, EngineConfig};
+pub use ingest::{IngestOutcome, IngestStatus};
+pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError, Parsed};
+pub use pipeline::{error_code, PipelineOutput, QueryOptions};

@@ -1,0 +1,289 @@
+//! The query pipeline as a stream of events.
+
+use crate::engine::Engine;
+use async_trait::async_trait;
+use futures::Stream;
+use rag_core::event::ContextSource;
+use rag_core::{
+    AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, PathKind, PipelineEvent, QueryRequest, RankedList,
+    RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId, TokenKind, UserError,
+};
+use rag_fusion::RrfFuser;
+use rag_lexical::{Filter, LexicalIndex};
+use rag_text::normalize_for_match;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How much a run reports.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryOptions {
+    /// Attach passage texts with highlights to recall and context events.
+    pub views: bool,
+}
+
+impl Default for QueryOptions {
+    fn default() -> Self {
+        QueryOptions { views: true }
+    }
+}
+
+/// Everything a run produced, for callers that want results rather than events.
+#[derive(Debug, Clone)]
+pub struct PipelineOutput {
+    /// The analysed query.
+    pub analyzed: AnalyzedQuery,
+    /// Each path's list.
+    pub lists: Vec<RankedList>,
+    /// Fusion.
+    pub fused: Fused,
+    /// After rerank.
+    pub reranked: Vec<FusedHit>,
+}
+
+/// A lexical path of one index, as a [`Retriever`]. The work runs on a blocking thread.
+struct LexicalRetriever {
+    index: Arc<LexicalIndex>,
+    path: PathKind,
+    params: RetrievalParams,
+}
+
+#[async_trait]
+impl Retriever for LexicalRetriever {
+    fn path(&self) -> PathKind {
+        self.path
+    }
+
+    async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList, CoreError> {
+        let (index, path, params, query) = (self.index.clone(), self.path, self.params.clone(), query.clone());
+        let filter = Filter::new(&ctx.filters, ctx.now);
+        tokio::task::spawn_blocking(move || match path {
+            PathKind::Bm25 => Ok(index.bm25(&query, k, &params.bm25, &filter)),
+            PathKind::Substring => Ok(index.substring(&query, k, &filter)),
+            PathKind::Fuzzy => Ok(index.fuzzy(&query, k, params.fuzzy_threshold, &params.bm25, &filter)),
+            PathKind::Synonym => Ok(index.synonym(&query, k, &params.bm25, &filter)),
+            PathKind::Fact => Ok(index.facts(&query, k)),
+            PathKind::Dense => Err(UserError::PathUnavailable {
+                path: "dense".into(),
+                reason: "no embedder is configured in this build".into(),
+            }
+            .into()),
+        })
+        .await
+        .map_err(|e| CoreError::Component { component: format!("{path} retriever"), message: e.to_string() })?
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// The stable code of an error, as carried by the `error` event.
+pub fn error_code(e: &CoreError) -> &'static str {
+    match e {
+        CoreError::User(u) => match u {
+            UserError::EmptyQuery => "empty_query",
+            UserError::QueryTooLong { .. } => "query_too_long",
+            UserError::UnknownKb { .. } => "unknown_kb",
+            UserError::KbExists { .. } => "kb_exists",
+            UserError::InvalidParam { .. } => "invalid_param",
+            UserError::PathUnavailable { .. } => "path_unavailable",
+            _ => "bad_request",
+        },
+        CoreError::Store(_) => "store_error",
+        CoreError::Cancelled => "cancelled",
+        _ => "internal",
+    }
+}
+
+/// λ suggested for a query: identifiers and very short queries lean lexical,
+/// long natural-language questions lean on vectors.
+fn suggest_lambda(q: &AnalyzedQuery) -> (f64, &'static str) {
+    if q.tokens.iter().any(|t| matches!(t.kind, TokenKind::Ident | TokenKind::Number)) {
+        (0.7, "the query names identifiers or numbers, which exact matching finds best")
+    } else if q.tokens.len() <= 2 {
+        (0.6, "a short keyword query")
+    } else if q.tokens.len() >= 8 {
+        (0.4, "a long natural-language question, where meaning matters more than exact words")
+    } else {
+        (0.5, "a balanced question")
+    }
+}
+
+impl Engine {
+    /// Runs a query and streams its events; the stream ends with `done` or `error`.
+    /// Dropping the stream cancels the run at its next await point (work already
+    /// handed to a blocking thread finishes, and its result is discarded).
+    pub fn query(&self, tenant: &TenantId, request: QueryRequest) -> impl Stream<Item = PipelineEvent> + Send + 'static {
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let engine = self.clone();
+        let tenant = tenant.clone();
+        tokio::spawn(async move {
+            let sender = tx.clone();
+            let mut emit = move |e: PipelineEvent| {
+                // A closed channel means the consumer went away; the run stops at the next check.
+                let _ = sender.try_send(e);
+            };
+            tokio::select! {
+                result = engine.run(&tenant, request, QueryOptions::default(), &mut emit) => {
+                    if let Err(e) = result {
+                        let _ = tx.send(PipelineEvent::Error { code: error_code(&e).into(), message: e.to_string() }).await;
+                    }
+                }
+                _ = tx.closed() => tracing::debug!("query consumer went away; run cancelled"),
+            }
+        });
+        tokio_stream::wrappers::ReceiverStream::new(rx)
+    }
+
+    /// Runs a query and returns all its events.
+    pub async fn query_collect(&self, tenant: &TenantId, request: QueryRequest) -> Vec<PipelineEvent> {
+        let mut events = Vec::new();
+        let mut emit = |e: PipelineEvent| events.push(e);
+        if let Err(e) = self.run(tenant, request, QueryOptions::default(), &mut emit).await {
+            events.push(PipelineEvent::Error { code: error_code(&e).into(), message: e.to_string() });
+        }
+        events
+    }
+
+    /// Validates a request and resolves its parameters against the knowledge base's settings.
+    fn validate(&self, request: &QueryRequest, kb_params: &RetrievalParams) -> Result<RetrievalParams, CoreError> {
+        let limit = self.config().max_query_bytes;
+        if request.query.len() > limit {
+            return Err(UserError::QueryTooLong { len: request.query.len(), limit }.into());
+        }
+        if normalize_for_match(&request.query).is_empty() {
+            return Err(UserError::EmptyQuery.into());
+        }
+        let params = request.params.clone().unwrap_or_else(|| kb_params.clone());
+        params.validate()?;
+        if params.paths.contains(&PathKind::Dense) {
+            return Err(UserError::PathUnavailable { path: "dense".into(), reason: "no embedder is configured in this build".into() }.into());
+        }
+        Ok(params)
+    }
+
+    /// The pipeline. `emit` receives each event as its stage completes.
+    pub async fn run(
+        &self,
+        tenant: &TenantId,
+        request: QueryRequest,
+        options: QueryOptions,
+        emit: &mut (dyn FnMut(PipelineEvent) + Send),
+    ) -> Result<PipelineOutput, CoreError> {
+        let started = Instant::now();
+        let mut timings = Vec::new();
+        let mut warnings = Vec::new();
+        let kb = self.kb(tenant, &request.kb).await?;
+        let params = self.validate(&request, &kb.settings.retrieval)?;
+        emit(PipelineEvent::QueryReceived {
+            query_id: uuid_like(),
+            kb: kb.name.clone(),
+            query: request.query.clone(),
+            paths: params.paths.clone(),
+        });
+
+        let index = self.index(tenant, &kb).await?;
+        let t = Instant::now();
+        let (ix, raw) = (index.clone(), request.query.clone());
+        let analyzed = tokio::task::spawn_blocking(move || ix.analyze_query(&raw))
+            .await
+            .map_err(|e| CoreError::Component { component: "analyzer".into(), message: e.to_string() })?;
+        let (lambda, reason) = suggest_lambda(&analyzed);
+        let elapsed = ms(t);
+        timings.push(StageTiming { stage: "query_analyzed".into(), ms: elapsed });
+        emit(PipelineEvent::QueryAnalyzed {
+            normalized: analyzed.normalized.clone(),
+            language: analyzed.language,
+            tokens: analyzed.tokens.clone(),
+            suggested_lexical_interpolation: lambda,
+            suggestion_reason: reason.into(),
+            elapsed_ms: elapsed,
+        });
+
+        // Recall: every path in parallel.
+        let ctx = SearchCtx { filters: request.filters.clone(), now: rag_core::now() };
+        let retrievers: Vec<Arc<dyn Retriever>> = params
+            .paths
+            .iter()
+            .map(|p| Arc::new(LexicalRetriever { index: index.clone(), path: *p, params: params.clone() }) as Arc<dyn Retriever>)
+            .collect();
+        let runs = retrievers.iter().map(|r| {
+            let (analyzed, ctx) = (&analyzed, &ctx);
+            async move {
+                let t = Instant::now();
+                let result = r.retrieve(analyzed, params.per_path_k, ctx).await;
+                (r.path(), result, ms(t))
+            }
+        });
+        let results = futures::future::join_all(runs).await;
+        let mut lists = Vec::new();
+        for (path, result, elapsed) in results {
+            timings.push(StageTiming { stage: format!("recall:{path}"), ms: elapsed });
+            match result {
+                Ok(list) => {
+                    let passages = if options.views {
+                        list.hits.iter().filter_map(|h| index.view(h.id, &h.matched)).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    emit(PipelineEvent::Recall { list: list.clone(), passages, elapsed_ms: elapsed });
+                    lists.push(list);
+                }
+                Err(e) => {
+                    warnings.push(format!("{path} path failed: {e}"));
+                    emit(PipelineEvent::RecallFailed { path, message: e.to_string() });
+                }
+            }
+        }
+
+        let t = Instant::now();
+        let fused = RrfFuser::new(params.fusion).fuse(&lists);
+        let elapsed = ms(t);
+        timings.push(StageTiming { stage: "fused".into(), ms: elapsed });
+        emit(PipelineEvent::Fused {
+            hits: fused.hits.clone(),
+            dropped: fused.dropped.clone(),
+            max_score: fused.max_score,
+            k: params.fusion.k,
+            elapsed_ms: elapsed,
+        });
+
+        let t = Instant::now();
+        let reranker = self.inner.components.reranker.clone();
+        let reranked = match reranker.rerank(&analyzed, fused.hits.clone(), params.rerank_top_k).await {
+            Ok(r) => r,
+            Err(e) => {
+                warnings.push(format!("reranker {} failed, fused order kept: {e}", reranker.name()));
+                fused.hits.iter().take(params.rerank_top_k).cloned().collect()
+            }
+        };
+        let elapsed = ms(t);
+        timings.push(StageTiming { stage: "reranked".into(), ms: elapsed });
+        emit(PipelineEvent::Reranked { reranker: reranker.name().into(), hits: reranked.clone(), elapsed_ms: elapsed });
+
+        let t = Instant::now();
+        let sources: Vec<ContextSource> = reranked
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| {
+                let matched: Vec<String> = lists
+                    .iter()
+                    .flat_map(|l| l.hits.iter().filter(|x| x.id == h.id).flat_map(|x| x.matched.iter().cloned()))
+                    .collect();
+                let passage = if options.views { index.view(h.id, &matched) } else { None }?;
+                Some(ContextSource { n: i as u32 + 1, passage })
+            })
+            .collect();
+        let elapsed = ms(t);
+        timings.push(StageTiming { stage: "context_assembled".into(), ms: elapsed });
+        emit(PipelineEvent::ContextAssembled { sources, elapsed_ms: elapsed });
+
+        emit(PipelineEvent::Done { timings, total_ms: ms(started), warnings });
+        Ok(PipelineOutput { analyzed, lists, fused, reranked })
+    }
+}
+
+/// A query id: a time-ordered UUID.
+fn uuid_like() -> String {
+    uuid::Uuid::now_v7().to_string()
+}

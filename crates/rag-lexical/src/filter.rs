@@ -1,0 +1,45 @@
+//! Which passages a query may see.
+
+use rag_core::{Filters, Passage, Timestamp};
+
+/// A compiled filter: status, validity window, tags and creation time.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    tags: Vec<String>,
+    created_after: Option<Timestamp>,
+    created_before: Option<Timestamp>,
+    now: Option<Timestamp>,
+}
+
+impl Filter {
+    /// From request filters, evaluating validity windows at `now` (or `as_of`).
+    pub fn new(filters: &Filters, now: Timestamp) -> Self {
+        Filter {
+            tags: filters.tags.iter().map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()).collect(),
+            created_after: filters.created_after,
+            created_before: filters.created_before,
+            now: Some(filters.as_of.unwrap_or(now)),
+        }
+    }
+
+    /// Every searchable passage, whatever its validity window (for tests and evaluation).
+    pub fn everything() -> Self {
+        Filter { tags: Vec::new(), created_after: None, created_before: None, now: None }
+    }
+
+    /// Whether the passage passes.
+    pub fn allows(&self, p: &Passage) -> bool {
+        if !p.searchable {
+            return false;
+        }
+        if let Some(now) = self.now {
+            if !p.valid_at(now) {
+                return false;
+            }
+        }
+        if self.created_after.is_some_and(|t| p.created_at < t) || self.created_before.is_some_and(|t| p.created_at > t) {
+            return false;
+        }
+        self.tags.iter().all(|want| p.tags.iter().any(|have| have.to_lowercase() == *want))
+    }
+}

@@ -1,0 +1,224 @@
+//! The in-memory inverted index of one knowledge base.
+
+use crate::fuzzy::FuzzyVocab;
+use crate::synonyms::SynonymTable;
+use rag_core::{AnalyzedQuery, KbSnapshot, Passage, PassageId, PassageKind, PassageView, TokenKind};
+use rag_text::{detect_language, normalize, normalize_for_match, Analyzer, Mode};
+use rustc_hash::FxHashMap;
+
+/// Fields: title, body, tags.
+pub(crate) const FIELDS: usize = 3;
+
+/// One passage's occurrences of one term, per field.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Posting {
+    pub ord: u32,
+    pub tf: [u16; FIELDS],
+}
+
+/// A vocabulary entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Term {
+    pub text: Box<str>,
+    pub kind: TokenKind,
+    pub postings: Vec<Posting>,
+    /// Passages containing the term in each field.
+    pub df: [u32; FIELDS],
+}
+
+/// The immutable index of one knowledge base snapshot.
+#[derive(Debug)]
+pub struct LexicalIndex {
+    pub(crate) analyzer: Analyzer,
+    pub(crate) passages: Vec<Passage>,
+    pub(crate) ord_of: FxHashMap<PassageId, u32>,
+    /// Ordinals of passages in the text index (chunks and FAQ entries).
+    pub(crate) text_count: u32,
+    pub(crate) vocab: FxHashMap<Box<str>, u32>,
+    pub(crate) terms: Vec<Term>,
+    pub(crate) lengths: Vec<[u32; FIELDS]>,
+    pub(crate) avg_len: [f32; FIELDS + 1],
+    /// Normalised title + body + tags of each text passage, for substring matching.
+    pub(crate) match_text: Vec<String>,
+    pub(crate) fuzzy: FuzzyVocab,
+    pub(crate) synonyms: SynonymTable,
+    /// Ordinals of fact passages.
+    pub(crate) facts: Vec<u32>,
+    seq: u64,
+}
+
+/// A passage analysed for indexing.
+struct Analysed {
+    fields: [Vec<(String, TokenKind)>; FIELDS],
+    match_text: String,
+}
+
+fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
+    let take = |text: &str| -> Vec<(String, TokenKind)> {
+        analyzer.analyze(text, Mode::Index).into_iter().map(|t| (t.text, t.kind)).collect()
+    };
+    let tags = p.tags.join(" ");
+    let mut match_text = normalize_for_match(&p.title);
+    match_text.push('\n');
+    match_text.push_str(&normalize_for_match(&p.body));
+    match_text.push('\n');
+    match_text.push_str(&normalize_for_match(&tags));
+    Analysed { fields: [take(&p.title), take(&p.body), take(&tags)], match_text }
+}
+
+impl LexicalIndex {
+    /// Builds the index of a snapshot. Analysis runs on all available cores.
+    pub fn build(analyzer: &Analyzer, snapshot: &KbSnapshot) -> Self {
+        let analyzer =
+            analyzer.with_user_words(snapshot.user_words.iter().map(|w| (w.word.as_str(), w.freq)));
+        // Text passages first (dense ordinals 0..text_count), facts after.
+        let mut passages: Vec<Passage> =
+            snapshot.passages.iter().filter(|p| p.kind() != PassageKind::Fact && p.searchable).cloned().collect();
+        let text_count = passages.len() as u32;
+        passages.extend(snapshot.passages.iter().filter(|p| p.kind() == PassageKind::Fact).cloned());
+        let facts = (text_count..passages.len() as u32).collect();
+
+        let analysed = analyse_parallel(&analyzer, &passages[..text_count as usize]);
+
+        let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        let mut terms: Vec<Term> = Vec::new();
+        let mut lengths = Vec::with_capacity(analysed.len());
+        let mut match_text = Vec::with_capacity(analysed.len());
+        let mut totals = [0u64; FIELDS];
+        let mut local: FxHashMap<u32, [u16; FIELDS]> = FxHashMap::default();
+        for (ord, a) in analysed.into_iter().enumerate() {
+            local.clear();
+            let mut len = [0u32; FIELDS];
+            for (field, tokens) in a.fields.into_iter().enumerate() {
+                len[field] = tokens.len() as u32;
+                totals[field] += tokens.len() as u64;
+                for (text, kind) in tokens {
+                    let id = match vocab.get(text.as_str()) {
+                        Some(id) => *id,
+                        None => {
+                            let id = terms.len() as u32;
+                            let text: Box<str> = text.into_boxed_str();
+                            vocab.insert(text.clone(), id);
+                            terms.push(Term { text, kind, postings: Vec::new(), df: [0; FIELDS] });
+                            id
+                        }
+                    };
+                    let tf = local.entry(id).or_insert([0; FIELDS]);
+                    tf[field] = tf[field].saturating_add(1);
+                }
+            }
+            let mut entries: Vec<(u32, [u16; FIELDS])> = local.iter().map(|(k, v)| (*k, *v)).collect();
+            entries.sort_unstable_by_key(|e| e.0);
+            for (id, tf) in entries {
+                let term = &mut terms[id as usize];
+                for f in 0..FIELDS {
+                    if tf[f] > 0 {
+                        term.df[f] += 1;
+                    }
+                }
+                term.postings.push(Posting { ord: ord as u32, tf });
+            }
+            lengths.push(len);
+            match_text.push(a.match_text);
+        }
+        let n = text_count.max(1) as f32;
+        let mut avg_len = [0f32; FIELDS + 1];
+        for f in 0..FIELDS {
+            avg_len[f] = (totals[f] as f32 / n).max(1.0);
+        }
+        avg_len[FIELDS] = (totals.iter().sum::<u64>() as f32 / n).max(1.0);
+
+        let fuzzy = FuzzyVocab::build(&terms);
+        let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
+        let ord_of = passages.iter().enumerate().map(|(i, p)| (p.id, i as u32)).collect();
+        LexicalIndex {
+            analyzer,
+            passages,
+            ord_of,
+            text_count,
+            vocab,
+            terms,
+            lengths,
+            avg_len,
+            match_text,
+            fuzzy,
+            synonyms,
+            facts,
+            seq: snapshot.seq,
+        }
+    }
+
+    /// The commit sequence number of the snapshot this index was built from.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The analyzer of this knowledge base (with its user dictionary).
+    pub fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
+    /// Number of searchable text passages (chunks and FAQ entries).
+    pub fn len(&self) -> usize {
+        self.text_count as usize
+    }
+
+    /// Whether the index holds no text passage.
+    pub fn is_empty(&self) -> bool {
+        self.text_count == 0
+    }
+
+    /// Number of distinct terms.
+    pub fn vocabulary_size(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Analyses a query the way this index analysed its passages.
+    pub fn analyze_query(&self, raw: &str) -> AnalyzedQuery {
+        let normalized = normalize(raw).text;
+        AnalyzedQuery {
+            raw: raw.to_owned(),
+            language: detect_language(&normalized),
+            tokens: self.analyzer.analyze(raw, Mode::Query),
+            key_terms: self.analyzer.key_terms(raw),
+            normalized,
+        }
+    }
+
+    /// A passage by id.
+    pub fn passage(&self, id: PassageId) -> Option<&Passage> {
+        self.ord_of.get(&id).map(|o| &self.passages[*o as usize])
+    }
+
+    /// The passage as shown with a hit, with `matched` terms highlighted in its body.
+    pub fn view(&self, id: PassageId, matched: &[String]) -> Option<PassageView> {
+        let p = self.passage(id)?;
+        Some(PassageView {
+            id,
+            kind: p.kind(),
+            title: p.title.clone(),
+            body: p.body.clone(),
+            source: p.source.clone(),
+            highlights: crate::highlight(&self.analyzer, &p.body, matched),
+        })
+    }
+
+    pub(crate) fn term_id(&self, text: &str) -> Option<u32> {
+        self.vocab.get(text).copied()
+    }
+}
+
+fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<Analysed> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    if threads <= 1 || passages.len() < 256 {
+        return passages.iter().map(|p| analyse(analyzer, p)).collect();
+    }
+    let chunk = passages.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = passages
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|p| analyse(analyzer, p)).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("analysis thread panicked")).collect()
+    })
+}

@@ -1,0 +1,47 @@
+//! Lexical recall paths over an in-memory inverted index.
+//!
+//! A [`LexicalIndex`] is built from one knowledge base's [`KbSnapshot`] and is
+//! immutable; the engine builds a new one when the knowledge base's commit
+//! sequence moves. It answers five paths, each returning its own ranked list:
+//!
+//! - [`LexicalIndex::bm25`]: BM25 with OR semantics over title, body and tags
+//!   (flat or per-field, see [`rag_core::FieldMode`]);
+//! - [`LexicalIndex::substring`]: the query and its key terms as substrings of
+//!   the normalised text (the seeds' `ILIKE` path), weighted by rarity;
+//! - [`LexicalIndex::fuzzy`]: typo tolerance: unknown English terms are
+//!   matched to vocabulary terms by character-trigram similarity, Chinese
+//!   character windows to vocabulary words with the same pinyin (退宽 → 退款);
+//! - [`LexicalIndex::synonym`]: BM25 over the query expanded with the
+//!   knowledge base's synonym groups, recording which fired;
+//! - [`LexicalIndex::facts`]: structured key/value facts hit by their key or a
+//!   synonym of it.
+//!
+//! The crate is synchronous and compute-only; callers run it off the async runtime.
+//!
+//! ```
+//! use rag_core::*;
+//! use rag_lexical::{LexicalIndex, Filter};
+//! use rag_text::Analyzer;
+//! let faq = |q: &str, a: &str| Passage {
+//!     id: PassageId::Faq(FaqId::generate()), title: q.into(), body: a.into(), tags: vec![], aliases: vec![],
+//!     doc: None, source: None, span: None, created_at: 0, valid_from: None, valid_until: None, searchable: true,
+//! };
+//! let snapshot = KbSnapshot { passages: vec![faq("怎么退款", "在订单页申请退款"), faq("营业时间", "16:00 开门")], ..Default::default() };
+//! let index = LexicalIndex::build(&Analyzer::new(), &snapshot);
+//! let q = index.analyze_query("退宽");
+//! let list = index.fuzzy(&q, 10, 0.3, &Bm25Params::default(), &Filter::everything());
+//! assert_eq!(list.hits.len(), 1);
+//! ```
+
+mod bm25;
+mod facts;
+mod filter;
+mod fuzzy;
+mod highlight;
+mod index;
+mod substring;
+mod synonyms;
+
+pub use filter::Filter;
+pub use highlight::highlight;
+pub use index::LexicalIndex;

@@ -1,0 +1,33 @@
+//! The embedded store: one SQLite database in a data directory.
+//!
+//! SQLite (WAL, `synchronous=FULL`) is the single transactional source of
+//! truth; the lexical index is derived from it in memory and rebuilt whenever a
+//! knowledge base's commit sequence moves. Every write is one transaction, so an
+//! ingest is all of a document or none of it, also when the process dies
+//! mid-write. A lock file stops a second process from opening the directory for
+//! writing, and the database records its format version and the analyzer that
+//! indexed it.
+//!
+//! ```
+//! # tokio_test();
+//! # fn tokio_test() {
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! # rt.block_on(async {
+//! use rag_core::{StoreRead, StoreWrite, TenantId, KbSettings};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
+//! let tenant = TenantId::default_tenant();
+//! store.create_kb(&tenant, "demo", KbSettings::default()).await.unwrap();
+//! assert_eq!(store.list_kbs(&tenant).await.unwrap().len(), 1);
+//! # });
+//! # }
+//! ```
+
+mod embedded;
+mod error;
+mod lock;
+mod schema;
+
+pub use embedded::{EmbeddedStore, OpenMode, StoreInfo};
+pub use error::StoreError;
+pub use schema::FORMAT_VERSION;

@@ -1,0 +1,78 @@
+//! The on-disk schema, format version 1.
+
+/// Bumped whenever the schema changes incompatibly; older data is migrated,
+/// newer data refused.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub(crate) const SCHEMA_V1: &str = r#"
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kbs (
+    id         TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    settings   TEXT NOT NULL,
+    seq        INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (tenant, name)
+);
+CREATE TABLE IF NOT EXISTS documents (
+    id           TEXT PRIMARY KEY,
+    kb_id        TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    title        TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    tags         TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL,
+    text         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_by_hash ON documents (kb_id, content_hash);
+CREATE TABLE IF NOT EXISTS chunks (
+    id           TEXT PRIMARY KEY,
+    doc_id       TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    kb_id        TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    ordinal      INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    start_byte   INTEGER NOT NULL,
+    end_byte     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_kb ON chunks (kb_id, doc_id, ordinal);
+CREATE TABLE IF NOT EXISTS faqs (
+    id          TEXT PRIMARY KEY,
+    kb_id       TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    question    TEXT NOT NULL,
+    answer      TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    edited      INTEGER NOT NULL,
+    source_url  TEXT,
+    tags        TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    valid_from  INTEGER,
+    valid_until INTEGER
+);
+CREATE INDEX IF NOT EXISTS faqs_by_kb ON faqs (kb_id);
+CREATE TABLE IF NOT EXISTS facts (
+    id           TEXT PRIMARY KEY,
+    kb_id        TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    key          TEXT NOT NULL,
+    value        TEXT NOT NULL,
+    key_synonyms TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS facts_by_kb ON facts (kb_id);
+CREATE TABLE IF NOT EXISTS synonyms (
+    id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    kb_id TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    terms TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS user_words (
+    kb_id TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    word  TEXT NOT NULL,
+    freq  INTEGER,
+    PRIMARY KEY (kb_id, word)
+);
+"#;

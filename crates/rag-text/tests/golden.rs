@@ -1,0 +1,103 @@
+//! Golden tests of the analyzer on mixed inputs: behaviour, not API.
+//! Refresh with `UPDATE_EXPECT=1 cargo test -p rag-text`.
+
+use expect_test::{expect, Expect};
+use rag_text::{Analyzer, Mode};
+
+fn check(input: &str, mode: Mode, expected: Expect) {
+    let analyzer = Analyzer::new();
+    let rendered: Vec<String> = analyzer
+        .analyze(input, mode)
+        .into_iter()
+        .map(|t| {
+            // Every offset must point at the original text the term came from.
+            assert!(input.is_char_boundary(t.start) && input.is_char_boundary(t.end));
+            format!("{}:{:?}@{}..{}={}", t.text, t.kind, t.start, t.end, &input[t.start..t.end])
+        })
+        .collect();
+    expected.assert_eq(&rendered.join("\n"));
+}
+
+#[test]
+fn english_question_with_ticker() {
+    check(
+        "Should I buy NVDA right now?",
+        Mode::Query,
+        expect![[r#"
+            buy:Word@9..12=buy
+            nvda:Ident@13..17=NVDA
+            right:Word@18..23=right"#]],
+    );
+}
+
+#[test]
+fn identifiers_kept_whole() {
+    check(
+        "iPhone15 A-12 3.5km 16:00 opens",
+        Mode::Query,
+        expect![[r#"
+            iphone15:Ident@0..8=iPhone15
+            a-12:Ident@9..13=A-12
+            3.5km:Ident@14..19=3.5km
+            16:00:Number@20..25=16:00
+            open:Word@26..31=opens"#]],
+    );
+}
+
+#[test]
+fn chinese_keeps_single_characters() {
+    check(
+        "虾新鲜吗",
+        Mode::Query,
+        expect![[r#"
+            虾:Han@0..3=虾
+            新鲜:Han@3..9=新鲜"#]],
+    );
+}
+
+#[test]
+fn index_mode_adds_characters_of_words() {
+    check(
+        "鲜虾仁",
+        Mode::Index,
+        expect![[r#"
+            鲜:Han@0..3=鲜
+            虾仁:Han@3..9=虾仁
+            虾:HanChar@3..6=虾
+            仁:HanChar@6..9=仁"#]],
+    );
+}
+
+#[test]
+fn traditional_query_matches_simplified_terms() {
+    check(
+        "營業時間是幾點",
+        Mode::Query,
+        expect![[r#"
+            营业:Han@0..6=營業
+            时间:Han@6..12=時間
+            营业时间:Han@0..12=營業時間
+            几点:Han@15..21=幾點"#]],
+    );
+}
+
+#[test]
+fn mixed_full_width_and_chinese() {
+    check(
+        "ＮＶＤＡ本周的信号，iPhone15怎么样？",
+        Mode::Query,
+        expect![[r#"
+            nvda:Ident@0..12=ＮＶＤＡ
+            本周:Han@12..18=本周
+            信号:Han@21..27=信号
+            iphone15:Ident@30..38=iPhone15
+            怎么样:Han@38..47=怎么样"#]],
+    );
+}
+
+#[test]
+fn stop_word_only_query_still_searches() {
+    let analyzer = Analyzer::new();
+    let terms: Vec<String> = analyzer.analyze("the who", Mode::Query).into_iter().map(|t| t.text).collect();
+    assert_eq!(terms, ["the", "who"]);
+}

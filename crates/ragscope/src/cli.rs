@@ -1,0 +1,418 @@
+//! Command-line arguments and the simpler commands.
+
+use crate::render;
+use crate::{core_err, App, UserFacing};
+use clap::{Args, Parser, Subcommand};
+use futures::StreamExt;
+use rag_core::{Filters, FusionParams, PathKind, QueryRequest, RetrievalParams};
+use rag_engine::{parse_facts_tsv, parse_synonyms_tsv, IngestStatus};
+use rag_store::OpenMode;
+use std::path::{Path, PathBuf};
+
+/// ragscope: bilingual hybrid-retrieval RAG with every step visible.
+#[derive(Debug, Parser)]
+#[command(name = "ragscope", version, about)]
+pub struct Cli {
+    /// Configuration file (TOML). Default: ./ragscope.toml when present.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Data directory of the embedded store [default: ./data].
+    #[arg(long, global = true, env = "RAGSCOPE_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Tenant to act as [default: default].
+    #[arg(long, global = true, env = "RAGSCOPE_TENANT")]
+    pub tenant: Option<String>,
+    /// Log filter, e.g. info or rag_engine=debug [default: warn].
+    #[arg(long, global = true)]
+    pub log_level: Option<String>,
+    /// Log format: text or json.
+    #[arg(long, global = true)]
+    pub log_format: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, list and delete knowledge bases.
+    Kb {
+        #[command(subcommand)]
+        command: KbCommand,
+    },
+    /// Add files to a knowledge base: .txt and .md documents, FAQ entries from .jsonl or .csv.
+    Ingest(IngestArgs),
+    /// Add synonym groups from a TSV file (one group per line, tab-separated).
+    Synonyms(TsvArgs),
+    /// Add structured facts from a TSV file (key, value, key synonyms separated by |).
+    Facts(TsvArgs),
+    /// Ask a knowledge base; prints every pipeline stage.
+    Query(QueryArgs),
+    /// Evaluate retrieval on BEIR-format files.
+    Eval(EvalArgs),
+    /// Measure indexing throughput and query latency on a BEIR-format dataset.
+    Bench(BenchArgs),
+    /// Load the demo knowledge base and ask it a first question.
+    Demo(DemoArgs),
+    /// Print the effective configuration, secrets redacted.
+    CheckConfig,
+    /// The HTTP server (not implemented yet).
+    Serve,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KbCommand {
+    /// Create a knowledge base.
+    Create { name: String },
+    /// List knowledge bases.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a knowledge base and everything in it.
+    Delete { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Knowledge base.
+    #[arg(long)]
+    pub kb: String,
+    /// Files or directories (searched recursively).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Print one JSON object per file.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TsvArgs {
+    /// Knowledge base.
+    #[arg(long)]
+    pub kb: String,
+    /// The TSV file.
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RetrievalFlags {
+    /// Paths to run, comma-separated (bm25,substring,fuzzy,synonym,fact).
+    #[arg(long, value_delimiter = ',')]
+    pub paths: Option<Vec<String>>,
+    /// Candidates per path.
+    #[arg(long)]
+    pub per_path_k: Option<usize>,
+    /// Hits kept after fusion.
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// Hits kept after rerank.
+    #[arg(long)]
+    pub rerank_top_k: Option<usize>,
+    /// RRF k.
+    #[arg(long)]
+    pub rrf_k: Option<f64>,
+    /// λ in [0,1]: 0 = vector only, 1 = lexical only.
+    #[arg(long)]
+    pub lexical_interpolation: Option<f64>,
+    /// Per-path weights, e.g. bm25=1,substring=0.3.
+    #[arg(long, value_delimiter = ',')]
+    pub weights: Option<Vec<String>>,
+    /// BM25 k1.
+    #[arg(long)]
+    pub k1: Option<f32>,
+    /// BM25 b.
+    #[arg(long)]
+    pub b: Option<f32>,
+    /// BM25 fields: "flat" or "multi:TITLE,BODY,TAGS" weights.
+    #[arg(long)]
+    pub fields: Option<String>,
+    /// Fuzzy path trigram threshold.
+    #[arg(long)]
+    pub fuzzy_threshold: Option<f32>,
+    /// Minimum normalised fused score.
+    #[arg(long)]
+    pub min_score: Option<f64>,
+}
+
+impl RetrievalFlags {
+    /// Applies the flags to `base`.
+    pub fn apply(&self, mut p: RetrievalParams) -> anyhow::Result<RetrievalParams> {
+        let bad = |m: String| -> anyhow::Error { UserFacing(m).into() };
+        if let Some(paths) = &self.paths {
+            p.paths = paths
+                .iter()
+                .map(|s| PathKind::parse(s.trim()).ok_or_else(|| bad(format!("unknown path {s:?}"))))
+                .collect::<anyhow::Result<_>>()?;
+        }
+        if let Some(k) = self.per_path_k {
+            p.per_path_k = k;
+        }
+        if let Some(k) = self.top_k {
+            p.fusion.top_k = k;
+        }
+        if let Some(k) = self.rerank_top_k {
+            p.rerank_top_k = k;
+        }
+        if let Some(k) = self.rrf_k {
+            p.fusion.k = k;
+        }
+        if let Some(l) = self.lexical_interpolation {
+            p.fusion.lexical_interpolation = Some(l);
+        }
+        if let Some(ws) = &self.weights {
+            for w in ws {
+                let (name, value) = w.split_once('=').ok_or_else(|| bad(format!("weight {w:?} is not path=number")))?;
+                let path = PathKind::parse(name.trim()).ok_or_else(|| bad(format!("unknown path {name:?}")))?;
+                let value: f64 = value.trim().parse().map_err(|_| bad(format!("weight {w:?} is not a number")))?;
+                p.fusion.weights.set(path, value);
+            }
+        }
+        if let Some(k1) = self.k1 {
+            p.bm25.k1 = k1;
+        }
+        if let Some(b) = self.b {
+            p.bm25.b = b;
+        }
+        if let Some(f) = &self.fields {
+            p.bm25.fields = parse_fields(f).ok_or_else(|| bad(format!("--fields {f:?}: expected flat or multi:T,B,G")))?;
+        }
+        if let Some(t) = self.fuzzy_threshold {
+            p.fuzzy_threshold = t;
+        }
+        if let Some(m) = self.min_score {
+            p.fusion.min_score = m;
+        }
+        p.validate().map_err(|e| bad(e.to_string()))?;
+        Ok(p)
+    }
+}
+
+fn parse_fields(s: &str) -> Option<rag_core::FieldMode> {
+    if s == "flat" {
+        return Some(rag_core::FieldMode::Flat);
+    }
+    let w: Vec<f32> = s.strip_prefix("multi:")?.split(',').map(|x| x.trim().parse().ok()).collect::<Option<_>>()?;
+    match w[..] {
+        [title, body, tags] => Some(rag_core::FieldMode::MultiField { title, body, tags }),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// Knowledge base.
+    #[arg(long)]
+    pub kb: String,
+    /// The question.
+    pub query: String,
+    /// Print the raw event stream, one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Only entries with this tag (repeatable; all must match).
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    /// Only entries created at or after this time (RFC 3339, date, or unix seconds).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only entries created at or before this time.
+    #[arg(long)]
+    pub until: Option<String>,
+    #[command(flatten)]
+    pub retrieval: RetrievalFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// corpus.jsonl
+    #[arg(long)]
+    pub corpus: PathBuf,
+    /// queries.jsonl
+    #[arg(long)]
+    pub queries: PathBuf,
+    /// qrels TSV (query-id, corpus-id, score)
+    #[arg(long)]
+    pub qrels: PathBuf,
+    /// lexical (all lexical paths fused), dense, or hybrid.
+    #[arg(long, default_value = "lexical")]
+    pub mode: String,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub retrieval: RetrievalFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A BEIR-format dataset directory (corpus.jsonl, queries.jsonl, qrels/).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// Which qrels split chooses the queries.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Repetitions of the query set.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The demo directory.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../demo"))]
+    pub dir: PathBuf,
+    /// Knowledge base name.
+    #[arg(long, default_value = "demo")]
+    pub kb: String,
+    /// The first question.
+    #[arg(long, default_value = "怎么退款？")]
+    pub query: String,
+}
+
+/// Files under `paths`, recursively, sorted; hidden files skipped.
+pub fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| UserFacing(format!("{}: {e}", p.display())))?;
+        if meta.is_dir() {
+            let mut stack = vec![p.clone()];
+            while let Some(dir) = stack.pop() {
+                let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+                entries.sort();
+                for e in entries {
+                    let hidden = e.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+                    if hidden {
+                        continue;
+                    }
+                    if e.is_dir() {
+                        stack.push(e);
+                    } else {
+                        out.push(e);
+                    }
+                }
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+pub async fn ingest(app: &App, args: IngestArgs) -> anyhow::Result<()> {
+    let engine = app.engine(OpenMode::ReadWrite)?;
+    engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
+    let files = collect_files(&args.paths)?;
+    let mut failed = 0;
+    let (mut chunks, mut faqs, mut skipped) = (0, 0, 0);
+    for file in &files {
+        let source = file.display().to_string();
+        let outcome = match std::fs::read(file) {
+            Ok(bytes) => engine.ingest(&app.tenant, &args.kb, &source, bytes).await.map_err(core_err)?,
+            Err(e) => rag_engine::IngestOutcome { source: source.clone(), status: IngestStatus::Failed { reason: e.to_string() } },
+        };
+        match &outcome.status {
+            IngestStatus::Document { chunks: c, .. } => chunks += c,
+            IngestStatus::Faqs { added, .. } => faqs += added,
+            IngestStatus::Skipped { .. } => skipped += 1,
+            IngestStatus::Failed { .. } => failed += 1,
+        }
+        if args.json {
+            println!("{}", serde_json::to_string(&outcome)?);
+        } else {
+            println!("{}", render::ingest_line(&outcome));
+        }
+    }
+    if !args.json {
+        println!(
+            "{} files: {} chunks, {} FAQ entries added, {} skipped, {} failed",
+            files.len(),
+            chunks,
+            faqs,
+            skipped,
+            failed
+        );
+    }
+    if failed > 0 {
+        return Err(UserFacing(format!("{failed} of {} files failed", files.len())).into());
+    }
+    Ok(())
+}
+
+fn read_text(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| UserFacing(format!("{}: {e}", path.display())))?;
+    rag_engine::parse::decode_text(&bytes)
+        .map(str::to_owned)
+        .map_err(|e| UserFacing(format!("{}: {e}", path.display())).into())
+}
+
+pub async fn synonyms(app: &App, args: TsvArgs) -> anyhow::Result<()> {
+    let groups = parse_synonyms_tsv(&read_text(&args.file)?);
+    let engine = app.engine(OpenMode::ReadWrite)?;
+    let n = engine.add_synonyms(&app.tenant, &args.kb, groups).await.map_err(core_err)?;
+    println!("{n} synonym groups added");
+    Ok(())
+}
+
+pub async fn facts(app: &App, args: TsvArgs) -> anyhow::Result<()> {
+    let facts = parse_facts_tsv(&read_text(&args.file)?).map_err(|e| UserFacing(format!("{}: {e}", args.file.display())))?;
+    let engine = app.engine(OpenMode::ReadWrite)?;
+    let n = engine.put_facts(&app.tenant, &args.kb, facts).await.map_err(core_err)?;
+    println!("{n} facts added or updated");
+    Ok(())
+}
+
+pub fn time_flag(name: &str, v: &Option<String>) -> anyhow::Result<Option<i64>> {
+    v.as_deref()
+        .map(|s| {
+            rag_engine::parse::parse_time_text(s)
+                .ok_or_else(|| UserFacing(format!("--{name} {s:?}: expected RFC 3339, YYYY-MM-DD or unix seconds")).into())
+        })
+        .transpose()
+}
+
+pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
+    let engine = app.engine(OpenMode::ReadOnly)?;
+    let kb = engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
+    let params = args.retrieval.apply(kb.settings.retrieval)?;
+    let request = QueryRequest {
+        kb: args.kb.clone(),
+        query: args.query.clone(),
+        params: Some(params),
+        filters: Filters {
+            tags: args.tags.clone(),
+            created_after: time_flag("since", &args.since)?,
+            created_before: time_flag("until", &args.until)?,
+            as_of: None,
+        },
+    };
+    let mut events = engine.query(&app.tenant, request);
+    let mut error = None;
+    while let Some(event) = events.next().await {
+        if args.json {
+            println!("{}", serde_json::to_string(&event)?);
+        } else {
+            print!("{}", render::event(&event));
+        }
+        if let rag_core::PipelineEvent::Error { code, message } = &event {
+            error = Some((code.clone(), message.clone()));
+        }
+    }
+    match error {
+        Some((code, message)) if code == "store_error" || code == "internal" => anyhow::bail!("{message}"),
+        Some((_, message)) => Err(UserFacing(message).into()),
+        None => Ok(()),
+    }
+}
+
+/// Defaults for evaluation runs: deeper lists so Recall@100 means something.
+pub fn eval_params(base: RetrievalParams) -> RetrievalParams {
+    RetrievalParams {
+        per_path_k: 100,
+        rerank_top_k: 100,
+        fusion: FusionParams { top_k: 100, ..base.fusion },
+        ..base
+    }
+}

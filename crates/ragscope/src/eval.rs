@@ -1,0 +1,256 @@
+//! `ragscope eval`: retrieval quality on BEIR-format files.
+
+use crate::cli::{eval_params, EvalArgs};
+use crate::{core_err, App, UserFacing};
+use rag_core::{
+    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, QueryRequest,
+    TenantId, WriteOp,
+};
+use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
+use rag_store::{EmbeddedStore, OpenMode};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+pub struct CorpusDoc {
+    #[serde(rename = "_id")]
+    pub id: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub text: String,
+}
+
+#[derive(Deserialize)]
+struct QueryLine {
+    #[serde(rename = "_id")]
+    id: String,
+    text: String,
+}
+
+/// query id → (doc id → relevance).
+pub type Qrels = BTreeMap<String, HashMap<String, f64>>;
+
+fn open_text(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| UserFacing(format!("{}: {e}", path.display())).into())
+}
+
+pub fn read_corpus(path: &Path) -> anyhow::Result<Vec<CorpusDoc>> {
+    let text = open_text(path)?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| UserFacing(format!("{}:{}: {e}", path.display(), i + 1)).into())
+        })
+        .collect()
+}
+
+pub fn read_queries(path: &Path) -> anyhow::Result<HashMap<String, String>> {
+    let text = open_text(path)?;
+    let mut out = HashMap::new();
+    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let q: QueryLine = serde_json::from_str(l).map_err(|e| UserFacing(format!("{}:{}: {e}", path.display(), i + 1)))?;
+        out.insert(q.id, q.text);
+    }
+    Ok(out)
+}
+
+pub fn read_qrels(path: &Path) -> anyhow::Result<Qrels> {
+    let text = open_text(path)?;
+    let mut out: Qrels = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let cols: Vec<&str> = line.split('\t').map(str::trim).collect();
+        if cols.len() < 3 || (i == 0 && cols[2].parse::<f64>().is_err()) {
+            continue;
+        }
+        let score: f64 = cols[2].parse().map_err(|_| UserFacing(format!("{}:{}: bad score", path.display(), i + 1)))?;
+        if score > 0.0 {
+            out.entry(cols[0].to_owned()).or_default().insert(cols[1].to_owned(), score);
+        }
+    }
+    Ok(out)
+}
+
+/// Metrics of one ranked list against its judgements.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Metrics {
+    pub ndcg10: f64,
+    pub recall10: f64,
+    pub recall100: f64,
+    pub mrr10: f64,
+}
+
+pub fn score(ranked: &[String], rel: &HashMap<String, f64>) -> Metrics {
+    let dcg: f64 = ranked.iter().take(10).enumerate().map(|(i, d)| rel.get(d).copied().unwrap_or(0.0) / ((i + 2) as f64).log2()).sum();
+    let mut ideal: Vec<f64> = rel.values().copied().collect();
+    ideal.sort_by(|a, b| b.total_cmp(a));
+    let idcg: f64 = ideal.iter().take(10).enumerate().map(|(i, r)| r / ((i + 2) as f64).log2()).sum();
+    let total = rel.len() as f64;
+    let found = |k: usize| ranked.iter().take(k).filter(|d| rel.contains_key(*d)).count() as f64;
+    let mrr10 = ranked.iter().take(10).position(|d| rel.contains_key(d)).map(|p| 1.0 / (p + 1) as f64).unwrap_or(0.0);
+    Metrics {
+        ndcg10: if idcg > 0.0 { dcg / idcg } else { 0.0 },
+        recall10: found(10) / total,
+        recall100: found(100) / total,
+        mrr10,
+    }
+}
+
+/// Loads a corpus into a knowledge base: one document with one chunk per corpus entry.
+pub async fn load_corpus(engine: &Engine, tenant: &TenantId, kb: &KnowledgeBase, corpus: Vec<CorpusDoc>) -> anyhow::Result<()> {
+    let ts = now();
+    let mut ops = Vec::new();
+    for d in corpus {
+        let doc = DocId::generate();
+        let chunk = Chunk { id: ChunkId::generate(), doc, ordinal: 0, heading_path: vec![], text: d.text.clone(), start: 0, end: d.text.len() };
+        ops.push(WriteOp::PutDocument {
+            document: Document {
+                id: doc,
+                kb: kb.id,
+                title: d.title,
+                source: d.id,
+                content_hash: String::new(),
+                tags: vec![],
+                created_at: ts,
+                updated_at: ts,
+                text: d.text,
+            },
+            chunks: vec![chunk],
+        });
+        if ops.len() == 2000 {
+            engine.store().apply(tenant, kb.id, std::mem::take(&mut ops)).await.map_err(core_err)?;
+        }
+    }
+    if !ops.is_empty() {
+        engine.store().apply(tenant, kb.id, ops).await.map_err(core_err)?;
+    }
+    Ok(())
+}
+
+pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
+    if args.mode != "lexical" {
+        let reason = match args.mode.as_str() {
+            "dense" | "hybrid" => "dense retrieval needs an embedder, which this build does not have yet",
+            _ => "mode must be lexical, dense or hybrid",
+        };
+        return Err(UserFacing(format!("--mode {}: {reason}", args.mode)).into());
+    }
+    let corpus = read_corpus(&args.corpus)?;
+    let queries = read_queries(&args.queries)?;
+    let qrels = read_qrels(&args.qrels)?;
+    if qrels.is_empty() {
+        return Err(UserFacing(format!("{} has no relevance judgements", args.qrels.display())).into());
+    }
+    let params = eval_params(args.retrieval.apply(app.config.retrieval.clone())?);
+
+    // A throwaway store unless --data-dir was given.
+    let temp;
+    let dir = if app.data_dir_given {
+        app.config.data_dir.clone()
+    } else {
+        temp = tempfile::tempdir()?;
+        temp.path().to_owned()
+    };
+    let store = EmbeddedStore::open(&dir, OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
+    let engine = Engine::new(
+        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker) },
+        EngineConfig { max_query_bytes: 1 << 20, ..EngineConfig::default() },
+    );
+    let kb_name = format!("eval-{}", args.corpus.file_stem().and_then(|s| s.to_str()).unwrap_or("corpus"));
+    let tenant = app.tenant.clone();
+    let n_docs = corpus.len();
+    let kb = match engine.store().kb_by_name(&tenant, &kb_name).await.map_err(core_err)? {
+        Some(kb) if engine.store().documents(&tenant, kb.id).await.map_err(core_err)?.len() == n_docs => kb,
+        existing => {
+            if let Some(kb) = existing {
+                engine.store().delete_kb(&tenant, kb.id).await.map_err(core_err)?;
+            }
+            let kb = engine.store().create_kb(&tenant, &kb_name, KbSettings::default()).await.map_err(core_err)?;
+            load_corpus(&engine, &tenant, &kb, corpus).await?;
+            kb
+        }
+    };
+    let index = engine.index(&tenant, &kb).await.map_err(core_err)?;
+
+    let mut sum = Metrics::default();
+    let mut evaluated = 0usize;
+    let mut missing = 0usize;
+    for (qid, rel) in &qrels {
+        let Some(text) = queries.get(qid) else {
+            missing += 1;
+            continue;
+        };
+        let request = QueryRequest { kb: kb_name.clone(), query: text.clone(), params: Some(params.clone()), filters: Default::default() };
+        let ranked: Vec<String> = match engine.run(&tenant, request, QueryOptions { views: false }, &mut |_| {}).await {
+            Ok(out) => out
+                .fused
+                .hits
+                .iter()
+                .filter_map(|h| match h.id {
+                    PassageId::Chunk(_) => index.passage(h.id).and_then(|p| p.source.clone()),
+                    _ => None,
+                })
+                .collect(),
+            // A query that cannot run (e.g. nothing but punctuation) retrieves nothing.
+            Err(e) if e.is_user_error() => Vec::new(),
+            Err(e) => return Err(core_err(e)),
+        };
+        let m = score(&ranked, rel);
+        sum.ndcg10 += m.ndcg10;
+        sum.recall10 += m.recall10;
+        sum.recall100 += m.recall100;
+        sum.mrr10 += m.mrr10;
+        evaluated += 1;
+    }
+    if evaluated == 0 {
+        return Err(UserFacing("none of the judged queries appears in the queries file".into()).into());
+    }
+    let n = evaluated as f64;
+    let round = |x: f64| (x / n * 100000.0).round() / 100000.0;
+    let out = serde_json::json!({
+        "mode": args.mode,
+        "queries": evaluated,
+        "queries_missing": missing,
+        "docs": n_docs,
+        "ndcg@10": round(sum.ndcg10),
+        "recall@10": round(sum.recall10),
+        "recall@100": round(sum.recall100),
+        "mrr@10": round(sum.mrr10),
+        "paths": params.paths,
+        "params": params,
+    });
+    if args.json {
+        println!("{out}");
+    } else {
+        println!(
+            "{} queries ({} mode): nDCG@10 {:.4}  Recall@10 {:.4}  Recall@100 {:.4}  MRR@10 {:.4}",
+            evaluated,
+            args.mode,
+            sum.ndcg10 / n,
+            sum.recall10 / n,
+            sum.recall100 / n,
+            sum.mrr10 / n
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_of_a_known_ranking() {
+        let rel: HashMap<String, f64> = [("a".to_string(), 1.0), ("b".to_string(), 1.0)].into();
+        let ranked: Vec<String> = ["x", "a", "y", "b"].iter().map(|s| s.to_string()).collect();
+        let m = score(&ranked, &rel);
+        let dcg = 1.0 / 3f64.log2() + 1.0 / 5f64.log2();
+        let idcg = 1.0 + 1.0 / 3f64.log2();
+        assert!((m.ndcg10 - dcg / idcg).abs() < 1e-12);
+        assert_eq!(m.recall10, 1.0);
+        assert_eq!(m.mrr10, 0.5);
+    }
+}

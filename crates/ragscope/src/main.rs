@@ -1,0 +1,183 @@
+//! The `ragscope` command.
+//!
+//! This crate is the only one that reads the environment and configuration
+//! files, installs the tracing subscriber, and turns errors into exit codes:
+//! 0 success, 1 failure, 2 the user's mistake (bad input, unknown knowledge
+//! base, invalid flags).
+
+mod bench;
+mod cli;
+mod config;
+mod demo;
+mod eval;
+mod render;
+
+use anyhow::Context;
+use clap::Parser;
+use cli::{Cli, Command, KbCommand};
+use config::{Config, FlagOverrides, LogOverrides};
+use rag_core::{CoreError, IdentityReranker, TenantId};
+use rag_engine::{Components, Engine, EngineConfig};
+use rag_store::{EmbeddedStore, OpenMode, StoreError};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// An error that is the user's fault: exit code 2.
+#[derive(Debug)]
+pub(crate) struct UserFacing(pub String);
+
+impl std::fmt::Display for UserFacing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UserFacing {}
+
+/// Converts engine errors, keeping user mistakes recognisable.
+pub(crate) fn core_err(e: CoreError) -> anyhow::Error {
+    if e.is_user_error() {
+        UserFacing(e.to_string()).into()
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+fn init_tracing(config: &Config) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if config.log.format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+pub(crate) struct App {
+    pub config: Config,
+    pub tenant: TenantId,
+    /// Whether the data directory was chosen explicitly (flag, environment or file).
+    pub data_dir_given: bool,
+}
+
+impl App {
+    pub(crate) fn engine(&self, mode: OpenMode) -> anyhow::Result<Engine> {
+        let analyzer = format!("{}:{}", rag_text::ANALYZER_NAME, rag_text::ANALYZER_VERSION);
+        let store = match EmbeddedStore::open_with_analyzer(&self.config.data_dir, mode, &analyzer) {
+            Ok(s) => s,
+            Err(e @ (StoreError::Locked { .. } | StoreError::Missing(_) | StoreError::NewerFormat { .. })) => {
+                return Err(UserFacing(e.to_string()).into())
+            }
+            Err(e) => return Err(e).with_context(|| format!("opening {}", self.config.data_dir.display())),
+        };
+        Ok(Engine::new(
+            Components { store: Arc::new(store), reranker: Arc::new(IdentityReranker) },
+            EngineConfig {
+                max_query_bytes: self.config.limits.max_query_bytes,
+                max_file_bytes: self.config.limits.max_file_bytes,
+                ..EngineConfig::default()
+            },
+        ))
+    }
+}
+
+async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Kb { command } => match command {
+            KbCommand::Create { name } => {
+                let engine = app.engine(OpenMode::ReadWrite)?;
+                let settings = rag_core::KbSettings { retrieval: app.config.retrieval.clone() };
+                let kb = engine.create_kb(&app.tenant, &name, settings).await.map_err(core_err)?;
+                println!("created knowledge base {} ({})", kb.name, kb.id);
+                Ok(())
+            }
+            KbCommand::List { json } => {
+                let engine = app.engine(OpenMode::ReadOnly)?;
+                let kbs = engine.store().list_kbs(&app.tenant).await.map_err(core_err)?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&kbs)?);
+                } else if kbs.is_empty() {
+                    println!("no knowledge bases; create one with: ragscope kb create NAME");
+                } else {
+                    for kb in kbs {
+                        let docs = engine.store().documents(&app.tenant, kb.id).await.map_err(core_err)?.len();
+                        let faqs = engine.store().faqs(&app.tenant, kb.id).await.map_err(core_err)?.len();
+                        println!("{:<24} {:>5} documents {:>5} FAQ entries  {}", kb.name, docs, faqs, kb.id);
+                    }
+                }
+                Ok(())
+            }
+            KbCommand::Delete { name } => {
+                let engine = app.engine(OpenMode::ReadWrite)?;
+                let kb = engine.kb(&app.tenant, &name).await.map_err(core_err)?;
+                engine.store().delete_kb(&app.tenant, kb.id).await.map_err(core_err)?;
+                println!("deleted knowledge base {name}");
+                Ok(())
+            }
+        },
+        Command::Ingest(args) => cli::ingest(&app, args).await,
+        Command::Synonyms(args) => cli::synonyms(&app, args).await,
+        Command::Facts(args) => cli::facts(&app, args).await,
+        Command::Query(args) => cli::query(&app, args).await,
+        Command::Eval(args) => eval::run(&app, args).await,
+        Command::Bench(args) => bench::run(&app, args).await,
+        Command::Demo(args) => demo::run(&app, args).await,
+        Command::CheckConfig => {
+            print!("{}", app.config.redacted_toml()?);
+            Ok(())
+        }
+        Command::Serve => Err(UserFacing(
+            "`ragscope serve` is not implemented yet: the HTTP server arrives with the server issue. \
+             Use `ragscope query` meanwhile."
+                .into(),
+        )
+        .into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Ok(spec) = std::env::var("RAGSCOPE_FAILPOINTS") {
+        if let Err(e) = rag_core::failpoint::configure(&spec) {
+            eprintln!("error: RAGSCOPE_FAILPOINTS: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let flags = FlagOverrides {
+        data_dir: cli.data_dir.clone(),
+        tenant: cli.tenant.clone(),
+        log: (cli.log_level.is_some() || cli.log_format.is_some())
+            .then(|| LogOverrides { level: cli.log_level.clone(), format: cli.log_format.clone() }),
+    };
+    let data_dir_given = cli.data_dir.is_some();
+    let config_path = cli.config.clone().or_else(|| std::env::var_os("RAGSCOPE_CONFIG").map(Into::into));
+    let config = match Config::load(config_path.as_deref(), flags) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    init_tracing(&config);
+    let data_dir_given = data_dir_given || config.data_dir != Config::default().data_dir;
+    let app = App { tenant: TenantId(config.tenant.clone()), config, data_dir_given };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(app, cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<UserFacing>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Terminal rendering of pipeline events and ingest outcomes.
+
+use rag_core::{PassageView, PipelineEvent};
+use rag_engine::{IngestOutcome, IngestStatus};
+use std::fmt::Write;
+
+fn snippet(text: &str, max_chars: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max_chars {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max_chars).collect();
+        format!("{cut}…")
+    }
+}
+
+fn title_of(views: &[PassageView], id: &rag_core::PassageId) -> String {
+    views.iter().find(|v| v.id == *id).map(|v| snippet(&v.title, 40)).unwrap_or_else(|| id.to_string())
+}
+
+/// One event as terminal lines.
+pub fn event(e: &PipelineEvent) -> String {
+    let mut s = String::new();
+    match e {
+        PipelineEvent::QueryReceived { kb, query, paths, .. } => {
+            let paths: Vec<&str> = paths.iter().map(|p| p.as_str()).collect();
+            let _ = writeln!(s, "▶ query «{}» on {kb} · paths: {}", snippet(query, 80), paths.join(", "));
+        }
+        PipelineEvent::QueryAnalyzed { language, tokens, suggested_lexical_interpolation, suggestion_reason, elapsed_ms, .. } => {
+            let toks: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
+            let _ = writeln!(s, "● analysed ({language:?}, {elapsed_ms:.1} ms): {}", toks.join(" | "));
+            let _ = writeln!(s, "  suggested λ = {suggested_lexical_interpolation:.1}: {suggestion_reason}");
+        }
+        PipelineEvent::Recall { list, passages, elapsed_ms } => {
+            let _ = writeln!(s, "● recall {} ({elapsed_ms:.1} ms): {} hits", list.path, list.hits.len());
+            for note in &list.notes {
+                let _ = writeln!(s, "  · {note}");
+            }
+            for h in list.hits.iter().take(5) {
+                let _ = writeln!(s, "  {:>2}. {:<8.3} {}  [{}]", h.rank, h.score, title_of(passages, &h.id), h.matched.join(", "));
+            }
+        }
+        PipelineEvent::RecallFailed { path, message } => {
+            let _ = writeln!(s, "✗ recall {path} failed: {message}");
+        }
+        PipelineEvent::Fused { hits, dropped, k, elapsed_ms, .. } => {
+            let _ = writeln!(s, "● fused (RRF k={k}, {elapsed_ms:.2} ms): {} kept, {} dropped", hits.len(), dropped.len());
+            for h in hits.iter().take(5) {
+                let parts: Vec<String> = h.contributions.iter().map(|c| format!("{}#{}", c.path, c.rank)).collect();
+                let _ = writeln!(s, "  {:>2}. {:.3} (normalised {:.2})  {}", h.rank, h.score, h.normalized, parts.join(" + "));
+            }
+        }
+        PipelineEvent::Reranked { reranker, hits, elapsed_ms } => {
+            let _ = writeln!(s, "● reranked by {reranker} ({elapsed_ms:.2} ms): {} hits", hits.len());
+        }
+        PipelineEvent::ContextAssembled { sources, elapsed_ms } => {
+            let _ = writeln!(s, "● context ({elapsed_ms:.2} ms): {} sources", sources.len());
+            for src in sources {
+                let _ = writeln!(s, "  [{}] {}", src.n, snippet(&src.passage.title, 60));
+                let _ = writeln!(s, "      {}", snippet(&src.passage.body, 120));
+            }
+        }
+        PipelineEvent::AnswerToken { text } => s.push_str(text),
+        PipelineEvent::Done { timings, total_ms, warnings } => {
+            let parts: Vec<String> = timings.iter().map(|t| format!("{} {:.1}", t.stage, t.ms)).collect();
+            let _ = writeln!(s, "✓ done in {total_ms:.1} ms ({})", parts.join(", "));
+            for w in warnings {
+                let _ = writeln!(s, "  ! {w}");
+            }
+        }
+        PipelineEvent::Error { code, message } => {
+            let _ = writeln!(s, "✗ error [{code}]: {message}");
+        }
+    }
+    s
+}
+
+/// One ingest outcome as a line.
+pub fn ingest_line(o: &IngestOutcome) -> String {
+    match &o.status {
+        IngestStatus::Document { chunks, replaced } => {
+            format!("  ok      {} ({chunks} chunks{})", o.source, if *replaced { ", replaced the older version" } else { "" })
+        }
+        IngestStatus::Faqs { added, duplicates } => format!("  ok      {} ({added} FAQ entries, {duplicates} duplicates)", o.source),
+        IngestStatus::Skipped { reason } => format!("  skipped {}: {reason}", o.source),
+        IngestStatus::Failed { reason } => format!("  FAILED  {}: {reason}", o.source),
+    }
+}
