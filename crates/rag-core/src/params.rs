@@ -96,12 +96,15 @@ pub struct Bm25Params {
     pub b: f32,
     /// Field treatment.
     pub fields: FieldMode,
+    /// Weight of the Chinese character-bigram field next to the word fields
+    /// (0 switches it off).
+    pub ngram_weight: f32,
 }
 
 impl Default for Bm25Params {
     fn default() -> Self {
         // Chosen on SciFact's train judgements; see README "Quality".
-        Bm25Params { k1: 1.2, b: 0.75, fields: FieldMode::Flat }
+        Bm25Params { k1: 1.5, b: 0.75, fields: FieldMode::Flat, ngram_weight: 0.5 }
     }
 }
 
@@ -113,6 +116,9 @@ impl Bm25Params {
         }
         if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
             return Err(UserError::InvalidParam { name: "bm25.b", reason: "must be in [0, 1]".into() });
+        }
+        if !(self.ngram_weight.is_finite() && (0.0..=10.0).contains(&self.ngram_weight)) {
+            return Err(UserError::InvalidParam { name: "bm25.ngram_weight", reason: "must be in [0, 10]".into() });
         }
         if let FieldMode::MultiField { title, body, tags } = self.fields {
             if [title, body, tags].iter().any(|w| !w.is_finite() || *w < 0.0) {
@@ -147,7 +153,7 @@ pub struct PathWeights {
 impl Default for PathWeights {
     fn default() -> Self {
         // Chosen on SciFact's train judgements and the demo knowledge base; see README.
-        PathWeights { bm25: 1.0, substring: 0.3, fuzzy: 0.3, synonym: 0.5, fact: 1.0, dense: 1.0 }
+        PathWeights { bm25: 1.0, substring: 0.2, fuzzy: 1.0, synonym: 0.5, fact: 1.0, dense: 1.0 }
     }
 }
 

@@ -20,6 +20,9 @@ pub enum TokenKind {
     /// A single Chinese character inside a longer word (index side only), so that
     /// one-character queries such as 「虾」 find 「鲜虾」.
     HanChar,
+    /// Two adjacent Chinese characters that are not a dictionary word; they
+    /// match across segmentation differences between a query and a text.
+    HanBigram,
 }
 
 /// A term with the byte range in the original text it came from.

@@ -1,14 +1,17 @@
 //! BM25 scoring over the index.
 
 use crate::filter::Filter;
-use crate::index::{LexicalIndex, FIELDS};
-use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList};
+use crate::index::{LexicalIndex, FIELDS, GRAMS, WORD_FIELDS};
+use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList, TokenKind};
 
-/// A query term with a weight (1 for the query's own terms, less for expansions).
+/// A query term with a weight (1 for the query's own terms, less for
+/// expansions); `gram` terms are Chinese character bigrams, scored in the
+/// bigram field.
 #[derive(Debug, Clone)]
 pub(crate) struct WeightedTerm {
     pub id: u32,
     pub weight: f32,
+    pub gram: bool,
 }
 
 /// Lucene's BM25 idf, always positive.
@@ -29,40 +32,54 @@ impl LexicalIndex {
         let n = self.text_count as f32;
         let mut acc = vec![0f32; self.text_count as usize];
         let mut touched: Vec<u32> = Vec::new();
+        let mut add = |ord: u32, v: f32| {
+            let slot = &mut acc[ord as usize];
+            if *slot == 0.0 && v > 0.0 {
+                touched.push(ord);
+            }
+            *slot += v;
+        };
         for wt in terms {
             let term = &self.terms[wt.id as usize];
+            if wt.gram {
+                if params.ngram_weight <= 0.0 || term.df[GRAMS] == 0 {
+                    continue;
+                }
+                let w = wt.weight * params.ngram_weight * idf(n, term.df[GRAMS] as f32);
+                for p in term.postings.iter().filter(|p| p.tf[GRAMS] > 0) {
+                    let len = self.lengths[p.ord as usize][GRAMS] as f32;
+                    add(p.ord, w * saturate(p.tf[GRAMS] as f32, len, self.avg_len[GRAMS], params.k1, params.b));
+                }
+                continue;
+            }
             match params.fields {
                 FieldMode::Flat => {
-                    let w = wt.weight * idf(n, term.postings.len() as f32);
+                    if term.word_df == 0 {
+                        continue;
+                    }
+                    let w = wt.weight * idf(n, term.word_df as f32);
                     let avg = self.avg_len[FIELDS];
                     for p in &term.postings {
-                        let tf: f32 = p.tf.iter().map(|t| *t as f32).sum();
-                        let len: u32 = self.lengths[p.ord as usize].iter().sum();
-                        let slot = &mut acc[p.ord as usize];
-                        if *slot == 0.0 {
-                            touched.push(p.ord);
+                        let tf: f32 = p.tf[..WORD_FIELDS].iter().map(|t| *t as f32).sum();
+                        if tf == 0.0 {
+                            continue;
                         }
-                        *slot += w * saturate(tf, len as f32, avg, params.k1, params.b);
+                        let len: u32 = self.lengths[p.ord as usize][..WORD_FIELDS].iter().sum();
+                        add(p.ord, w * saturate(tf, len as f32, avg, params.k1, params.b));
                     }
                 }
                 FieldMode::MultiField { title, body, tags } => {
                     let fw = [title, body, tags];
-                    let idfs: [f32; FIELDS] = std::array::from_fn(|f| idf(n, term.df[f] as f32));
+                    let idfs: [f32; WORD_FIELDS] = std::array::from_fn(|f| idf(n, term.df[f] as f32));
                     for p in &term.postings {
                         let len = &self.lengths[p.ord as usize];
                         let mut s = 0.0;
-                        for f in 0..FIELDS {
+                        for f in 0..WORD_FIELDS {
                             if p.tf[f] > 0 && fw[f] > 0.0 {
                                 s += fw[f] * idfs[f] * saturate(p.tf[f] as f32, len[f] as f32, self.avg_len[f], params.k1, params.b);
                             }
                         }
-                        if s > 0.0 {
-                            let slot = &mut acc[p.ord as usize];
-                            if *slot == 0.0 {
-                                touched.push(p.ord);
-                            }
-                            *slot += wt.weight * s;
-                        }
+                        add(p.ord, wt.weight * s);
                     }
                 }
             }
@@ -96,7 +113,10 @@ impl LexicalIndex {
 
     /// The query's own terms that exist in the vocabulary, with multiplicity.
     pub(crate) fn query_terms(&self, q: &AnalyzedQuery) -> Vec<WeightedTerm> {
-        q.tokens.iter().filter_map(|t| self.term_id(&t.text)).map(|id| WeightedTerm { id, weight: 1.0 }).collect()
+        q.tokens
+            .iter()
+            .filter_map(|t| self.term_id(&t.text).map(|id| WeightedTerm { id, weight: 1.0, gram: t.kind == TokenKind::HanBigram }))
+            .collect()
     }
 
     /// BM25 with OR semantics: any query term may match.

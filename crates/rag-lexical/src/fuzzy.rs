@@ -47,7 +47,7 @@ impl FuzzyVocab {
                         v.trigrams.entry(g).or_default().push(id);
                     }
                 }
-                TokenKind::Han if chars >= 2 => {
+                TokenKind::Han | TokenKind::HanBigram if chars >= 2 && t.word_df > 0 => {
                     if let Some(key) = pinyin_key(&t.text) {
                         v.pinyin.entry(key).or_default().push(id);
                     }
@@ -153,7 +153,7 @@ impl LexicalIndex {
             .map(|c| format!("{} → {} ({:.2})", c.from, self.terms[c.to as usize].text, c.similarity))
             .collect();
         let mut terms = self.query_terms(q);
-        terms.extend(corrections.iter().map(|c| WeightedTerm { id: c.to, weight: c.similarity }));
+        terms.extend(corrections.iter().map(|c| WeightedTerm { id: c.to, weight: c.similarity, gram: false }));
         let scored = self.score_terms(&terms, params, filter, k);
         self.ranked(PathKind::Fuzzy, scored, &terms, notes)
     }

@@ -6,8 +6,12 @@ use rag_core::{AnalyzedQuery, KbSnapshot, Passage, PassageId, PassageKind, Passa
 use rag_text::{detect_language, normalize, normalize_for_match, Analyzer, Mode};
 use rustc_hash::FxHashMap;
 
-/// Fields: title, body, tags.
-pub(crate) const FIELDS: usize = 3;
+/// Fields: title, body, tags (words), and the character bigrams of Chinese text.
+pub(crate) const FIELDS: usize = 4;
+/// The word fields: title, body, tags.
+pub(crate) const WORD_FIELDS: usize = 3;
+/// The field of Chinese character bigrams.
+pub(crate) const GRAMS: usize = 3;
 
 /// One passage's occurrences of one term, per field.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +28,8 @@ pub(crate) struct Term {
     pub postings: Vec<Posting>,
     /// Passages containing the term in each field.
     pub df: [u32; FIELDS],
+    /// Passages containing the term in any word field (the flat field's df).
+    pub word_df: u32,
 }
 
 /// The immutable index of one knowledge base snapshot.
@@ -37,6 +43,7 @@ pub struct LexicalIndex {
     pub(crate) vocab: FxHashMap<Box<str>, u32>,
     pub(crate) terms: Vec<Term>,
     pub(crate) lengths: Vec<[u32; FIELDS]>,
+    /// Average length of each field; the last entry is the flat word field (title + body + tags).
     pub(crate) avg_len: [f32; FIELDS + 1],
     /// Normalised title + body + tags of each text passage, for substring matching.
     pub(crate) match_text: Vec<String>,
@@ -54,8 +61,17 @@ struct Analysed {
 }
 
 fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
-    let take = |text: &str| -> Vec<(String, TokenKind)> {
-        analyzer.analyze(text, Mode::Index).into_iter().map(|t| (t.text, t.kind)).collect()
+    let mut grams = Vec::new();
+    let mut take = |text: &str| -> Vec<(String, TokenKind)> {
+        let mut words = Vec::new();
+        for t in analyzer.analyze(text, Mode::Index) {
+            if t.kind == TokenKind::HanBigram {
+                grams.push((t.text, t.kind));
+            } else {
+                words.push((t.text, t.kind));
+            }
+        }
+        words
     };
     let tags = p.tags.join(" ");
     let mut match_text = normalize_for_match(&p.title);
@@ -63,7 +79,9 @@ fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
     match_text.push_str(&normalize_for_match(&p.body));
     match_text.push('\n');
     match_text.push_str(&normalize_for_match(&tags));
-    Analysed { fields: [take(&p.title), take(&p.body), take(&tags)], match_text }
+    let fields = [take(&p.title), take(&p.body), take(&tags), Vec::new()];
+    let [title, body, tags, _] = fields;
+    Analysed { fields: [title, body, tags, grams], match_text }
 }
 
 impl LexicalIndex {
@@ -99,7 +117,7 @@ impl LexicalIndex {
                             let id = terms.len() as u32;
                             let text: Box<str> = text.into_boxed_str();
                             vocab.insert(text.clone(), id);
-                            terms.push(Term { text, kind, postings: Vec::new(), df: [0; FIELDS] });
+                            terms.push(Term { text, kind, postings: Vec::new(), df: [0; FIELDS], word_df: 0 });
                             id
                         }
                     };
@@ -116,6 +134,9 @@ impl LexicalIndex {
                         term.df[f] += 1;
                     }
                 }
+                if tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
+                    term.word_df += 1;
+                }
                 term.postings.push(Posting { ord: ord as u32, tf });
             }
             lengths.push(len);
@@ -126,7 +147,7 @@ impl LexicalIndex {
         for f in 0..FIELDS {
             avg_len[f] = (totals[f] as f32 / n).max(1.0);
         }
-        avg_len[FIELDS] = (totals.iter().sum::<u64>() as f32 / n).max(1.0);
+        avg_len[FIELDS] = (totals[..WORD_FIELDS].iter().sum::<u64>() as f32 / n).max(1.0);
 
         let fuzzy = FuzzyVocab::build(&terms);
         let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);

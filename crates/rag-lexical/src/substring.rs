@@ -7,11 +7,15 @@ use aho_corasick::AhoCorasick;
 use rag_core::{AnalyzedQuery, Hit, PathKind, RankedList};
 use rag_text::normalize_for_match;
 
+/// Share of the query's key terms (weighted) a passage must contain.
+const MIN_COVERAGE: f32 = 0.6;
+
 impl LexicalIndex {
-    /// Passages containing the whole query or its key terms as substrings of
-    /// their normalised text. Each pattern found counts its rarity (idf over
-    /// this path's own matches) and its length; the whole query counts double.
-    /// Ties go to the shorter passage.
+    /// Passages containing the whole query, or most of its key terms, as
+    /// substrings of their normalised text. Key terms weigh by rarity (idf over
+    /// this path's own matches) and length; a passage must cover at least
+    /// 60% of that weight. Score: coverage, plus 1 when the whole query occurs,
+    /// plus a small share for how densely the terms occur.
     pub fn substring(&self, q: &AnalyzedQuery, k: usize, filter: &Filter) -> RankedList {
         let whole = normalize_for_match(&q.raw);
         let mut patterns: Vec<String> = Vec::new();
@@ -33,17 +37,22 @@ impl LexicalIndex {
         let n = self.text_count as usize;
         // For every passage, which patterns occur (bit set; at most 64 patterns count).
         let mut found: Vec<u64> = vec![0; n];
+        // Occurrences of key-term patterns per passage, for ranking among equal coverage.
+        let mut occurrences: Vec<u32> = vec![0; n];
         let mut df = vec![0u32; patterns.len()];
         for (ord, text) in self.match_text.iter().enumerate() {
             let mut bits = 0u64;
+            let mut count = 0u32;
             for m in ac.find_overlapping_iter(text.as_str()) {
                 let p = m.pattern().as_usize();
+                count += 1;
                 if p < 64 {
                     bits |= 1 << p;
                 }
             }
             if bits != 0 {
                 found[ord] = bits;
+                occurrences[ord] = count;
                 for (p, d) in df.iter_mut().enumerate().take(64) {
                     if bits & (1 << p) != 0 {
                         *d += 1;
@@ -60,15 +69,27 @@ impl LexicalIndex {
                 idf(n as f32, df[i] as f32) as f64 * len_factor * whole_bonus
             })
             .collect();
+        // Coverage of the key terms (weighted by rarity and length): a substring
+        // match means the passage says what the query says, not one of its words.
+        let key_start = usize::from(patterns.first().is_some_and(|p| *p == whole));
+        let key_total: f64 = weights[key_start..patterns.len().min(64)].iter().sum();
+        let min_coverage = f64::from(MIN_COVERAGE);
         let mut scored: Vec<(u32, f64)> = found
             .iter()
             .enumerate()
             .filter(|(ord, bits)| **bits != 0 && filter.allows(&self.passages[*ord]))
-            .map(|(ord, bits)| {
-                let s: f64 = (0..patterns.len().min(64)).filter(|p| bits & (1 << p) != 0).map(|p| weights[p]).sum();
-                // Denser passages first among equals: a tiny length penalty.
-                let len = self.match_text[ord].len() as f64;
-                (ord as u32, s - len * 1e-9)
+            .filter_map(|(ord, bits)| {
+                let has = |p: usize| bits & (1 << p) != 0;
+                let whole_found = key_start == 1 && has(0);
+                let covered: f64 = (key_start..patterns.len().min(64)).filter(|p| has(*p)).map(|p| weights[p]).sum();
+                let coverage = if key_total > 0.0 { covered / key_total } else { 0.0 };
+                if !whole_found && coverage < min_coverage {
+                    return None;
+                }
+                // Among equal coverage, passages where the terms recur densely rank first.
+                let len = self.match_text[ord].chars().count().max(1) as f64;
+                let density = occurrences[ord] as f64 / len;
+                Some((ord as u32, coverage + if whole_found { 1.0 } else { 0.0 } + 0.1 * density.min(1.0)))
             })
             .collect();
         top_k(&mut scored, k);

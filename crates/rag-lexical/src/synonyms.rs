@@ -117,7 +117,7 @@ impl LexicalIndex {
                 for t in &p.tokens {
                     if let Some(id) = self.term_id(t) {
                         if !terms.iter().any(|w| w.id == id) {
-                            terms.push(WeightedTerm { id, weight: EXPANSION_WEIGHT });
+                            terms.push(WeightedTerm { id, weight: EXPANSION_WEIGHT, gram: false });
                         }
                     }
                 }

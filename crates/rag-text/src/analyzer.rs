@@ -15,6 +15,7 @@ pub const ANALYZER_NAME: &str = "zh_en";
 /// rebuild their lexical indexes when it differs from what they recorded.
 pub const ANALYZER_VERSION: u32 = 1;
 
+
 /// Index mode emits extra tokens (the characters of longer Chinese words);
 /// query mode does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,10 +118,24 @@ impl Analyzer {
         let stops = stop_sets();
         self.walk_runs(&norm.text, |run, start, end| match run {
             Run::Han => {
+                // Runs of single characters (what jieba makes of unknown words and
+                // typos, e.g. 退宽 → 退 + 宽) are kept together as one term.
+                let mut singles = String::new();
                 for t in self.jieba.cut(&norm.text[start..end], true) {
-                    if !stops.zh.contains(t.word) {
+                    let single = t.word.chars().count() == 1;
+                    if single && !stops.zh.contains(t.word) {
+                        singles.push_str(t.word);
+                        continue;
+                    }
+                    if !singles.is_empty() {
+                        terms.push(std::mem::take(&mut singles));
+                    }
+                    if !single && !stops.zh.contains(t.word) {
                         terms.push(t.word.to_owned());
                     }
+                }
+                if !singles.is_empty() {
+                    terms.push(singles);
                 }
             }
             Run::Latin => latin::split_run(&norm.text, start, end, |w| {
@@ -168,8 +183,13 @@ impl Analyzer {
         self.walk_runs(text, |run, start, end| match run {
             Run::Han => {
                 let segment = &text[start..end];
-                for t in self.jieba.cut_for_search(segment, true) {
+                // Queries use the precise cut (a compound counts once); indexed text uses
+                // search mode, which adds the sub-words of compounds.
+                let words = if mode == Mode::Query { self.jieba.cut(segment, true) } else { self.jieba.cut_for_search(segment, true) };
+                let mut seen: FxHashSet<&str> = FxHashSet::default();
+                for t in words {
                     let word = t.word;
+                    seen.insert(word);
                     if drop_stops && stops.zh.contains(word) {
                         continue;
                     }
@@ -190,6 +210,27 @@ impl Analyzer {
                         }
                     }
                     sink.position += 1;
+                }
+                {
+                    // Character bigrams of the run that are not already words: they
+                    // match across segmentation differences between query and text.
+                    // Bigrams touching a one-character stop word (是, 的…) are noise.
+                    let chars: Vec<(usize, char)> = segment.char_indices().collect();
+                    let is_stop_char = |c: char| {
+                        let mut buf = [0u8; 4];
+                        drop_stops && stops.zh.contains(&*c.encode_utf8(&mut buf))
+                    };
+                    let mut bigrams = Vec::new();
+                    for w in chars.windows(2) {
+                        let (a, b) = (w[0].0, w[1].0 + w[1].1.len_utf8());
+                        let gram = &segment[a..b];
+                        if seen.contains(gram) || is_stop_char(w[0].1) || is_stop_char(w[1].1) {
+                            continue;
+                        }
+                        let (os, oe) = norm.original_range(start + a, start + b);
+                        bigrams.push(Token { text: gram.to_owned(), start: os, end: oe, position: sink.position, kind: TokenKind::HanBigram });
+                    }
+                    sink.tokens.extend(bigrams);
                 }
             }
             Run::Latin => latin::split_run(text, start, end, |w| {
@@ -214,7 +255,26 @@ impl Analyzer {
                     }
                 };
                 let pos = sink.position;
+                let compound = kind == TokenKind::Ident && word.contains(['-', '_', '/']);
                 sink.tokens.push(Token { text: term, start: os, end: oe, position: pos, kind });
+                if compound {
+                    // The parts of a compound are searchable on their own too
+                    // (interleukin-6 → interleukin, il-6 → il), at the same position.
+                    let mut offset = w.start;
+                    for part in word.split(['-', '_', '/']) {
+                        let (ps, pe) = (offset, offset + part.len());
+                        offset = pe + 1;
+                        if part.chars().count() < 2 || !part.chars().any(char::is_alphabetic) || part.chars().any(|c| c.is_ascii_digit()) {
+                            continue;
+                        }
+                        if drop_stops && stops.en.contains(part) {
+                            continue;
+                        }
+                        let (ops, ope) = norm.original_range(ps, pe);
+                        let text = if part.is_ascii() { stemmer.stem(part).into_owned() } else { part.to_owned() };
+                        sink.tokens.push(Token { text, start: ops, end: ope, position: pos, kind: TokenKind::Word });
+                    }
+                }
                 sink.position += 1;
             }),
         });

@@ -124,6 +124,9 @@ pub struct RetrievalFlags {
     /// BM25 b.
     #[arg(long)]
     pub b: Option<f32>,
+    /// Weight of the Chinese character-bigram field (0 = off).
+    #[arg(long)]
+    pub ngram_weight: Option<f32>,
     /// BM25 fields: "flat" or "multi:TITLE,BODY,TAGS" weights.
     #[arg(long)]
     pub fields: Option<String>,
@@ -173,6 +176,9 @@ impl RetrievalFlags {
         }
         if let Some(b) = self.b {
             p.bm25.b = b;
+        }
+        if let Some(w) = self.ngram_weight {
+            p.bm25.ngram_weight = w;
         }
         if let Some(f) = &self.fields {
             p.bm25.fields = parse_fields(f).ok_or_else(|| bad(format!("--fields {f:?}: expected flat or multi:T,B,G")))?;
