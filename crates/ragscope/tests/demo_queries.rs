@@ -1,0 +1,102 @@
+//! The demo knowledge base answers the queries the issue names: Traditional
+//! Chinese, one character, typos in Chinese (homophones) and English.
+
+mod common;
+use common::*;
+
+#[test]
+fn traditional_single_character_and_typo_queries() {
+    let dir = demo_data();
+    let data = data_of(&dir);
+
+    // 繁體 query finds the 简体 entry.
+    let s = sources(&query_events(&data, "demo", "營業時間是幾點", &[]));
+    assert!(s[0].0.contains("营业时间"), "top hit: {:?}", s[0]);
+
+    // One character finds the entries about shrimp.
+    let s = sources(&query_events(&data, "demo", "虾", &[]));
+    assert!(s.len() >= 3);
+    for (title, body) in &s[..3] {
+        assert!(title.contains('虾') || body.contains('虾'), "not about shrimp: {title}");
+    }
+
+    // A pinyin-input typo (退宽 for 退款) still finds the refund entries.
+    let events = query_events(&data, "demo", "退宽", &[]);
+    let fuzzy = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "fuzzy").unwrap();
+    assert!(fuzzy["list"]["notes"].to_string().contains("退宽 → 退款"), "{}", fuzzy["list"]["notes"]);
+    let s = sources(&events);
+    assert!(s[..2].iter().all(|(t, b)| t.contains("退款") || b.contains("退款")), "{s:?}");
+
+    // An English typo finds the refund entry.
+    let s = sources(&query_events(&data, "demo", "refnd", &[]));
+    assert!(s[0].0.to_lowercase().contains("refund"), "top hit: {:?}", s[0]);
+
+    // A Chinese homophone typo in a longer question.
+    let s = sources(&query_events(&data, "demo", "陪送费多少", &[]));
+    assert!(s[0].0.contains("配送费"), "top hit: {:?}", s[0]);
+}
+
+#[test]
+fn synonyms_and_facts_fire_and_are_reported() {
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let events = query_events(&data, "demo", "怎么退钱", &[]);
+    let syn = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "synonym").unwrap();
+    assert!(syn["list"]["notes"].to_string().contains("退钱 → 退款"), "{}", syn["list"]["notes"]);
+    assert!(sources(&events)[0].1.contains("退款") || sources(&events)[0].0.contains("退款"));
+
+    let events = query_events(&data, "demo", "你们几点开门", &[]);
+    let fact = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "fact").unwrap();
+    let hits = fact["list"]["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "the opening-hours fact should fire");
+    assert!(fact["passages"][0]["title"].as_str().unwrap().contains("营业时间"));
+}
+
+#[test]
+fn every_stage_is_an_event_and_explanations_add_up() {
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let events = query_events(&data, "demo", "海鲜新鲜吗", &["--top-k", "4"]);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds[0], "query_received");
+    assert_eq!(kinds[1], "query_analyzed");
+    assert_eq!(kinds.iter().filter(|k| **k == "recall").count(), 5);
+    assert!(kinds.ends_with(&["fused", "reranked", "context_assembled", "done"]), "{kinds:?}");
+    let fused = events.iter().find(|e| e["type"] == "fused").unwrap();
+    let hits = fused["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 4);
+    assert!(!fused["dropped"].as_array().unwrap().is_empty());
+    for h in hits {
+        let sum: f64 = h["contributions"].as_array().unwrap().iter().map(|c| c["rrf"].as_f64().unwrap()).sum();
+        assert!((sum - h["score"].as_f64().unwrap()).abs() < 1e-12);
+    }
+    let done = events.last().unwrap();
+    assert!(done["timings"].as_array().unwrap().len() >= 8);
+}
+
+#[test]
+fn filters_by_tag_and_expired_entries_are_not_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.args(["kb", "create", "signals"]);
+    ok(c);
+    let faq = dir.path().join("signals.jsonl");
+    std::fs::write(
+        &faq,
+        concat!(
+            "{\"question\":\"NVDA earnings beat\",\"answer\":\"Buy signal on NVDA after earnings.\",\"tags\":[\"NVDA\"]}\n",
+            "{\"question\":\"AMD earnings\",\"answer\":\"Hold signal on AMD; buy later.\",\"tags\":[\"AMD\"]}\n",
+            "{\"question\":\"Old NVDA promotion\",\"answer\":\"Buy NVDA at a discount.\",\"tags\":[\"NVDA\"],\"valid_until\":\"2020-01-01\"}\n",
+        ),
+    )
+    .unwrap();
+    let mut c = cmd(&data);
+    c.args(["ingest", "--kb", "signals"]).arg(&faq);
+    ok(c);
+    let all = sources(&query_events(&data, "signals", "Should I buy NVDA right now?", &[]));
+    assert_eq!(all.len(), 2, "the expired entry is not searched: {all:?}");
+    let tagged = sources(&query_events(&data, "signals", "Should I buy right now?", &["--tag", "nvda"]));
+    assert_eq!(tagged.len(), 1);
+    assert!(tagged[0].0.contains("NVDA"));
+}
