@@ -103,3 +103,52 @@ fn stop_word_only_query_still_searches() {
     let terms: Vec<String> = analyzer.analyze("the who", Mode::Query).into_iter().map(|t| t.text).collect();
     assert_eq!(terms, ["the", "who"]);
 }
+
+mod properties {
+    use proptest::prelude::*;
+    use rag_text::{Analyzer, Mode};
+
+    fn mixed_text() -> impl Strategy<Value = String> {
+        // Chinese (Simplified and Traditional), English, full-width forms, digits, punctuation, emoji.
+        proptest::collection::vec(
+            prop_oneof![
+                Just("退款".to_string()),
+                Just("營業時間".to_string()),
+                Just("鲜虾".to_string()),
+                Just("ＡＢＣ".to_string()),
+                Just("iPhone15".to_string()),
+                Just("A-12".to_string()),
+                Just("3.5km".to_string()),
+                Just("16:00".to_string()),
+                Just("state-of-the-art".to_string()),
+                Just(" ".to_string()),
+                Just("，。！".to_string()),
+                Just("🙂".to_string()),
+                "[a-zA-Z]{1,8}",
+                "[\\u4e00-\\u9fa5]{1,4}",
+                any::<char>().prop_map(|c| c.to_string()),
+            ],
+            0..12,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn offsets_are_char_boundaries_and_positions_monotonic(text in mixed_text(), index in any::<bool>()) {
+            let analyzer = Analyzer::new();
+            let mode = if index { Mode::Index } else { Mode::Query };
+            let tokens = analyzer.analyze(&text, mode);
+            let mut last_position = 0;
+            for t in &tokens {
+                prop_assert!(t.start < t.end && t.end <= text.len());
+                prop_assert!(text.is_char_boundary(t.start) && text.is_char_boundary(t.end));
+                prop_assert!(t.position >= last_position);
+                prop_assert!(!t.text.is_empty());
+                last_position = t.position;
+            }
+            let _ = analyzer.key_terms(&text);
+        }
+    }
+}
