@@ -153,7 +153,7 @@ pub struct PathWeights {
 impl Default for PathWeights {
     fn default() -> Self {
         // Chosen on SciFact's train judgements and the demo knowledge base; see README.
-        PathWeights { bm25: 1.0, substring: 0.2, fuzzy: 1.0, synonym: 0.5, fact: 1.0, dense: 1.0 }
+        PathWeights { bm25: 1.0, substring: 0.1, fuzzy: 1.0, synonym: 0.5, fact: 1.0, dense: 1.0 }
     }
 }
 

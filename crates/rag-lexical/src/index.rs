@@ -1,6 +1,7 @@
 //! The in-memory inverted index of one knowledge base.
 
 use crate::fuzzy::FuzzyVocab;
+use crate::ngram::NgramIndex;
 use crate::synonyms::SynonymTable;
 use rag_core::{AnalyzedQuery, KbSnapshot, Passage, PassageId, PassageKind, PassageView, TokenKind};
 use rag_text::{detect_language, normalize, normalize_for_match, Analyzer, Mode};
@@ -47,6 +48,8 @@ pub struct LexicalIndex {
     pub(crate) avg_len: [f32; FIELDS + 1],
     /// Normalised title + body + tags of each text passage, for substring matching.
     pub(crate) match_text: Vec<String>,
+    /// N-gram candidate filter over `match_text`.
+    pub(crate) ngrams: NgramIndex,
     pub(crate) fuzzy: FuzzyVocab,
     pub(crate) synonyms: SynonymTable,
     /// Ordinals of fact passages.
@@ -150,6 +153,7 @@ impl LexicalIndex {
         avg_len[FIELDS] = (totals[..WORD_FIELDS].iter().sum::<u64>() as f32 / n).max(1.0);
 
         let fuzzy = FuzzyVocab::build(&terms);
+        let ngrams = NgramIndex::build(&match_text);
         let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
         let ord_of = passages.iter().enumerate().map(|(i, p)| (p.id, i as u32)).collect();
         LexicalIndex {
@@ -162,6 +166,7 @@ impl LexicalIndex {
             lengths,
             avg_len,
             match_text,
+            ngrams,
             fuzzy,
             synonyms,
             facts,

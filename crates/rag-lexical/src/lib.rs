@@ -39,6 +39,7 @@ mod filter;
 mod fuzzy;
 mod highlight;
 mod index;
+mod ngram;
 mod substring;
 mod synonyms;
 

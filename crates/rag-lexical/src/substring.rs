@@ -31,67 +31,86 @@ impl LexicalIndex {
         if patterns.is_empty() {
             return RankedList { path: PathKind::Substring, hits: vec![], notes: vec!["no pattern to look for".into()] };
         }
+        // At most 64 patterns: matches are tracked in a 64-bit set.
+        patterns.truncate(64);
         let Ok(ac) = AhoCorasick::new(&patterns) else {
             return RankedList { path: PathKind::Substring, hits: vec![], notes: vec!["patterns could not be compiled".into()] };
         };
         let n = self.text_count as usize;
-        // For every passage, which patterns occur (bit set; at most 64 patterns count).
-        let mut found: Vec<u64> = vec![0; n];
-        // Occurrences of key-term patterns per passage, for ranking among equal coverage.
-        let mut occurrences: Vec<u32> = vec![0; n];
-        let mut df = vec![0u32; patterns.len()];
-        for (ord, text) in self.match_text.iter().enumerate() {
-            let mut bits = 0u64;
-            let mut count = 0u32;
-            for m in ac.find_overlapping_iter(text.as_str()) {
-                let p = m.pattern().as_usize();
-                count += 1;
-                if p < 64 {
-                    bits |= 1 << p;
-                }
-            }
-            if bits != 0 {
-                found[ord] = bits;
-                occurrences[ord] = count;
-                for (p, d) in df.iter_mut().enumerate().take(64) {
-                    if bits & (1 << p) != 0 {
-                        *d += 1;
-                    }
-                }
-            }
-        }
+        // Candidates per pattern from the n-gram index (None: every passage).
+        let candidates: Vec<Option<Vec<u32>>> = patterns.iter().map(|p| self.ngrams.candidates(p)).collect();
+        // Weights: rarity (idf over the candidate count, exact for short
+        // patterns, an upper bound on the document frequency for longer ones)
+        // times a length factor; the whole query counts double.
+        let whole_first = patterns.first().is_some_and(|p| *p == whole);
         let weights: Vec<f64> = patterns
             .iter()
+            .zip(&candidates)
             .enumerate()
-            .map(|(i, p)| {
+            .map(|(i, (p, c))| {
+                let df = c.as_ref().map_or(n, Vec::len);
                 let len_factor = (p.chars().count() as f64).min(8.0).sqrt();
-                let whole_bonus = if i == 0 && *p == whole { 2.0 } else { 1.0 };
-                idf(n as f32, df[i] as f32) as f64 * len_factor * whole_bonus
+                let whole_bonus = if i == 0 && whole_first { 2.0 } else { 1.0 };
+                idf(n as f32, df as f32) as f64 * len_factor * whole_bonus
             })
             .collect();
-        // Coverage of the key terms (weighted by rarity and length): a substring
-        // match means the passage says what the query says, not one of its words.
-        let key_start = usize::from(patterns.first().is_some_and(|p| *p == whole));
-        let key_total: f64 = weights[key_start..patterns.len().min(64)].iter().sum();
+        // Coverage of the key terms (weighted): a substring match means the
+        // passage says what the query says, not one of its words.
+        let key_start = usize::from(whole_first);
+        let key_total: f64 = weights[key_start..].iter().sum();
         let min_coverage = f64::from(MIN_COVERAGE);
-        let mut scored: Vec<(u32, f64)> = found
-            .iter()
-            .enumerate()
-            .filter(|(ord, bits)| **bits != 0 && filter.allows(&self.passages[*ord]))
-            .filter_map(|(ord, bits)| {
-                let has = |p: usize| bits & (1 << p) != 0;
-                let whole_found = key_start == 1 && has(0);
-                let covered: f64 = (key_start..patterns.len().min(64)).filter(|p| has(*p)).map(|p| weights[p]).sum();
-                let coverage = if key_total > 0.0 { covered / key_total } else { 0.0 };
-                if !whole_found && coverage < min_coverage {
-                    return None;
-                }
-                // Among equal coverage, passages where the terms recur densely rank first.
-                let len = self.match_text[ord].chars().count().max(1) as f64;
-                let density = occurrences[ord] as f64 / len;
-                Some((ord as u32, coverage + if whole_found { 1.0 } else { 0.0 } + 0.1 * density.min(1.0)))
-            })
+
+        // Upper bound of each passage's coverage from the candidate lists; only
+        // passages that could reach the threshold (or contain the whole query)
+        // are verified by scanning their text.
+        let mut bound = vec![0f64; n];
+        let mut everywhere = 0f64;
+        for p in key_start..patterns.len() {
+            match &candidates[p] {
+                Some(list) => list.iter().for_each(|o| bound[*o as usize] += weights[p]),
+                None => everywhere += weights[p],
+            }
+        }
+        let mut verify: Vec<u32> = (0..n as u32)
+            .filter(|o| key_total > 0.0 && (bound[*o as usize] + everywhere) / key_total >= min_coverage - 1e-12)
             .collect();
+        if whole_first {
+            match &candidates[0] {
+                Some(list) => verify.extend(list),
+                None => verify = (0..n as u32).collect(),
+            }
+            verify.sort_unstable();
+            verify.dedup();
+        }
+
+        let mut scored: Vec<(u32, f64)> = Vec::new();
+        let mut found_bits: Vec<(u32, u64)> = Vec::new();
+        for ord in verify {
+            let o = ord as usize;
+            if !filter.allows(&self.passages[o]) {
+                continue;
+            }
+            let text = self.match_text[o].as_str();
+            let (mut bits, mut count) = (0u64, 0u32);
+            for m in ac.find_overlapping_iter(text) {
+                bits |= 1 << m.pattern().as_usize();
+                count += 1;
+            }
+            if bits == 0 {
+                continue;
+            }
+            let has = |p: usize| bits & (1 << p) != 0;
+            let whole_found = whole_first && has(0);
+            let covered: f64 = (key_start..patterns.len()).filter(|p| has(*p)).map(|p| weights[p]).sum();
+            let coverage = if key_total > 0.0 { covered / key_total } else { 0.0 };
+            if !whole_found && coverage < min_coverage {
+                continue;
+            }
+            // Among equal coverage, passages where the terms recur densely rank first.
+            let density = count as f64 / text.chars().count().max(1) as f64;
+            scored.push((ord, coverage + if whole_found { 1.0 } else { 0.0 } + 0.1 * density.min(1.0)));
+            found_bits.push((ord, bits));
+        }
         top_k(&mut scored, k);
         let hits = scored
             .into_iter()
@@ -100,10 +119,10 @@ impl LexicalIndex {
                 id: self.passages[ord as usize].id,
                 rank: i as u32 + 1,
                 score,
-                matched: (0..patterns.len().min(64))
-                    .filter(|p| found[ord as usize] & (1 << p) != 0)
-                    .map(|p| patterns[p].clone())
-                    .collect(),
+                matched: {
+                    let bits = found_bits.iter().find(|(o, _)| *o == ord).map_or(0, |(_, b)| *b);
+                    (0..patterns.len()).filter(|p| bits & (1 << p) != 0).map(|p| patterns[p].clone()).collect()
+                },
             })
             .collect();
         RankedList { path: PathKind::Substring, hits, notes: vec![format!("patterns: {}", patterns.join(" | "))] }

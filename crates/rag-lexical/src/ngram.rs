@@ -1,0 +1,101 @@
+//! An n-gram index over the normalised text of passages: the candidate filter
+//! of the substring path, as pg_trgm's index accelerates `ILIKE`.
+//!
+//! Every passage is indexed under the distinct character trigrams of its text;
+//! windows made only of non-ASCII characters (Chinese) are also indexed as
+//! unigrams and bigrams, so one- and two-character Chinese patterns can be
+//! looked up too. A lookup returns a superset of the passages that contain the
+//! pattern (exact for patterns of up to three characters), which the substring
+//! path then verifies.
+
+use rustc_hash::FxHashMap;
+
+/// The n-gram index.
+#[derive(Debug, Default)]
+pub(crate) struct NgramIndex {
+    postings: FxHashMap<u64, Vec<u32>>,
+}
+
+/// Packs one to three characters into a key. Each character is stored plus
+/// one, so an empty slot (zero) never equals a character and keys of
+/// different lengths never collide.
+fn key(chars: &[char]) -> u64 {
+    chars.iter().enumerate().fold(0u64, |k, (i, c)| k | ((*c as u64 + 1) << (21 * i)))
+}
+
+impl NgramIndex {
+    pub(crate) fn build(texts: &[String]) -> Self {
+        let mut postings: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        let mut keys: Vec<u64> = Vec::new();
+        for (ord, text) in texts.iter().enumerate() {
+            keys.clear();
+            let chars: Vec<char> = text.chars().collect();
+            for w in chars.windows(3) {
+                keys.push(key(w));
+            }
+            for (i, c) in chars.iter().enumerate() {
+                if !c.is_ascii() {
+                    keys.push(key(&chars[i..i + 1]));
+                    if let Some(next) = chars.get(i + 1).filter(|n| !n.is_ascii()) {
+                        keys.push(key(&[*c, *next]));
+                    }
+                }
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            for k in &keys {
+                postings.entry(*k).or_default().push(ord as u32);
+            }
+        }
+        NgramIndex { postings }
+    }
+
+    /// Passages that may contain `pattern`, sorted; `None` when the pattern
+    /// cannot be looked up (one or two characters with ASCII among them), in
+    /// which case every passage is a candidate.
+    pub(crate) fn candidates(&self, pattern: &str) -> Option<Vec<u32>> {
+        let chars: Vec<char> = pattern.chars().collect();
+        let mut keys: Vec<u64> = match chars.len() {
+            0 => return None,
+            1 | 2 if chars.iter().any(char::is_ascii) => return None,
+            1 | 2 => vec![key(&chars)],
+            _ => chars.windows(3).map(key).collect(),
+        };
+        keys.sort_unstable();
+        keys.dedup();
+        let mut lists: Vec<&Vec<u32>> = Vec::with_capacity(keys.len());
+        for k in &keys {
+            match self.postings.get(k) {
+                Some(l) => lists.push(l),
+                None => return Some(Vec::new()),
+            }
+        }
+        lists.sort_by_key(|l| l.len());
+        let mut out: Vec<u32> = lists[0].clone();
+        for l in &lists[1..] {
+            if out.is_empty() {
+                break;
+            }
+            out.retain(|o| l.binary_search(o).is_ok());
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_are_a_superset_of_matches() {
+        let texts: Vec<String> = ["怎么申请退款", "退货政策", "refund policy", "refunds are quick"].iter().map(|s| s.to_string()).collect();
+        let ix = NgramIndex::build(&texts);
+        assert_eq!(ix.candidates("退款"), Some(vec![0]));
+        assert_eq!(ix.candidates("退"), Some(vec![0, 1]));
+        assert_eq!(ix.candidates("refund"), Some(vec![2, 3]));
+        assert_eq!(ix.candidates("policy"), Some(vec![2]));
+        assert_eq!(ix.candidates("zzz"), Some(vec![]));
+        assert_eq!(ix.candidates("re"), None);
+        assert_ne!(key(&['a']), key(&['\0', 'a']));
+    }
+}
