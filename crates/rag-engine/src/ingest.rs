@@ -81,7 +81,10 @@ impl Engine {
         .map_err(|e| CoreError::Component { component: "ingest".into(), message: e.to_string() })?;
         let (parsed, raw_chunks) = match parsed {
             Ok(p) => p,
-            Err(e) => return Ok(outcome(IngestStatus::Failed { reason: e.to_string() })),
+            Err(e) => {
+                tracing::warn!(kb = %kb.name, source, reason = %e, "file rejected");
+                return Ok(outcome(IngestStatus::Failed { reason: e.to_string() }));
+            }
         };
         let store = self.store();
         match parsed {
@@ -128,7 +131,8 @@ impl Engine {
                     text,
                 };
                 ops.push(WriteOp::PutDocument { document, chunks });
-                store.apply(tenant, kb.id, ops).await?;
+                let seq = store.apply(tenant, kb.id, ops).await?;
+                tracing::info!(kb = %kb.name, source, chunks = n, replaced, seq, "document ingested");
                 Ok(outcome(IngestStatus::Document { chunks: n, replaced }))
             }
             Parsed::Faqs(drafts) => {
@@ -160,7 +164,8 @@ impl Engine {
                 if added == 0 {
                     return Ok(outcome(IngestStatus::Skipped { reason: format!("all {duplicates} entries already present") }));
                 }
-                store.apply(tenant, kb.id, ops).await?;
+                let seq = store.apply(tenant, kb.id, ops).await?;
+                tracing::info!(kb = %kb.name, source, added, duplicates, seq, "FAQ entries ingested");
                 Ok(outcome(IngestStatus::Faqs { added, duplicates }))
             }
         }

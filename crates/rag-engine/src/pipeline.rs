@@ -278,6 +278,16 @@ impl Engine {
         timings.push(StageTiming { stage: "context_assembled".into(), ms: elapsed });
         emit(PipelineEvent::ContextAssembled { sources, elapsed_ms: elapsed });
 
+        tracing::info!(
+            kb = %kb.name,
+            language = ?analyzed.language,
+            paths = lists.len(),
+            fused = fused.hits.len(),
+            top = ?reranked.first().map(|h| h.id.to_string()),
+            warnings = warnings.len(),
+            ms = ms(started),
+            "query done"
+        );
         emit(PipelineEvent::Done { timings, total_ms: ms(started), warnings });
         Ok(PipelineOutput { analyzed, lists, fused, reranked })
     }

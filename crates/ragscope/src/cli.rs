@@ -45,6 +45,10 @@ pub enum Command {
     Synonyms(TsvArgs),
     /// Add structured facts from a TSV file (key, value, key synonyms separated by |).
     Facts(TsvArgs),
+    /// Add words to the knowledge base's Chinese segmenter dictionary (one per line, optional frequency after a tab).
+    Dict(TsvArgs),
+    /// List FAQ entries; entries that are pending or expired are flagged for review.
+    Faq(FaqArgs),
     /// Ask a knowledge base; prints every pipeline stage.
     Query(QueryArgs),
     /// Evaluate retrieval on BEIR-format files.
@@ -93,6 +97,19 @@ pub struct TsvArgs {
     pub kb: String,
     /// The TSV file.
     pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct FaqArgs {
+    /// Knowledge base.
+    #[arg(long)]
+    pub kb: String,
+    /// Only entries that need review (pending, or past their valid_until).
+    #[arg(long)]
+    pub review: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -367,6 +384,66 @@ pub async fn facts(app: &App, args: TsvArgs) -> anyhow::Result<()> {
     let engine = app.engine(OpenMode::ReadWrite)?;
     let n = engine.put_facts(&app.tenant, &args.kb, facts).await.map_err(core_err)?;
     println!("{n} facts added or updated");
+    Ok(())
+}
+
+pub async fn dict(app: &App, args: TsvArgs) -> anyhow::Result<()> {
+    let text = read_text(&args.file)?;
+    let mut words = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut cols = line.split('\t');
+        let word = cols.next().unwrap_or_default().trim().to_owned();
+        let freq = match cols.next().map(str::trim).filter(|f| !f.is_empty()) {
+            None => None,
+            Some(f) => Some(f.parse::<u32>().map_err(|_| UserFacing(format!("{}:{}: frequency {f:?} is not a number", args.file.display(), i + 1)))?),
+        };
+        words.push(rag_core::UserWord { word, freq });
+    }
+    let engine = app.engine(OpenMode::ReadWrite)?;
+    let n = engine.add_user_words(&app.tenant, &args.kb, words).await.map_err(core_err)?;
+    println!("{n} words added to the dictionary of {}", args.kb);
+    Ok(())
+}
+
+pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
+    let engine = app.engine(OpenMode::ReadOnly)?;
+    let kb = engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
+    let now = rag_core::now();
+    let entries = engine.store().faqs(&app.tenant, kb.id).await.map_err(core_err)?;
+    let rows: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| {
+            let expired = e.valid_until.is_some_and(|u| now > u);
+            let review = expired || e.status == rag_core::FaqStatus::Pending;
+            (e, expired, review)
+        })
+        .filter(|(_, _, review)| !args.review || *review)
+        .map(|(e, expired, review)| {
+            serde_json::json!({
+                "id": e.id, "question": e.question, "status": e.status, "edited": e.edited,
+                "tags": e.tags, "valid_until": e.valid_until, "expired": expired, "needs_review": review,
+            })
+        })
+        .collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    for r in &rows {
+        let flag = if r["expired"] == true {
+            "  ⚠ expired: review"
+        } else if r["needs_review"] == true {
+            "  ⚠ pending review"
+        } else {
+            ""
+        };
+        println!("{:<9} {}{flag}", r["status"].as_str().unwrap_or(""), r["question"].as_str().unwrap_or(""));
+    }
+    println!("{} entries", rows.len());
     Ok(())
 }
 

@@ -144,7 +144,7 @@ impl Config {
         }
         // Environment: RAGSCOPE_SECTION__KEY. Variables that are not settings are ignored.
         let env_provider = Env::prefixed("RAGSCOPE_")
-            .ignore(&["config", "failpoints"])
+            .ignore(&["config", "failpoints", "eval_dir", "pyenv"])
             .split("__")
             .lowercase(true);
         if let Ok(key) = std::env::var("OPENROUTER_API_KEY") {

@@ -119,6 +119,8 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Ingest(args) => cli::ingest(&app, args).await,
         Command::Synonyms(args) => cli::synonyms(&app, args).await,
         Command::Facts(args) => cli::facts(&app, args).await,
+        Command::Dict(args) => cli::dict(&app, args).await,
+        Command::Faq(args) => cli::faq(&app, args).await,
         Command::Query(args) => cli::query(&app, args).await,
         Command::Eval(args) => eval::run(&app, args).await,
         Command::Bench(args) => bench::run(&app, args).await,

@@ -100,3 +100,52 @@ fn filters_by_tag_and_expired_entries_are_not_searched() {
     assert_eq!(tagged.len(), 1);
     assert!(tagged[0].0.contains("NVDA"));
 }
+
+#[test]
+fn user_dictionary_and_review_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.args(["kb", "create", "shop"]);
+    ok(c);
+    let faq = dir.path().join("faq.jsonl");
+    std::fs::write(
+        &faq,
+        concat!(
+            "{\"question\":\"钵钵鸡辣吗\",\"answer\":\"招牌钵钵鸡中辣。\"}\n",
+            "{\"question\":\"本周特价\",\"answer\":\"毛血旺八折。\",\"valid_until\":\"2020-01-01\"}\n",
+            "{\"question\":\"新品试吃\",\"answer\":\"下周上线。\",\"status\":\"pending\"}\n",
+        ),
+    )
+    .unwrap();
+    let mut c = cmd(&data);
+    c.args(["ingest", "--kb", "shop"]).arg(&faq);
+    ok(c);
+
+    // Before the user word, 钵钵鸡 is split and the query's analysis shows it.
+    let tokens = |events: &[serde_json::Value]| -> Vec<String> {
+        let a = events.iter().find(|e| e["type"] == "query_analyzed").unwrap();
+        a["tokens"].as_array().unwrap().iter().filter(|t| t["kind"] == "han").map(|t| t["text"].as_str().unwrap().to_owned()).collect()
+    };
+    let before = tokens(&query_events(&data, "shop", "钵钵鸡", &[]));
+    assert!(!before.contains(&"钵钵鸡".to_string()), "{before:?}");
+    let dict = dir.path().join("dict.txt");
+    std::fs::write(&dict, "# dishes\n钵钵鸡\t100000\n").unwrap();
+    let mut c = cmd(&data);
+    c.args(["dict", "--kb", "shop"]).arg(&dict);
+    ok(c);
+    let events = query_events(&data, "shop", "钵钵鸡", &[]);
+    assert_eq!(tokens(&events), ["钵钵鸡"]);
+    assert!(sources(&events)[0].0.contains("钵钵鸡"));
+
+    // Expired and pending entries are not searched but are flagged for review.
+    assert!(sources(&query_events(&data, "shop", "毛血旺 特价", &[])).iter().all(|(t, _)| !t.contains("特价")));
+    let mut c = cmd(&data);
+    c.args(["faq", "--kb", "shop", "--review", "--json"]);
+    let r = ok(c);
+    let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().any(|r| r["question"] == "本周特价" && r["expired"] == true));
+    assert!(rows.iter().any(|r| r["question"] == "新品试吃" && r["status"] == "pending"));
+}
