@@ -37,6 +37,18 @@ pub enum UserError {
         /// Why it is invalid.
         reason: String,
     },
+    /// The knowledge base's vectors come from another embedding model.
+    #[error("knowledge base vectors were made by {stored_model} ({stored_dims} dimensions) but the configured embedder is {configured_model} ({configured_dims} dimensions); run `ragscope reembed --kb NAME` to switch models")]
+    EmbeddingSpaceMismatch {
+        /// Model of the stored vectors.
+        stored_model: String,
+        /// Their dimension.
+        stored_dims: usize,
+        /// The configured model.
+        configured_model: String,
+        /// Its dimension.
+        configured_dims: usize,
+    },
     /// A retrieval path was requested that is not available.
     #[error("retrieval path {path} is not available: {reason}")]
     PathUnavailable {

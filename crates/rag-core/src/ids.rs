@@ -89,6 +89,19 @@ pub enum PassageId {
     Fact(FactId),
 }
 
+impl PassageId {
+    /// Parses the textual form (`chunk:…`, `faq:…`, `fact:…`).
+    pub fn parse(s: &str) -> Option<Self> {
+        let (kind, id) = s.split_once(':')?;
+        match kind {
+            "chunk" => ChunkId::parse(id).map(PassageId::Chunk),
+            "faq" => FaqId::parse(id).map(PassageId::Faq),
+            "fact" => FactId::parse(id).map(PassageId::Fact),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for PassageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

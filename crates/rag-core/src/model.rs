@@ -139,6 +139,20 @@ pub struct Chunk {
     pub end: usize,
 }
 
+/// The title field of a chunk: its document's title and the headings above
+/// it, outermost first, joined with " › " (headings the title already
+/// contains are left out).
+pub fn chunk_title(doc_title: &str, headings: &[String]) -> String {
+    let mut title = doc_title.to_owned();
+    for h in headings.iter().filter(|h| !h.is_empty()) {
+        if !title.contains(h.as_str()) {
+            title.push_str(" › ");
+            title.push_str(h);
+        }
+    }
+    title
+}
+
 /// A structured key/value fact, such as 营业时间 → 16:00–次日02:00.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Fact {
@@ -213,6 +227,17 @@ pub struct Passage {
 }
 
 impl Passage {
+    /// The text a dense model embeds for this passage: for FAQ entries
+    /// "question: answer" (as the seeds' Captain does), for chunks the title
+    /// path and the text, for facts "key: value".
+    pub fn embedding_text(&self) -> String {
+        match self.id {
+            PassageId::Chunk(_) if !self.title.is_empty() => format!("{}\n{}", self.title, self.body),
+            PassageId::Chunk(_) => self.body.clone(),
+            PassageId::Faq(_) | PassageId::Fact(_) => format!("{}: {}", self.title, self.body),
+        }
+    }
+
     /// The passage kind.
     pub fn kind(&self) -> PassageKind {
         match self.id {
@@ -233,6 +258,26 @@ impl Passage {
     }
 }
 
+/// Which embedding model a knowledge base's vectors come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbeddingSpace {
+    /// The embedder's model id.
+    pub model_id: String,
+    /// Vector length.
+    pub dims: usize,
+}
+
+/// A stored vector of a passage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassageVector {
+    /// The passage.
+    pub id: PassageId,
+    /// sha256 (hex) of the text that was embedded; a different text means the vector is stale.
+    pub text_hash: String,
+    /// The vector.
+    pub vector: Vec<f32>,
+}
+
 /// Everything a knowledge base's indexes are built from, at one commit.
 #[derive(Debug, Clone, Default)]
 pub struct KbSnapshot {
@@ -244,4 +289,8 @@ pub struct KbSnapshot {
     pub synonyms: Vec<SynonymGroup>,
     /// User dictionary for the segmenter.
     pub user_words: Vec<UserWord>,
+    /// The embedding space of the stored vectors, when any were stored.
+    pub space: Option<EmbeddingSpace>,
+    /// Stored vectors.
+    pub vectors: Vec<PassageVector>,
 }

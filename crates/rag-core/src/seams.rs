@@ -127,6 +127,16 @@ pub enum WriteOp {
     AddSynonyms(SynonymGroup),
     /// Add a word to the segmenter's user dictionary.
     AddUserWord(UserWord),
+    /// Store vectors of passages in the knowledge base's embedding space.
+    /// The first vectors fix the space; vectors of another space are refused.
+    PutVectors {
+        /// The space they belong to.
+        space: crate::model::EmbeddingSpace,
+        /// The vectors.
+        vectors: Vec<crate::model::PassageVector>,
+    },
+    /// Forget every vector and the embedding space (before re-embedding with another model).
+    ClearVectors,
 }
 
 /// Document metadata without its text.
@@ -161,6 +171,8 @@ pub trait StoreRead: Send + Sync {
     async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str) -> Result<Option<DocId>>;
     /// FAQ entries of a knowledge base.
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>>;
+    /// The embedding space of the knowledge base's vectors, if it has any.
+    async fn embedding_space(&self, tenant: &TenantId, kb: KbId) -> Result<Option<crate::model::EmbeddingSpace>>;
 }
 
 /// Write side of a store. Every call is atomic and scoped by a tenant.
@@ -172,6 +184,17 @@ pub trait StoreWrite: Send + Sync {
     async fn delete_kb(&self, tenant: &TenantId, kb: KbId) -> Result<()>;
     /// Applies all operations or none; returns the knowledge base's new sequence number.
     async fn apply(&self, tenant: &TenantId, kb: KbId, ops: Vec<WriteOp>) -> Result<u64>;
+}
+
+/// A persistent cache of embeddings keyed by model id and text hash, shared
+/// across knowledge bases and data directories so the same text is embedded
+/// once per model on a machine.
+#[async_trait]
+pub trait EmbeddingCache: Send + Sync {
+    /// Cached vectors for `hashes`, in order (`None` where missing).
+    async fn get(&self, model_id: &str, hashes: &[String]) -> Result<Vec<Option<Vec<f32>>>>;
+    /// Stores vectors.
+    async fn put(&self, model_id: &str, items: &[(String, Vec<f32>)]) -> Result<()>;
 }
 
 /// A store that reads and writes.

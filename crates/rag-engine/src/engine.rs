@@ -1,7 +1,12 @@
 //! The engine and its components.
 
 use crate::chunk::ChunkParams;
-use rag_core::{CoreError, KbId, KbSettings, KnowledgeBase, Reranker, Store, TenantId, UserError};
+use crate::dense::DenseIndex;
+use crate::embed::{text_hash, CachedEmbedder};
+use rag_core::{
+    CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbId, KbSettings, KnowledgeBase, PassageVector, Reranker, Store,
+    TenantId, UserError, WriteOp,
+};
 use rag_lexical::LexicalIndex;
 use rag_text::Analyzer;
 use std::collections::HashMap;
@@ -14,6 +19,47 @@ pub struct Components {
     pub store: Arc<dyn Store>,
     /// The reranker ([`rag_core::IdentityReranker`] when none is configured).
     pub reranker: Arc<dyn Reranker>,
+    /// The embedder of the dense path, when one is configured.
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// The shared embedding cache, when one is configured.
+    pub cache: Option<Arc<dyn EmbeddingCache>>,
+}
+
+impl Components {
+    /// Store and reranker only: the lexical paths.
+    pub fn lexical(store: Arc<dyn Store>) -> Self {
+        Components { store, reranker: Arc::new(rag_core::IdentityReranker), embedder: None, cache: None }
+    }
+}
+
+/// The derived indexes of one knowledge base at one commit.
+#[derive(Debug)]
+pub struct KbIndex {
+    /// The lexical index.
+    pub lexical: LexicalIndex,
+    /// The dense index: `None` when the knowledge base has no vectors, an
+    /// error message when they could not be loaded.
+    pub dense: Option<Result<DenseIndex, String>>,
+}
+
+impl KbIndex {
+    /// The commit sequence these indexes reflect.
+    pub fn seq(&self) -> u64 {
+        self.lexical.seq()
+    }
+}
+
+/// What a re-embedding run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReembedReport {
+    /// Passages that needed a vector.
+    pub needed: usize,
+    /// Of those, served by the cache.
+    pub cached: usize,
+    /// Of those, computed by the model.
+    pub computed: usize,
+    /// Whether old vectors of another model were dropped first.
+    pub switched_model: bool,
 }
 
 /// Engine limits and defaults.
@@ -25,11 +71,21 @@ pub struct EngineConfig {
     pub max_file_bytes: usize,
     /// Chunk sizes.
     pub chunk: ChunkParams,
+    /// Vector index: exact below the threshold, HNSW above.
+    pub vectors: rag_ann::VectorIndexParams,
+    /// Texts per embedding call.
+    pub embed_batch: usize,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { max_query_bytes: 4096, max_file_bytes: 64 * 1024 * 1024, chunk: ChunkParams::default() }
+        EngineConfig {
+            max_query_bytes: 4096,
+            max_file_bytes: 64 * 1024 * 1024,
+            chunk: ChunkParams::default(),
+            vectors: rag_ann::VectorIndexParams::default(),
+            embed_batch: 16,
+        }
     }
 }
 
@@ -43,8 +99,8 @@ pub(crate) struct Inner {
     pub(crate) components: Components,
     pub(crate) config: EngineConfig,
     pub(crate) analyzer: Analyzer,
-    /// Lexical indexes by knowledge base, each tagged with the commit sequence it reflects.
-    indexes: Mutex<HashMap<KbId, Arc<LexicalIndex>>>,
+    /// Indexes by knowledge base, each tagged with the commit sequence it reflects.
+    indexes: Mutex<HashMap<KbId, Arc<KbIndex>>>,
     /// Serialises index builds so two queries do not build the same index twice.
     build: tokio::sync::Mutex<()>,
 }
@@ -100,9 +156,15 @@ impl Engine {
             .ok_or_else(|| UserError::UnknownKb { name: name.to_owned() }.into())
     }
 
-    /// The lexical index of a knowledge base at its current commit; built
-    /// (off the async runtime) when missing or stale.
-    pub async fn index(&self, tenant: &TenantId, kb: &KnowledgeBase) -> Result<Arc<LexicalIndex>, CoreError> {
+    /// The embedder with its cache, when one is configured.
+    pub fn embedder(&self) -> Option<CachedEmbedder> {
+        let c = &self.inner.components;
+        c.embedder.clone().map(|e| CachedEmbedder::new(e, c.cache.clone()))
+    }
+
+    /// The indexes of a knowledge base at its current commit; built (off the
+    /// async runtime) when missing or stale.
+    pub async fn index(&self, tenant: &TenantId, kb: &KnowledgeBase) -> Result<Arc<KbIndex>, CoreError> {
         let seq = self.store().kb_seq(tenant, kb.id).await?;
         if let Some(ix) = self.cached(kb.id, seq) {
             return Ok(ix);
@@ -114,17 +176,99 @@ impl Engine {
         let snapshot = self.store().snapshot(tenant, kb.id).await?;
         let analyzer = self.inner.analyzer.clone();
         let started = std::time::Instant::now();
-        let index = tokio::task::spawn_blocking(move || LexicalIndex::build(&analyzer, &snapshot))
-            .await
-            .map_err(|e| CoreError::Component { component: "lexical index".into(), message: e.to_string() })?;
-        tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.len(), ms = started.elapsed().as_millis() as u64, "built lexical index");
+        let vector_params = self.inner.config.vectors.clone();
+        let index = tokio::task::spawn_blocking(move || {
+            let lexical = LexicalIndex::build(&analyzer, &snapshot);
+            let dense = DenseIndex::build(&snapshot, &lexical, vector_params).map(|r| r.map_err(|e| e.to_string()));
+            KbIndex { lexical, dense }
+        })
+        .await
+        .map_err(|e| CoreError::Component { component: "index".into(), message: e.to_string() })?;
+        tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
         let index = Arc::new(index);
         self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(kb.id, index.clone());
         Ok(index)
     }
 
-    fn cached(&self, kb: KbId, seq: u64) -> Option<Arc<LexicalIndex>> {
+    fn cached(&self, kb: KbId, seq: u64) -> Option<Arc<KbIndex>> {
         let map = self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&kb).filter(|ix| ix.seq() == seq).cloned()
+    }
+}
+
+impl Engine {
+    /// Checks that the configured embedder may write into a knowledge base
+    /// whose vectors are in `space`.
+    pub(crate) fn check_space(&self, space: Option<&EmbeddingSpace>, embedder: &CachedEmbedder, dims: usize) -> Result<(), CoreError> {
+        match space {
+            Some(s) if s.model_id != embedder.model().model_id() || (dims != 0 && s.dims != dims) => Err(UserError::EmbeddingSpaceMismatch {
+                stored_model: s.model_id.clone(),
+                stored_dims: s.dims,
+                configured_model: embedder.model().model_id().to_owned(),
+                configured_dims: dims,
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Gives every searchable passage of a knowledge base a current vector
+    /// from the configured embedder: passages without one, or whose text
+    /// changed, are embedded (through the cache); when the knowledge base's
+    /// vectors come from another model they are dropped first. Writes in
+    /// batches, each atomic, so an interrupted run keeps its progress.
+    pub async fn reembed(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        mut progress: impl FnMut(usize, usize) + Send,
+    ) -> Result<ReembedReport, CoreError> {
+        let embedder = self.embedder().ok_or_else(|| UserError::PathUnavailable {
+            path: "dense".into(),
+            reason: "no embedder is configured".into(),
+        })?;
+        let kb = self.kb(tenant, kb_name).await?;
+        let snapshot = self.store().snapshot(tenant, kb.id).await?;
+        let mut report = ReembedReport::default();
+        let model_id = embedder.model().model_id().to_owned();
+        let switched = snapshot.space.as_ref().is_some_and(|s| s.model_id != model_id);
+        if switched {
+            self.store().apply(tenant, kb.id, vec![WriteOp::ClearVectors]).await?;
+            report.switched_model = true;
+        }
+        let current: std::collections::HashMap<_, _> = if switched {
+            Default::default()
+        } else {
+            snapshot.vectors.iter().map(|v| (v.id, v.text_hash.clone())).collect()
+        };
+        let todo: Vec<(rag_core::PassageId, String, String)> = snapshot
+            .passages
+            .iter()
+            .filter(|p| p.searchable)
+            .map(|p| (p.id, p.embedding_text()))
+            .map(|(id, text)| (id, text_hash(&text), text))
+            .filter(|(id, hash, _)| current.get(id) != Some(hash))
+            .collect();
+        report.needed = todo.len();
+        let batch = 256;
+        let mut done = 0;
+        progress(0, todo.len());
+        for part in todo.chunks(batch) {
+            let texts: Vec<String> = part.iter().map(|(_, _, t)| t.clone()).collect();
+            let (vectors, stats) = embedder.embed_documents(&texts, self.inner.config.embed_batch).await?;
+            report.cached += stats.cached;
+            report.computed += stats.computed;
+            let dims = vectors.first().map_or(0, Vec::len);
+            let space = EmbeddingSpace { model_id: model_id.clone(), dims };
+            let vectors = part
+                .iter()
+                .zip(vectors)
+                .map(|((id, hash, _), vector)| PassageVector { id: *id, text_hash: hash.clone(), vector })
+                .collect();
+            self.store().apply(tenant, kb.id, vec![WriteOp::PutVectors { space, vectors }]).await?;
+            done += part.len();
+            progress(done, todo.len());
+        }
+        Ok(report)
     }
 }

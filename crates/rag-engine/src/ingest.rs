@@ -3,9 +3,10 @@
 use crate::chunk::chunk_text;
 use crate::engine::Engine;
 use crate::parse::{parse_file, Parsed};
+use crate::embed::text_hash;
 use rag_core::{
-    now, Chunk, ChunkId, CoreError, DocId, Document, Fact, FactId, FaqEntry, FaqId, SynonymGroup, TenantId,
-    UserWord, WriteOp,
+    chunk_title, now, Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, PassageId,
+    PassageVector, SynonymGroup, TenantId, UserWord, WriteOp,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -119,6 +120,11 @@ impl Engine {
                     })
                     .collect();
                 let n = chunks.len();
+                let texts: Vec<(PassageId, String)> = chunks
+                    .iter()
+                    .map(|c| (PassageId::Chunk(c.id), format!("{}\n{}", chunk_title(&title, &c.heading_path), c.text)))
+                    .collect();
+                let vectors = self.vectors_for(tenant, kb.id, texts).await?;
                 let document = Document {
                     id: doc_id,
                     kb: kb.id,
@@ -130,7 +136,9 @@ impl Engine {
                     updated_at: ts,
                     text,
                 };
+                // The vectors go in the same atomic write, after the document they belong to.
                 ops.push(WriteOp::PutDocument { document, chunks });
+                ops.extend(vectors);
                 let seq = store.apply(tenant, kb.id, ops).await?;
                 tracing::info!(kb = %kb.name, source, chunks = n, replaced, seq, "document ingested");
                 Ok(outcome(IngestStatus::Document { chunks: n, replaced }))
@@ -164,11 +172,42 @@ impl Engine {
                 if added == 0 {
                     return Ok(outcome(IngestStatus::Skipped { reason: format!("all {duplicates} entries already present") }));
                 }
+                let texts: Vec<(PassageId, String)> = ops
+                    .iter()
+                    .filter_map(|o| match o {
+                        WriteOp::PutFaq(f) => Some((PassageId::Faq(f.id), format!("{}: {}", f.question, f.answer))),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(op) = self.vectors_for(tenant, kb.id, texts).await? {
+                    ops.push(op);
+                }
                 let seq = store.apply(tenant, kb.id, ops).await?;
                 tracing::info!(kb = %kb.name, source, added, duplicates, seq, "FAQ entries ingested");
                 Ok(outcome(IngestStatus::Faqs { added, duplicates }))
             }
         }
+    }
+
+    /// Embeds `texts` for storing beside their passages, when an embedder is
+    /// configured; refuses when the knowledge base's vectors come from another model.
+    async fn vectors_for(&self, tenant: &TenantId, kb: rag_core::KbId, texts: Vec<(PassageId, String)>) -> Result<Option<WriteOp>, CoreError> {
+        let Some(embedder) = self.embedder() else { return Ok(None) };
+        if texts.is_empty() {
+            return Ok(None);
+        }
+        let space = self.store().embedding_space(tenant, kb).await?;
+        self.check_space(space.as_ref(), &embedder, 0)?;
+        let strings: Vec<String> = texts.iter().map(|(_, t)| t.clone()).collect();
+        let (vectors, _) = embedder.embed_documents(&strings, self.config().embed_batch).await?;
+        let dims = vectors.first().map_or(0, Vec::len);
+        self.check_space(space.as_ref(), &embedder, dims)?;
+        let vectors = texts
+            .into_iter()
+            .zip(vectors)
+            .map(|((id, text), vector)| PassageVector { id, text_hash: text_hash(&text), vector })
+            .collect();
+        Ok(Some(WriteOp::PutVectors { space: EmbeddingSpace { model_id: embedder.model().model_id().to_owned(), dims }, vectors }))
     }
 
     /// Adds synonym groups to a knowledge base (groups already present are skipped).

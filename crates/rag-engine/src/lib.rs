@@ -20,13 +20,17 @@
 //! ```
 
 mod chunk;
+mod dense;
+mod embed;
 mod engine;
 mod ingest;
 pub mod parse;
 pub mod pipeline;
 
 pub use chunk::{chunk_text, ChunkParams};
-pub use engine::{Components, Engine, EngineConfig};
+pub use dense::DenseIndex;
+pub use embed::{text_hash, CachedEmbedder, EmbedStats};
+pub use engine::{Components, Engine, EngineConfig, KbIndex, ReembedReport};
 pub use ingest::{IngestOutcome, IngestStatus};
 pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError, Parsed};
 pub use pipeline::{error_code, PipelineOutput, QueryOptions};

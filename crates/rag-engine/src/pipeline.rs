@@ -9,7 +9,9 @@ use rag_core::{
     RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId, TokenKind, UserError,
 };
 use rag_fusion::RrfFuser;
-use rag_lexical::{Filter, LexicalIndex};
+use crate::embed::CachedEmbedder;
+use crate::engine::KbIndex;
+use rag_lexical::Filter;
 use rag_text::normalize_for_match;
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,9 +44,51 @@ pub struct PipelineOutput {
 
 /// A lexical path of one index, as a [`Retriever`]. The work runs on a blocking thread.
 struct LexicalRetriever {
-    index: Arc<LexicalIndex>,
+    index: Arc<KbIndex>,
     path: PathKind,
     params: RetrievalParams,
+}
+
+/// The dense path: embeds the query (through the cache) and searches the
+/// knowledge base's vectors on a blocking thread.
+struct DenseRetriever {
+    index: Arc<KbIndex>,
+    embedder: CachedEmbedder,
+}
+
+#[async_trait]
+impl Retriever for DenseRetriever {
+    fn path(&self) -> PathKind {
+        PathKind::Dense
+    }
+
+    async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList, CoreError> {
+        let unavailable = |reason: String| -> CoreError { UserError::PathUnavailable { path: "dense".into(), reason }.into() };
+        let dense = match &self.index.dense {
+            None => return Err(unavailable("this knowledge base has no vectors yet; run `ragscope reembed --kb NAME`".into())),
+            Some(Err(e)) => return Err(unavailable(format!("its vectors could not be loaded: {e}"))),
+            Some(Ok(d)) => d,
+        };
+        let model = self.embedder.model().model_id();
+        if dense.space().model_id != model {
+            return Err(UserError::EmbeddingSpaceMismatch {
+                stored_model: dense.space().model_id.clone(),
+                stored_dims: dense.space().dims,
+                configured_model: model.to_owned(),
+                configured_dims: self.embedder.model().dimensions(),
+            }
+            .into());
+        }
+        let vector = self.embedder.embed_query(&query.raw).await?;
+        let (index, filter) = (self.index.clone(), Filter::new(&ctx.filters, ctx.now));
+        tokio::task::spawn_blocking(move || {
+            let dense = index.dense.as_ref().and_then(|d| d.as_ref().ok()).expect("checked above");
+            dense.search(&vector, k, &filter, &index.lexical)
+        })
+        .await
+        .map_err(|e| CoreError::Component { component: "dense retriever".into(), message: e.to_string() })?
+        .map_err(|e| CoreError::Component { component: "dense retriever".into(), message: e.to_string() })
+    }
 }
 
 #[async_trait]
@@ -56,7 +100,9 @@ impl Retriever for LexicalRetriever {
     async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList, CoreError> {
         let (index, path, params, query) = (self.index.clone(), self.path, self.params.clone(), query.clone());
         let filter = Filter::new(&ctx.filters, ctx.now);
-        tokio::task::spawn_blocking(move || match path {
+        tokio::task::spawn_blocking(move || {
+            let index = &index.lexical;
+            match path {
             PathKind::Bm25 => Ok(index.bm25(&query, k, &params.bm25, &filter)),
             PathKind::Substring => Ok(index.substring(&query, k, &filter)),
             PathKind::Fuzzy => Ok(index.fuzzy(&query, k, params.fuzzy_threshold, &params.bm25, &filter)),
@@ -64,9 +110,10 @@ impl Retriever for LexicalRetriever {
             PathKind::Fact => Ok(index.facts(&query, k)),
             PathKind::Dense => Err(UserError::PathUnavailable {
                 path: "dense".into(),
-                reason: "no embedder is configured in this build".into(),
+                reason: "the dense path is not lexical".into(),
             }
             .into()),
+            }
         })
         .await
         .map_err(|e| CoreError::Component { component: format!("{path} retriever"), message: e.to_string() })?
@@ -156,9 +203,6 @@ impl Engine {
         }
         let params = request.params.clone().unwrap_or_else(|| kb_params.clone());
         params.validate()?;
-        if params.paths.contains(&PathKind::Dense) {
-            return Err(UserError::PathUnavailable { path: "dense".into(), reason: "no embedder is configured in this build".into() }.into());
-        }
         Ok(params)
     }
 
@@ -185,7 +229,7 @@ impl Engine {
         let index = self.index(tenant, &kb).await?;
         let t = Instant::now();
         let (ix, raw) = (index.clone(), request.query.clone());
-        let analyzed = tokio::task::spawn_blocking(move || ix.analyze_query(&raw))
+        let analyzed = tokio::task::spawn_blocking(move || ix.lexical.analyze_query(&raw))
             .await
             .map_err(|e| CoreError::Component { component: "analyzer".into(), message: e.to_string() })?;
         let (lambda, reason) = suggest_lambda(&analyzed);
@@ -202,11 +246,19 @@ impl Engine {
 
         // Recall: every path in parallel.
         let ctx = SearchCtx { filters: request.filters.clone(), now: rag_core::now() };
-        let retrievers: Vec<Arc<dyn Retriever>> = params
-            .paths
-            .iter()
-            .map(|p| Arc::new(LexicalRetriever { index: index.clone(), path: *p, params: params.clone() }) as Arc<dyn Retriever>)
-            .collect();
+        let mut retrievers: Vec<Arc<dyn Retriever>> = Vec::new();
+        for p in &params.paths {
+            if *p != PathKind::Dense {
+                retrievers.push(Arc::new(LexicalRetriever { index: index.clone(), path: *p, params: params.clone() }));
+            } else if let Some(embedder) = self.embedder() {
+                retrievers.push(Arc::new(DenseRetriever { index: index.clone(), embedder }));
+            } else {
+                // Never silently empty: the reader sees why the dense path did not run.
+                let message = "no embedder is configured; the dense path did not run".to_owned();
+                warnings.push(format!("dense path failed: {message}"));
+                emit(PipelineEvent::RecallFailed { path: PathKind::Dense, message });
+            }
+        }
         let runs = retrievers.iter().map(|r| {
             let (analyzed, ctx) = (&analyzed, &ctx);
             async move {
@@ -222,7 +274,7 @@ impl Engine {
             match result {
                 Ok(list) => {
                     let passages = if options.views {
-                        list.hits.iter().filter_map(|h| index.view(h.id, &h.matched)).collect()
+                        list.hits.iter().filter_map(|h| index.lexical.view(h.id, &h.matched)).collect()
                     } else {
                         Vec::new()
                     };
@@ -270,7 +322,7 @@ impl Engine {
                     .iter()
                     .flat_map(|l| l.hits.iter().filter(|x| x.id == h.id).flat_map(|x| x.matched.iter().cloned()))
                     .collect();
-                let passage = if options.views { index.view(h.id, &matched) } else { None }?;
+                let passage = if options.views { index.lexical.view(h.id, &matched) } else { None }?;
                 Some(ContextSource { n: i as u32 + 1, passage })
             })
             .collect();

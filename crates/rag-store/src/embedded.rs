@@ -5,7 +5,7 @@ use crate::lock::DirLock;
 use crate::schema::{FORMAT_VERSION, SCHEMA_V1};
 use async_trait::async_trait;
 use rag_core::{
-    failpoint, ChunkId, CoreError, DocId, DocumentInfo, FactId, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
+    failpoint, ChunkId, CoreError, DocId, DocumentInfo, EmbeddingSpace, FactId, PassageVector, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
     KbSnapshot, KnowledgeBase, Passage, PassageId, StoreRead, StoreWrite, SynonymGroup, TenantId, UserError,
     UserWord, WriteOp,
 };
@@ -198,11 +198,31 @@ fn to_kb((id, tenant, name, created_at, settings): (String, String, String, i64,
     })
 }
 
+/// Little-endian f32 bytes.
+pub(crate) fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The inverse of [`vector_bytes`].
+pub(crate) fn vector_from_bytes(b: &[u8]) -> Option<Vec<f32>> {
+    (b.len() % 4 == 0).then(|| b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+fn delete_document(tx: &Transaction<'_>, kb_s: &str, id: &str) -> Result<(), CoreError> {
+    tx.execute(
+        "DELETE FROM vectors WHERE kb_id = ?1 AND passage IN (SELECT 'chunk:' || id FROM chunks WHERE doc_id = ?2)",
+        params![kb_s, id],
+    )
+    .map_err(sql)?;
+    tx.execute("DELETE FROM documents WHERE id = ?1 AND kb_id = ?2", params![id, kb_s]).map_err(sql)?;
+    Ok(())
+}
+
 fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError> {
     let kb_s = kb.to_string();
     match op {
         WriteOp::PutDocument { document: d, chunks } => {
-            tx.execute("DELETE FROM documents WHERE id = ?1 AND kb_id = ?2", params![d.id.to_string(), kb_s]).map_err(sql)?;
+            delete_document(tx, &kb_s, &d.id.to_string())?;
             tx.execute(
                 "INSERT INTO documents (id, kb_id, title, source, content_hash, tags, created_at, updated_at, text)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -242,9 +262,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                 }
             }
         }
-        WriteOp::DeleteDocument(id) => {
-            tx.execute("DELETE FROM documents WHERE id = ?1 AND kb_id = ?2", params![id.to_string(), kb_s]).map_err(sql)?;
-        }
+        WriteOp::DeleteDocument(id) => delete_document(tx, &kb_s, &id.to_string())?,
         WriteOp::PutFaq(f) => {
             tx.execute(
                 "INSERT INTO faqs (id, kb_id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until)
@@ -271,6 +289,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::DeleteFaq(id) => {
+            tx.execute("DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2", params![PassageId::Faq(id).to_string(), kb_s]).map_err(sql)?;
             tx.execute("DELETE FROM faqs WHERE id = ?1 AND kb_id = ?2", params![id.to_string(), kb_s]).map_err(sql)?;
         }
         WriteOp::PutFact(f) => {
@@ -283,7 +302,49 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::DeleteFact(id) => {
+            tx.execute("DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2", params![PassageId::Fact(id).to_string(), kb_s]).map_err(sql)?;
             tx.execute("DELETE FROM facts WHERE id = ?1 AND kb_id = ?2", params![id.to_string(), kb_s]).map_err(sql)?;
+        }
+        WriteOp::PutVectors { space, vectors } => {
+            let stored: (Option<String>, Option<i64>) = tx
+                .query_row("SELECT embed_model, embed_dims FROM kbs WHERE id = ?1", [&kb_s], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sql)?;
+            match stored {
+                (Some(model), Some(dims)) if model != space.model_id || dims as usize != space.dims => {
+                    return Err(UserError::EmbeddingSpaceMismatch {
+                        stored_model: model,
+                        stored_dims: dims as usize,
+                        configured_model: space.model_id,
+                        configured_dims: space.dims,
+                    }
+                    .into());
+                }
+                (Some(_), Some(_)) => {}
+                _ => {
+                    tx.execute(
+                        "UPDATE kbs SET embed_model = ?1, embed_dims = ?2 WHERE id = ?3",
+                        params![space.model_id, space.dims as i64, kb_s],
+                    )
+                    .map_err(sql)?;
+                }
+            }
+            let mut stmt = tx
+                .prepare_cached("INSERT OR REPLACE INTO vectors (passage, kb_id, text_hash, vector) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(sql)?;
+            for v in vectors {
+                if v.vector.len() != space.dims {
+                    return Err(UserError::InvalidParam {
+                        name: "vector",
+                        reason: format!("a vector has {} dimensions in a {}-dimensional space", v.vector.len(), space.dims),
+                    }
+                    .into());
+                }
+                stmt.execute(params![v.id.to_string(), kb_s, v.text_hash, vector_bytes(&v.vector)]).map_err(sql)?;
+            }
+        }
+        WriteOp::ClearVectors => {
+            tx.execute("DELETE FROM vectors WHERE kb_id = ?1", [&kb_s]).map_err(sql)?;
+            tx.execute("UPDATE kbs SET embed_model = NULL, embed_dims = NULL WHERE id = ?1", [&kb_s]).map_err(sql)?;
         }
         WriteOp::AddSynonyms(g) => {
             tx.execute(
@@ -335,13 +396,7 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
         let (id, doc, title, headings, text, tags, source, start, end, created_at) = row.map_err(sql)?;
         let headings = json_vec(&headings, "chunks", "heading_path")?;
         // The title field carries the document title and the headings above the chunk.
-        let mut full_title = title;
-        for h in headings.iter().filter(|h| !h.is_empty()) {
-            if !full_title.contains(h.as_str()) {
-                full_title.push_str(" › ");
-                full_title.push_str(h);
-            }
-        }
+        let full_title = rag_core::chunk_title(&title, &headings);
         passages.push(Passage {
             id: PassageId::Chunk(parse_id(&id, "chunks", ChunkId::parse)?),
             title: full_title,
@@ -409,7 +464,24 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
         .map_err(sql)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(sql)?;
-    Ok(KbSnapshot { seq: seq as u64, passages, synonyms, user_words })
+    let (model, dims): (Option<String>, Option<i64>) = conn
+        .query_row("SELECT embed_model, embed_dims FROM kbs WHERE id = ?1", [&kb_s], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(sql)?;
+    let space = model.zip(dims).map(|(model_id, dims)| EmbeddingSpace { model_id, dims: dims as usize });
+    let mut stmt = conn.prepare("SELECT passage, text_hash, vector FROM vectors WHERE kb_id = ?1 ORDER BY passage").map_err(sql)?;
+    let rows = stmt
+        .query_map([&kb_s], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Vec<u8>>(2)?)))
+        .map_err(sql)?;
+    let mut vectors = Vec::new();
+    for row in rows {
+        let (passage, text_hash, bytes) = row.map_err(sql)?;
+        let id = PassageId::parse(&passage)
+            .ok_or_else(|| StoreError::Corrupt { table: "vectors", column: "passage", detail: passage.clone() })?;
+        let vector = vector_from_bytes(&bytes)
+            .ok_or_else(|| StoreError::Corrupt { table: "vectors", column: "vector", detail: format!("{} bytes", bytes.len()) })?;
+        vectors.push(PassageVector { id, text_hash, vector });
+    }
+    Ok(KbSnapshot { seq: seq as u64, passages, synonyms, user_words, space, vectors })
 }
 
 fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
@@ -561,6 +633,18 @@ impl StoreRead for EmbeddedStore {
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
             read_faqs(c, kb)
+        })
+        .await
+    }
+
+    async fn embedding_space(&self, tenant: &TenantId, kb: KbId) -> Result<Option<EmbeddingSpace>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let (model, dims): (Option<String>, Option<i64>) = c
+                .query_row("SELECT embed_model, embed_dims FROM kbs WHERE id = ?1", [kb.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sql)?;
+            Ok(model.zip(dims).map(|(model_id, dims)| EmbeddingSpace { model_id, dims: dims as usize }))
         })
         .await
     }

@@ -23,11 +23,13 @@
 //! # }
 //! ```
 
+mod cache;
 mod embedded;
 mod error;
 mod lock;
 mod schema;
 
+pub use cache::SqliteEmbeddingCache;
 pub use embedded::{EmbeddedStore, OpenMode, StoreInfo};
 pub use error::StoreError;
 pub use schema::FORMAT_VERSION;

@@ -16,6 +16,9 @@ CREATE TABLE IF NOT EXISTS kbs (
     created_at INTEGER NOT NULL,
     settings   TEXT NOT NULL,
     seq        INTEGER NOT NULL DEFAULT 0,
+    -- The embedding space of the stored vectors (NULL until the first vector).
+    embed_model TEXT,
+    embed_dims  INTEGER,
     UNIQUE (tenant, name)
 );
 CREATE TABLE IF NOT EXISTS documents (
@@ -69,10 +72,27 @@ CREATE TABLE IF NOT EXISTS synonyms (
     kb_id TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
     terms TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS vectors (
+    passage   TEXT PRIMARY KEY,
+    kb_id     TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    text_hash TEXT NOT NULL,
+    vector    BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vectors_by_kb ON vectors (kb_id);
 CREATE TABLE IF NOT EXISTS user_words (
     kb_id TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
     word  TEXT NOT NULL,
     freq  INTEGER,
     PRIMARY KEY (kb_id, word)
 );
+"#;
+
+/// The embedding cache, a separate database shared across data directories.
+pub(crate) const CACHE_SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS embeddings (
+    model  TEXT NOT NULL,
+    hash   TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, hash)
+) WITHOUT ROWID;
 "#;

@@ -94,7 +94,7 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
     let temp = tempfile::tempdir()?;
     let store = EmbeddedStore::open(temp.path(), OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
     let engine = Engine::new(
-        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker) },
+        Components::lexical(Arc::new(store)),
         EngineConfig { max_query_bytes: 1 << 20, ..EngineConfig::default() },
     );
     let kb = engine.store().create_kb(&app.tenant, "bench", KbSettings::default()).await.map_err(core_err)?;

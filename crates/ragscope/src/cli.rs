@@ -28,6 +28,9 @@ pub struct Cli {
     /// Log format: text or json.
     #[arg(long, global = true)]
     pub log_format: Option<String>,
+    /// Embedder of the dense path: e5, openai or none.
+    #[arg(long, global = true, env = "RAGSCOPE_EMBEDDER__KIND")]
+    pub embedder: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -59,6 +62,12 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the effective configuration, secrets redacted.
     CheckConfig,
+    /// Give every passage of a knowledge base a current vector from the configured embedder.
+    Reembed {
+        /// Knowledge base.
+        #[arg(long)]
+        kb: String,
+    },
     /// The HTTP server (not implemented yet).
     Serve,
 }

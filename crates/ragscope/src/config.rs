@@ -26,6 +26,67 @@ pub struct Config {
     pub server: ServerConfig,
     /// Model providers (arrive with the dense and answer issues); secrets are redacted when printed.
     pub providers: ProvidersConfig,
+    /// The embedder of the dense path.
+    pub embedder: EmbedderConfig,
+}
+
+/// Which embedder the dense path uses.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbedderConfig {
+    /// "e5" (in-process multilingual-e5-small), "openai" (any OpenAI-compatible endpoint) or "none".
+    pub kind: String,
+    /// The e5 model file (fetched by scripts/models/fetch-e5.sh).
+    pub model_path: PathBuf,
+    /// Where embeddings are cached by model and text hash, shared by every data directory.
+    pub cache_dir: Option<PathBuf>,
+    /// The OpenAI-compatible endpoint, for kind = "openai".
+    pub openai: OpenAiConfig,
+}
+
+/// An OpenAI-compatible embeddings endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OpenAiConfig {
+    /// Base URL with the version prefix, e.g. https://api.openai.com/v1.
+    pub base_url: String,
+    /// API key (redacted when printed).
+    pub api_key: Option<String>,
+    /// Model for documents (and queries unless query_model is set).
+    pub model: String,
+    /// Model for queries.
+    pub query_model: Option<String>,
+    /// Texts per request.
+    pub batch_size: usize,
+    /// Timeout per request in milliseconds.
+    pub timeout_ms: u64,
+    /// Retries for connection errors, 429 and 5xx.
+    pub max_retries: u32,
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        EmbedderConfig {
+            kind: "none".into(),
+            model_path: PathBuf::from("models/e5-small-q4.bin"),
+            cache_dir: None,
+            openai: OpenAiConfig::default(),
+        }
+    }
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        OpenAiConfig {
+            base_url: "https://api.openai.com/v1".into(),
+            api_key: None,
+            model: "text-embedding-3-small".into(),
+            query_model: None,
+            batch_size: 64,
+            timeout_ms: 30_000,
+            max_retries: 3,
+        }
+    }
 }
 
 /// Logging.
@@ -82,6 +143,7 @@ impl Default for Config {
             retrieval: RetrievalParams::default(),
             server: ServerConfig::default(),
             providers: ProvidersConfig::default(),
+            embedder: EmbedderConfig::default(),
         }
     }
 }
@@ -116,6 +178,16 @@ pub struct FlagOverrides {
     /// --log-level / --log-format
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<LogOverrides>,
+    /// --embedder
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<EmbedderOverrides>,
+}
+
+/// Embedder flags.
+#[derive(Debug, Default, Serialize)]
+pub struct EmbedderOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 /// Logging flags.
@@ -167,6 +239,9 @@ impl Config {
         if self.limits.max_query_bytes == 0 || self.limits.max_file_bytes == 0 {
             anyhow::bail!("configuration: limits must be positive");
         }
+        if !matches!(self.embedder.kind.as_str(), "e5" | "openai" | "none") {
+            anyhow::bail!("configuration: embedder.kind must be \"e5\", \"openai\" or \"none\"");
+        }
         if self.tenant.trim().is_empty() {
             anyhow::bail!("configuration: tenant must not be empty");
         }
@@ -212,5 +287,17 @@ mod tests {
         let out = c.redacted_toml().unwrap();
         assert!(!out.contains("very-secret"), "{out}");
         assert!(out.contains("redacted"));
+    }
+}
+
+impl Config {
+    /// The embedding cache directory: configured, else $XDG_CACHE_HOME/ragscope, else ~/.cache/ragscope.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        self.embedder.cache_dir.clone().or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|d| d.join("ragscope"))
+        })
     }
 }

@@ -3,7 +3,7 @@
 use crate::cli::{eval_params, EvalArgs};
 use crate::{core_err, App, UserFacing};
 use rag_core::{
-    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, QueryRequest,
+    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, PathKind, QueryRequest,
     TenantId, WriteOp,
 };
 use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
@@ -131,12 +131,20 @@ pub async fn load_corpus(engine: &Engine, tenant: &TenantId, kb: &KnowledgeBase,
 }
 
 pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
-    if args.mode != "lexical" {
-        let reason = match args.mode.as_str() {
-            "dense" | "hybrid" => "dense retrieval needs an embedder, which this build does not have yet",
-            _ => "mode must be lexical, dense or hybrid",
-        };
-        return Err(UserFacing(format!("--mode {}: {reason}", args.mode)).into());
+    let mode_paths: Vec<PathKind> = match args.mode.as_str() {
+        "lexical" => PathKind::LEXICAL.to_vec(),
+        "dense" => vec![PathKind::Dense],
+        "hybrid" => PathKind::ALL.to_vec(),
+        other => return Err(UserFacing(format!("--mode {other}: mode must be lexical, dense or hybrid")).into()),
+    };
+    let needs_dense = mode_paths.contains(&PathKind::Dense);
+    let (embedder, cache) = app.embedder()?;
+    if needs_dense && embedder.is_none() {
+        return Err(UserFacing(format!(
+            "--mode {}: dense retrieval needs an embedder; configure one ([embedder] kind = \"e5\" or \"openai\", or --embedder e5)",
+            args.mode
+        ))
+        .into());
     }
     let corpus = read_corpus(&args.corpus)?;
     let queries = read_queries(&args.queries)?;
@@ -144,7 +152,9 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     if qrels.is_empty() {
         return Err(UserFacing(format!("{} has no relevance judgements", args.qrels.display())).into());
     }
-    let params = eval_params(args.retrieval.apply(app.config.retrieval.clone())?);
+    let mut base = app.config.retrieval.clone();
+    base.paths = mode_paths.clone();
+    let params = eval_params(args.retrieval.apply(base)?);
 
     // A throwaway store unless --data-dir was given.
     let temp;
@@ -156,7 +166,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     };
     let store = EmbeddedStore::open(&dir, OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
     let engine = Engine::new(
-        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker) },
+        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker), embedder, cache },
         EngineConfig { max_query_bytes: 1 << 20, ..EngineConfig::default() },
     );
     let kb_name = format!("eval-{}", args.corpus.file_stem().and_then(|s| s.to_str()).unwrap_or("corpus"));
@@ -173,7 +183,29 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             kb
         }
     };
+    if needs_dense {
+        let started = std::time::Instant::now();
+        let mut last = 0;
+        let report = engine
+            .reembed(&tenant, &kb_name, |done, total| {
+                if done == total || done >= last + 256 {
+                    last = done;
+                    eprintln!("embedding passages: {done}/{total} ({:.0} s)", started.elapsed().as_secs_f64());
+                }
+            })
+            .await
+            .map_err(core_err)?;
+        eprintln!("embedded {} passages ({} from the cache, {} computed)", report.needed, report.cached, report.computed);
+    }
     let index = engine.index(&tenant, &kb).await.map_err(core_err)?;
+    if needs_dense {
+        match &index.dense {
+            Some(Ok(d)) if d.missing == 0 => {}
+            Some(Ok(d)) => anyhow::bail!("{} of {} passages have no vector; refusing to report dense figures", d.missing, d.total),
+            Some(Err(e)) => anyhow::bail!("the vectors could not be loaded: {e}"),
+            None => anyhow::bail!("the corpus has no vectors; refusing to report dense figures"),
+        }
+    }
 
     let mut sum = Metrics::default();
     let mut evaluated = 0usize;
@@ -185,12 +217,15 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         };
         let request = QueryRequest { kb: kb_name.clone(), query: text.clone(), params: Some(params.clone()), filters: Default::default() };
         let ranked: Vec<String> = match engine.run(&tenant, request, QueryOptions { views: false }, &mut |_| {}).await {
+            Ok(out) if needs_dense && !out.lists.iter().any(|l| l.path == PathKind::Dense) => {
+                anyhow::bail!("the dense path did not run for query {qid}; refusing to report {} figures as if it had", args.mode)
+            }
             Ok(out) => out
                 .fused
                 .hits
                 .iter()
                 .filter_map(|h| match h.id {
-                    PassageId::Chunk(_) => index.passage(h.id).and_then(|p| p.source.clone()),
+                    PassageId::Chunk(_) => index.lexical.passage(h.id).and_then(|p| p.source.clone()),
                     _ => None,
                 })
                 .collect(),

@@ -71,14 +71,49 @@ impl App {
             }
             Err(e) => return Err(e).with_context(|| format!("opening {}", self.config.data_dir.display())),
         };
+        let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
-            Components { store: Arc::new(store), reranker: Arc::new(IdentityReranker) },
+            Components { store: Arc::new(store), reranker: Arc::new(IdentityReranker), embedder, cache },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
                 max_file_bytes: self.config.limits.max_file_bytes,
                 ..EngineConfig::default()
             },
         ))
+    }
+}
+
+impl App {
+    /// The configured embedder and the shared embedding cache.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn embedder(&self) -> anyhow::Result<(Option<Arc<dyn rag_core::Embedder>>, Option<Arc<dyn rag_core::EmbeddingCache>>)> {
+        let cfg = &self.config.embedder;
+        let embedder: Option<Arc<dyn rag_core::Embedder>> = match cfg.kind.as_str() {
+            "none" => None,
+            "openai" => {
+                let o = &cfg.openai;
+                let e = rag_models::OpenAiEmbedder::new(rag_models::OpenAiEmbedderConfig {
+                    base_url: o.base_url.clone(),
+                    api_key: o.api_key.clone(),
+                    model: o.model.clone(),
+                    query_model: o.query_model.clone(),
+                    batch_size: o.batch_size,
+                    timeout_ms: o.timeout_ms,
+                    max_retries: o.max_retries,
+                    ..rag_models::OpenAiEmbedderConfig::default()
+                })
+                .map_err(|e| UserFacing(e.to_string()))?;
+                Some(Arc::new(e))
+            }
+            other => return Err(UserFacing(format!("embedder kind {other:?} is not available in this build")).into()),
+        };
+        let cache: Option<Arc<dyn rag_core::EmbeddingCache>> = match (&embedder, self.config.cache_dir()) {
+            (Some(_), Some(dir)) => Some(Arc::new(
+                rag_store::SqliteEmbeddingCache::open(&dir).with_context(|| format!("opening the embedding cache in {}", dir.display()))?,
+            )),
+            _ => None,
+        };
+        Ok((embedder, cache))
     }
 }
 
@@ -125,6 +160,28 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(&app, args).await,
         Command::Bench(args) => bench::run(&app, args).await,
         Command::Demo(args) => demo::run(&app, args).await,
+        Command::Reembed { kb } => {
+            let engine = app.engine(OpenMode::ReadWrite)?;
+            let started = std::time::Instant::now();
+            let report = engine
+                .reembed(&app.tenant, &kb, |done, total| {
+                    if total > 0 {
+                        eprint!("\rembedding {done}/{total}");
+                    }
+                })
+                .await
+                .map_err(core_err)?;
+            eprintln!();
+            println!(
+                "{} passages needed a vector: {} from the cache, {} computed{} ({:.1} s)",
+                report.needed,
+                report.cached,
+                report.computed,
+                if report.switched_model { "; vectors of the previous model were dropped" } else { "" },
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
         Command::CheckConfig => {
             print!("{}", app.config.redacted_toml()?);
             Ok(())
@@ -151,6 +208,7 @@ fn main() -> ExitCode {
         tenant: cli.tenant.clone(),
         log: (cli.log_level.is_some() || cli.log_format.is_some())
             .then(|| LogOverrides { level: cli.log_level.clone(), format: cli.log_format.clone() }),
+        embedder: cli.embedder.clone().map(|kind| config::EmbedderOverrides { kind: Some(kind) }),
     };
     let data_dir_given = cli.data_dir.is_some();
     let config_path = cli.config.clone().or_else(|| std::env::var_os("RAGSCOPE_CONFIG").map(Into::into));

