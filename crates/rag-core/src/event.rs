@@ -80,6 +80,8 @@ pub enum PipelineEvent {
         max_score: f64,
         /// RRF k.
         k: f64,
+        /// The λ applied, if any (set by the request, or suggested for the query).
+        lexical_interpolation: Option<f64>,
         /// Milliseconds.
         elapsed_ms: f64,
     },

@@ -191,8 +191,12 @@ pub struct FusionParams {
     pub k: f64,
     /// Per-path weights before interpolation.
     pub weights: PathWeights,
-    /// λ in [0,1]: 0 = vector only, 1 = lexical only. `None` uses the raw weights.
+    /// λ in [0,1]: 0 = vector only, 1 = lexical only. `None` uses the raw
+    /// weights, or, with `auto_interpolation`, the λ suggested for the query
+    /// when the dense path takes part.
     pub lexical_interpolation: Option<f64>,
+    /// Use the query's suggested λ when none is set and the dense path takes part.
+    pub auto_interpolation: bool,
     /// Hits kept after fusion.
     pub top_k: usize,
     /// Hits whose normalised score is below this are dropped.
@@ -201,7 +205,14 @@ pub struct FusionParams {
 
 impl Default for FusionParams {
     fn default() -> Self {
-        FusionParams { k: 60.0, weights: PathWeights::default(), lexical_interpolation: None, top_k: 10, min_score: 0.0 }
+        FusionParams {
+            k: 60.0,
+            weights: PathWeights::default(),
+            lexical_interpolation: None,
+            auto_interpolation: true,
+            top_k: 10,
+            min_score: 0.0,
+        }
     }
 }
 
@@ -234,10 +245,12 @@ impl FusionParams {
         Ok(())
     }
 
-    /// The effective weight of each path given the set of paths that run.
+    /// The effective weight of each path given the paths that take part
+    /// (returned candidates).
     ///
     /// Without interpolation the raw weights apply. With λ, each lexical path p
-    /// gets λ·w_p/Σw_lexical and the dense path 1−λ.
+    /// gets λ·w_p/Σw_lexical over the lexical paths that take part, and the
+    /// dense path 1−λ.
     pub fn effective_weight(&self, path: PathKind, running: &[PathKind]) -> f64 {
         let Some(lambda) = self.lexical_interpolation else {
             return self.weights.of(path);

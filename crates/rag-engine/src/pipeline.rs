@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use futures::Stream;
 use rag_core::event::ContextSource;
 use rag_core::{
-    AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, PathKind, PipelineEvent, QueryRequest, RankedList,
+    AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, Language, PathKind, PipelineEvent, QueryRequest, RankedList,
     RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId, TokenKind, UserError,
 };
 use rag_fusion::RrfFuser;
@@ -144,8 +144,11 @@ pub fn error_code(e: &CoreError) -> &'static str {
 
 /// λ suggested for a query: identifiers and very short queries lean lexical,
 /// long natural-language questions lean on vectors.
-fn suggest_lambda(q: &AnalyzedQuery) -> (f64, &'static str) {
-    if q.tokens.iter().any(|t| matches!(t.kind, TokenKind::Ident | TokenKind::Number)) {
+fn suggest_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
+    let across = matches!((q.language, kb), (Language::Zh, Language::En) | (Language::En, Language::Zh));
+    if across {
+        (0.2, "the question and the knowledge base are in different languages: words rarely match across languages, meaning does")
+    } else if q.tokens.iter().any(|t| matches!(t.kind, TokenKind::Ident | TokenKind::Number)) {
         (0.7, "the query names identifiers or numbers, which exact matching finds best")
     } else if q.tokens.len() <= 2 {
         (0.6, "a short keyword query")
@@ -232,7 +235,7 @@ impl Engine {
         let analyzed = tokio::task::spawn_blocking(move || ix.lexical.analyze_query(&raw))
             .await
             .map_err(|e| CoreError::Component { component: "analyzer".into(), message: e.to_string() })?;
-        let (lambda, reason) = suggest_lambda(&analyzed);
+        let (lambda, reason) = suggest_lambda(&analyzed, index.lexical.language());
         let elapsed = ms(t);
         timings.push(StageTiming { stage: "query_analyzed".into(), ms: elapsed });
         emit(PipelineEvent::QueryAnalyzed {
@@ -289,14 +292,20 @@ impl Engine {
         }
 
         let t = Instant::now();
-        let fused = RrfFuser::new(params.fusion).fuse(&lists);
+        let mut fusion = params.fusion;
+        let dense_took_part = lists.iter().any(|l| l.path == PathKind::Dense && !l.hits.is_empty());
+        if fusion.lexical_interpolation.is_none() && fusion.auto_interpolation && dense_took_part {
+            fusion.lexical_interpolation = Some(lambda);
+        }
+        let fused = RrfFuser::new(fusion).fuse(&lists);
         let elapsed = ms(t);
         timings.push(StageTiming { stage: "fused".into(), ms: elapsed });
         emit(PipelineEvent::Fused {
             hits: fused.hits.clone(),
             dropped: fused.dropped.clone(),
             max_score: fused.max_score,
-            k: params.fusion.k,
+            k: fusion.k,
+            lexical_interpolation: fusion.lexical_interpolation,
             elapsed_ms: elapsed,
         });
 

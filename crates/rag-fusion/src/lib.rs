@@ -3,8 +3,9 @@
 //! score(d) = Σ_i w_i / (k + rank_i(d)). Every fused hit keeps, per path, its
 //! rank, the path's own score, the effective weight and the RRF contribution;
 //! the contributions add up to the fused score. Scores are also reported
-//! normalised by the maximum possible value Σ w_i / (k + 1), so a threshold
-//! keeps its meaning when paths or weights change.
+//! normalised by the maximum possible value Σ w_i / (k + 1) over the paths
+//! that returned candidates, so a threshold keeps its meaning when paths or
+//! weights change.
 //!
 //! ```
 //! use rag_core::{FusionParams, Hit, PassageId, FaqId, PathKind, RankedList};
@@ -44,8 +45,10 @@ impl Fuser for RrfFuser {
 /// then by the order in which the passage first appeared, so the output is
 /// deterministic.
 pub fn fuse(lists: &[RankedList], params: &FusionParams) -> Fused {
-    let running: Vec<PathKind> = lists.iter().map(|l| l.path).collect();
-    let weights: Vec<f64> = lists.iter().map(|l| params.effective_weight(l.path, &running)).collect();
+    // Paths that returned nothing take no share of the weight.
+    let running: Vec<PathKind> = lists.iter().filter(|l| !l.hits.is_empty()).map(|l| l.path).collect();
+    let weights: Vec<f64> =
+        lists.iter().map(|l| if l.hits.is_empty() { 0.0 } else { params.effective_weight(l.path, &running) }).collect();
     let max_score: f64 = weights.iter().map(|w| w / (params.k + 1.0)).sum();
 
     let mut order: Vec<PassageId> = Vec::new();

@@ -54,6 +54,8 @@ pub struct LexicalIndex {
     pub(crate) synonyms: SynonymTable,
     /// Ordinals of fact passages.
     pub(crate) facts: Vec<u32>,
+    /// The language most of the text is written in.
+    language: rag_core::Language,
     seq: u64,
 }
 
@@ -152,6 +154,7 @@ impl LexicalIndex {
         }
         avg_len[FIELDS] = (totals[..WORD_FIELDS].iter().sum::<u64>() as f32 / n).max(1.0);
 
+        let language = corpus_language(&match_text);
         let fuzzy = FuzzyVocab::build(&terms);
         let ngrams = NgramIndex::build(&match_text);
         let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
@@ -170,6 +173,7 @@ impl LexicalIndex {
             fuzzy,
             synonyms,
             facts,
+            language,
             seq: snapshot.seq,
         }
     }
@@ -177,6 +181,11 @@ impl LexicalIndex {
     /// The commit sequence number of the snapshot this index was built from.
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// The language most of the knowledge base is written in.
+    pub fn language(&self) -> rag_core::Language {
+        self.language
     }
 
     /// The analyzer of this knowledge base (with its user dictionary).
@@ -247,4 +256,26 @@ fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<Analysed> 
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("analysis thread panicked")).collect()
     })
+}
+
+/// The language of a corpus from its Han characters and Latin letters (a
+/// Chinese character weighs about as much as four letters).
+fn corpus_language(texts: &[String]) -> rag_core::Language {
+    let (mut han, mut latin) = (0usize, 0usize);
+    for t in texts {
+        for c in t.chars() {
+            if rag_text::is_han(c) {
+                han += 1;
+            } else if c.is_ascii_alphabetic() {
+                latin += 1;
+            }
+        }
+    }
+    let latin = latin / 4;
+    match (han, latin) {
+        (0, 0) => rag_core::Language::Unknown,
+        _ if han >= 4 * latin => rag_core::Language::Zh,
+        _ if latin >= 4 * han => rag_core::Language::En,
+        _ => rag_core::Language::Mixed,
+    }
 }

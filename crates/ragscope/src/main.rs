@@ -105,6 +105,11 @@ impl App {
                 .map_err(|e| UserFacing(e.to_string()))?;
                 Some(Arc::new(e))
             }
+            "e5" => {
+                let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+                let e = rag_models::E5Embedder::load(&cfg.model_path, threads).map_err(|e| UserFacing(e.to_string()))?;
+                Some(Arc::new(e))
+            }
             other => return Err(UserFacing(format!("embedder kind {other:?} is not available in this build")).into()),
         };
         let cache: Option<Arc<dyn rag_core::EmbeddingCache>> = match (&embedder, self.config.cache_dir()) {
