@@ -1,0 +1,108 @@
+//! Build and query timings, and recall, of exact versus HNSW search.
+//!
+//! Run it optimised:
+//!
+//! ```text
+//! cargo run --release -p rag-ann --example ann_bench            # 50k and 100k
+//! cargo run --release -p rag-ann --example ann_bench -- 20000   # custom sizes
+//! cargo run --release -p rag-ann --example ann_bench -- 50000 --m 24 --ef-construction 200
+//! ```
+//!
+//! The data are clustered synthetic embeddings (384 dimensions, 200 centres), the
+//! same kind the recall test uses. For each size the example builds a
+//! [`FlatIndex`] and an [`HnswIndex`] over the same vectors, then runs 200 fresh
+//! queries against both and reports p50/p99 latency and recall@10 for several
+//! search widths (`ef`).
+
+use rag_ann::synthetic::ClusteredVectors;
+use rag_ann::{FlatIndex, HnswIndex, HnswParams, Query};
+use std::time::{Duration, Instant};
+
+const DIMS: usize = 384;
+const QUERIES: usize = 200;
+const K: usize = 10;
+
+fn main() {
+    let mut sizes = Vec::new();
+    let mut params = HnswParams::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .expect("a number after the flag")
+        };
+        match arg.as_str() {
+            "--m" => params.m = value(),
+            "--ef-construction" => params.ef_construction = value(),
+            other => sizes.push(other.parse().expect("a vector count or a known flag")),
+        }
+    }
+    if sizes.is_empty() {
+        sizes = vec![50_000, 100_000];
+    }
+    params.validate().expect("valid HNSW parameters");
+    for n in sizes {
+        bench(n, params);
+    }
+}
+
+fn bench(n: usize, params: HnswParams) {
+    println!("== {n} vectors × {DIMS} dims, {QUERIES} queries, k = {K}");
+    let mut data = ClusteredVectors::new(DIMS, 200, 1.0, 7);
+    let rows = data.matrix(n);
+    let queries = data.matrix(QUERIES);
+
+    let t = Instant::now();
+    let mut flat = FlatIndex::<u64>::with_capacity(DIMS, n).expect("valid dims");
+    for (i, v) in rows.chunks_exact(DIMS).enumerate() {
+        flat.add(i as u64, v).expect("finite vectors");
+    }
+    println!("flat load      {:>10.2?}", t.elapsed());
+    drop(rows);
+
+    let t = Instant::now();
+    let hnsw = HnswIndex::build(flat.clone(), params).expect("valid params");
+    println!(
+        "hnsw build     {:>10.2?}  (m = {}, ef_construction = {})",
+        t.elapsed(),
+        params.m,
+        params.ef_construction
+    );
+
+    let mut exact = Vec::with_capacity(QUERIES);
+    let mut truth = Vec::with_capacity(QUERIES);
+    for q in queries.chunks_exact(DIMS) {
+        let t = Instant::now();
+        let out = flat.search(&Query::new(q, K)).expect("valid query");
+        exact.push(t.elapsed());
+        truth.push(out.hits.iter().map(|h| h.key).collect::<Vec<_>>());
+    }
+    println!(
+        "exact search   p50 {:>9.2?}  p99 {:>9.2?}",
+        pct(&mut exact, 0.5),
+        pct(&mut exact, 0.99)
+    );
+
+    for ef in [16, 32, 64, 96, 128, 256] {
+        let mut times = Vec::with_capacity(QUERIES);
+        let mut found = 0;
+        for (q, want) in queries.chunks_exact(DIMS).zip(&truth) {
+            let t = Instant::now();
+            let out = hnsw.search(&Query::new(q, K).ef(ef)).expect("valid query");
+            times.push(t.elapsed());
+            found += out.hits.iter().filter(|h| want.contains(&h.key)).count();
+        }
+        let recall = found as f64 / (QUERIES * K) as f64;
+        println!(
+            "hnsw ef={ef:<4}   p50 {:>9.2?}  p99 {:>9.2?}  recall@{K} {recall:.4}",
+            pct(&mut times, 0.5),
+            pct(&mut times, 0.99)
+        );
+    }
+}
+
+fn pct(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() - 1) as f64 * p).round() as usize]
+}
