@@ -289,7 +289,7 @@ impl Default for RetrievalParams {
     fn default() -> Self {
         RetrievalParams {
             per_path_k: 20,
-            paths: PathKind::LEXICAL.to_vec(),
+            paths: PathKind::ALL.to_vec(),
             bm25: Bm25Params::default(),
             fuzzy_threshold: 0.3,
             fusion: FusionParams::default(),

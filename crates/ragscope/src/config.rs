@@ -34,7 +34,8 @@ pub struct Config {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EmbedderConfig {
-    /// "e5" (in-process multilingual-e5-small), "openai" (any OpenAI-compatible endpoint) or "none".
+    /// "auto" (e5 when its model file exists, else none), "e5" (in-process
+    /// multilingual-e5-small), "openai" (any OpenAI-compatible endpoint) or "none".
     pub kind: String,
     /// The e5 model file (fetched by scripts/models/fetch-e5.sh).
     pub model_path: PathBuf,
@@ -67,7 +68,7 @@ pub struct OpenAiConfig {
 impl Default for EmbedderConfig {
     fn default() -> Self {
         EmbedderConfig {
-            kind: "none".into(),
+            kind: "auto".into(),
             model_path: PathBuf::from("models/e5-small-q4.bin"),
             cache_dir: None,
             openai: OpenAiConfig::default(),
@@ -239,8 +240,8 @@ impl Config {
         if self.limits.max_query_bytes == 0 || self.limits.max_file_bytes == 0 {
             anyhow::bail!("configuration: limits must be positive");
         }
-        if !matches!(self.embedder.kind.as_str(), "e5" | "openai" | "none") {
-            anyhow::bail!("configuration: embedder.kind must be \"e5\", \"openai\" or \"none\"");
+        if !matches!(self.embedder.kind.as_str(), "auto" | "e5" | "openai" | "none") {
+            anyhow::bail!("configuration: embedder.kind must be \"auto\", \"e5\", \"openai\" or \"none\"");
         }
         if self.tenant.trim().is_empty() {
             anyhow::bail!("configuration: tenant must not be empty");

@@ -88,7 +88,15 @@ impl App {
     #[allow(clippy::type_complexity)]
     pub(crate) fn embedder(&self) -> anyhow::Result<(Option<Arc<dyn rag_core::Embedder>>, Option<Arc<dyn rag_core::EmbeddingCache>>)> {
         let cfg = &self.config.embedder;
-        let embedder: Option<Arc<dyn rag_core::Embedder>> = match cfg.kind.as_str() {
+        let kind = match cfg.kind.as_str() {
+            "auto" if cfg.model_path.exists() => "e5",
+            "auto" => {
+                tracing::info!(path = %cfg.model_path.display(), "no e5 model file; the dense path is off (run scripts/models/fetch-e5.sh)");
+                "none"
+            }
+            other => other,
+        };
+        let embedder: Option<Arc<dyn rag_core::Embedder>> = match kind {
             "none" => None,
             "openai" => {
                 let o = &cfg.openai;
