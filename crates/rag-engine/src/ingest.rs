@@ -226,7 +226,7 @@ impl Engine {
     pub async fn put_facts(&self, tenant: &TenantId, kb_name: &str, facts: Vec<(String, String, Vec<String>)>) -> Result<usize, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let snapshot = self.store().snapshot(tenant, kb.id).await?;
-        let mut ops = Vec::new();
+        let mut ops: Vec<WriteOp> = Vec::new();
         for (key, value, key_synonyms) in facts {
             let existing = snapshot.passages.iter().find_map(|p| match p.id {
                 rag_core::PassageId::Fact(id) if p.title == key => Some((id, p.body == value && p.aliases == key_synonyms)),
@@ -240,6 +240,16 @@ impl Engine {
         }
         let n = ops.len();
         if n > 0 {
+            let texts: Vec<(PassageId, String)> = ops
+                .iter()
+                .filter_map(|o| match o {
+                    WriteOp::PutFact(f) => Some((PassageId::Fact(f.id), format!("{}: {}", f.key, f.value))),
+                    _ => None,
+                })
+                .collect();
+            if let Some(op) = self.vectors_for(tenant, kb.id, texts).await? {
+                ops.push(op);
+            }
             self.store().apply(tenant, kb.id, ops).await?;
         }
         Ok(n)
