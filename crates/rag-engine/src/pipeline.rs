@@ -142,8 +142,10 @@ pub fn error_code(e: &CoreError) -> &'static str {
     }
 }
 
-/// λ suggested for a query: identifiers and very short queries lean lexical,
-/// long natural-language questions lean on vectors.
+/// λ suggested for a query: a question in another language than the
+/// knowledge base leans on vectors; identifiers and very short queries lean
+/// lexical; otherwise an even split (best among 0.4–0.8 on XQuAD zh→zh and
+/// en→en).
 fn suggest_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
     let across = matches!((q.language, kb), (Language::Zh, Language::En) | (Language::En, Language::Zh));
     if across {
@@ -152,8 +154,6 @@ fn suggest_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
         (0.7, "the query names identifiers or numbers, which exact matching finds best")
     } else if q.tokens.len() <= 2 {
         (0.6, "a short keyword query")
-    } else if q.tokens.len() >= 8 {
-        (0.4, "a long natural-language question, where meaning matters more than exact words")
     } else {
         (0.5, "a balanced question")
     }
