@@ -37,6 +37,7 @@ pub async fn run(app: &App, args: DemoArgs) -> anyhow::Result<()> {
     while let Some(e) = events.next().await {
         print!("{}", render::event(&e));
     }
-    println!("\nAsk your own question:  ragscope query --kb {} \"营業時間是幾點\"", args.kb);
+    let me = std::env::args().next().unwrap_or_else(|| "ragscope".into());
+    println!("\nAsk your own question:  {me} query --kb {} \"營業時間是幾點\"", args.kb);
     Ok(())
 }
