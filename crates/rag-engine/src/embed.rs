@@ -4,9 +4,14 @@ use rag_core::{CoreError, Embedder, EmbeddingCache};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
+/// sha256 of bytes, as lowercase hex.
+pub(crate) fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// sha256 (hex) of a text: the key of its vector in the cache and in the store.
 pub fn text_hash(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    hex_sha256(text.as_bytes())
 }
 
 /// An embedder in front of a cache.

@@ -3,13 +3,12 @@
 use crate::chunk::chunk_text;
 use crate::engine::Engine;
 use crate::parse::{parse_file, Parsed};
-use crate::embed::text_hash;
+use crate::embed::{hex_sha256, text_hash};
 use rag_core::{
     chunk_title, now, Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, PassageId,
     PassageVector, SynonymGroup, TenantId, UserWord, WriteOp,
 };
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 /// What happened to one input.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,10 +50,6 @@ pub struct IngestOutcome {
     pub status: IngestStatus,
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 impl Engine {
     /// Ingests one file. Never fails as a whole: problems are reported in the outcome.
