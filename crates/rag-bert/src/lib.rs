@@ -1,0 +1,1 @@
+//! Hugging Face BERT-family sentence-embedding models in pure, safe Rust.
