@@ -1,0 +1,1 @@
+//! Ingestion core of ragscope (work in progress).
