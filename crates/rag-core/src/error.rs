@@ -49,6 +49,14 @@ pub enum UserError {
         /// Its dimension.
         configured_dims: usize,
     },
+    /// The thing asked for does not exist for this tenant (or is not visible to the caller).
+    #[error("{what} {id:?} not found")]
+    NotFound {
+        /// What kind of thing.
+        what: &'static str,
+        /// The id or name asked for.
+        id: String,
+    },
     /// A retrieval path was requested that is not available.
     #[error("retrieval path {path} is not available: {reason}")]
     PathUnavailable {

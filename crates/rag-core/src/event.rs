@@ -7,6 +7,7 @@ use crate::{Dropped, PathKind};
 use serde::{Deserialize, Serialize};
 
 /// How long one stage took.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StageTiming {
     /// Stage name (the event type that closed it).
@@ -16,6 +17,7 @@ pub struct StageTiming {
 }
 
 /// A numbered source packed into the context.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ContextSource {
     /// The `[n]` number.
@@ -25,6 +27,7 @@ pub struct ContextSource {
 }
 
 /// One step of a query, as it completes.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum PipelineEvent {
@@ -108,8 +111,13 @@ pub enum PipelineEvent {
     },
     /// The query finished.
     Done {
-        /// Per-stage timings.
+        /// Per-phase timings: non-overlapping phases in order (prepare,
+        /// query_analyzed, recall, fused, reranked, context_assembled, …) whose
+        /// sum is the total up to scheduling gaps.
         timings: Vec<StageTiming>,
+        /// Each recall path's own time (they run in parallel inside the recall phase).
+        #[serde(default)]
+        paths: Vec<StageTiming>,
         /// Total milliseconds.
         total_ms: f64,
         /// Warnings (a path failed softly, a limit applied…).

@@ -9,6 +9,7 @@ use std::fmt;
 macro_rules! id_type {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
         pub struct $name(pub uuid::Uuid);
@@ -60,6 +61,7 @@ id_type!(
 );
 
 /// A tenant. Every store read and write is scoped by one.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
 #[serde(transparent)]
 pub struct TenantId(pub String);
@@ -78,6 +80,7 @@ impl fmt::Display for TenantId {
 }
 
 /// Anything retrieval can return: a document chunk, an FAQ entry or a fact.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
 #[serde(tag = "kind", content = "id", rename_all = "snake_case")]
 pub enum PassageId {

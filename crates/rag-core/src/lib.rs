@@ -13,6 +13,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod error;
 pub mod event;
 pub mod failpoint;
@@ -22,6 +23,7 @@ pub mod params;
 pub mod query;
 pub mod seams;
 
+pub use auth::{ApiKeyInfo, KeyStore, Role};
 pub use error::{CoreError, UserError};
 pub use event::{PipelineEvent, StageTiming};
 pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, TenantId};

@@ -13,6 +13,7 @@ pub fn now() -> Timestamp {
 }
 
 /// A knowledge base and its settings.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KnowledgeBase {
     /// Engine-assigned id.
@@ -28,6 +29,7 @@ pub struct KnowledgeBase {
 }
 
 /// Per-knowledge-base settings. Request parameters override them.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
 pub struct KbSettings {
@@ -36,6 +38,7 @@ pub struct KbSettings {
 }
 
 /// Review status of an FAQ entry. Only approved entries are searched.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum FaqStatus {
@@ -69,6 +72,7 @@ impl FaqStatus {
 }
 
 /// A question and its answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FaqEntry {
     /// Engine-assigned id.
@@ -98,6 +102,7 @@ pub struct FaqEntry {
 }
 
 /// A document: a file or URL, split into chunks.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Document {
     /// Engine-assigned id.
@@ -121,6 +126,7 @@ pub struct Document {
 }
 
 /// A contiguous piece of a document's extracted text.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Chunk {
     /// Engine-assigned id.
@@ -154,6 +160,7 @@ pub fn chunk_title(doc_title: &str, headings: &[String]) -> String {
 }
 
 /// A structured key/value fact, such as 营业时间 → 16:00–次日02:00.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Fact {
     /// Engine-assigned id.
@@ -169,6 +176,7 @@ pub struct Fact {
 }
 
 /// A group of interchangeable terms; the first is canonical.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SynonymGroup {
     /// The terms.
@@ -176,6 +184,7 @@ pub struct SynonymGroup {
 }
 
 /// A word for the Chinese segmenter of one knowledge base.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct UserWord {
     /// The word.
@@ -185,6 +194,7 @@ pub struct UserWord {
 }
 
 /// What kind of passage a searchable unit is.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum PassageKind {
@@ -197,6 +207,7 @@ pub enum PassageKind {
 }
 
 /// The searchable view of a chunk, FAQ entry or fact, as the indexes see it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Passage {
     /// Its id.
@@ -215,6 +226,7 @@ pub struct Passage {
     /// Where it came from (document source or FAQ source URL).
     pub source: Option<String>,
     /// Byte range of a chunk inside its document's text.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<u64>>))]
     pub span: Option<(usize, usize)>,
     /// Creation time (filters on time ranges use it).
     pub created_at: Timestamp,
@@ -259,6 +271,7 @@ impl Passage {
 }
 
 /// Which embedding model a knowledge base's vectors come from.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmbeddingSpace {
     /// The embedder's model id.

@@ -4,6 +4,7 @@ use crate::error::UserError;
 use serde::{Deserialize, Serialize};
 
 /// A retrieval path.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum PathKind {
@@ -70,6 +71,7 @@ impl std::fmt::Display for PathKind {
 }
 
 /// How BM25 treats the title, body and tags fields.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case", tag = "mode")]
 pub enum FieldMode {
@@ -87,6 +89,7 @@ pub enum FieldMode {
 }
 
 /// BM25 parameters.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Bm25Params {
@@ -133,6 +136,7 @@ impl Bm25Params {
 }
 
 /// Per-path fusion weights.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PathWeights {
@@ -184,6 +188,7 @@ impl PathWeights {
 }
 
 /// Fusion parameters: weighted reciprocal rank fusion.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct FusionParams {
@@ -268,6 +273,7 @@ impl FusionParams {
 }
 
 /// Everything that shapes retrieval; stored per knowledge base, overridable per request.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct RetrievalParams {
@@ -283,6 +289,8 @@ pub struct RetrievalParams {
     pub fusion: FusionParams,
     /// Hits kept after rerank.
     pub rerank_top_k: usize,
+    /// Whether the configured reranker runs (off: the fused order is kept).
+    pub rerank: bool,
 }
 
 impl Default for RetrievalParams {
@@ -294,6 +302,7 @@ impl Default for RetrievalParams {
             fuzzy_threshold: 0.3,
             fusion: FusionParams::default(),
             rerank_top_k: 5,
+            rerank: true,
         }
     }
 }

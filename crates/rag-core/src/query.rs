@@ -6,6 +6,7 @@ use crate::params::{PathKind, RetrievalParams};
 use serde::{Deserialize, Serialize};
 
 /// What a token is.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenKind {
@@ -26,6 +27,7 @@ pub enum TokenKind {
 }
 
 /// A term with the byte range in the original text it came from.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Token {
     /// The normalised, possibly stemmed term.
@@ -41,6 +43,7 @@ pub struct Token {
 }
 
 /// The language a text is mostly written in.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Language {
@@ -55,6 +58,7 @@ pub enum Language {
 }
 
 /// A query after analysis.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AnalyzedQuery {
     /// The text as the user typed it.
@@ -70,6 +74,7 @@ pub struct AnalyzedQuery {
 }
 
 /// Filters applied inside every path.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
 pub struct Filters {
@@ -84,6 +89,7 @@ pub struct Filters {
 }
 
 /// A query as the engine receives it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct QueryRequest {
     /// Knowledge base name.
@@ -98,6 +104,7 @@ pub struct QueryRequest {
 }
 
 /// One candidate in one path's ranked list.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Hit {
     /// The passage.
@@ -111,6 +118,7 @@ pub struct Hit {
 }
 
 /// One path's result.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RankedList {
     /// Which path.
@@ -122,6 +130,7 @@ pub struct RankedList {
 }
 
 /// One path's share of a fused score.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Contribution {
     /// The path.
@@ -137,6 +146,7 @@ pub struct Contribution {
 }
 
 /// A hit after fusion, with its explanation.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FusedHit {
     /// The passage.
@@ -152,6 +162,7 @@ pub struct FusedHit {
 }
 
 /// Why a fused candidate did not make the cut.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum DropReason {
@@ -172,6 +183,7 @@ pub enum DropReason {
 }
 
 /// A candidate dropped by fusion.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Dropped {
     /// The passage.
@@ -183,6 +195,7 @@ pub struct Dropped {
 }
 
 /// The outcome of fusion.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Fused {
     /// Kept hits, best first.
@@ -194,6 +207,7 @@ pub struct Fused {
 }
 
 /// A passage's text as shown with a hit.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PassageView {
     /// The passage.
@@ -207,5 +221,6 @@ pub struct PassageView {
     /// Source (document path/URL or FAQ source URL).
     pub source: Option<String>,
     /// Byte ranges in `body` that matched query terms, for highlighting.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Vec<u64>>))]
     pub highlights: Vec<(usize, usize)>,
 }

@@ -32,13 +32,32 @@ pub trait Fuser: Send + Sync {
     fn fuse(&self, lists: &[RankedList]) -> Fused;
 }
 
+/// A fused candidate handed to a reranker, with the text the reranker reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RerankCandidate {
+    /// The fused hit (its `rank` is the fused rank).
+    pub hit: FusedHit,
+    /// The passage text to judge (title and body).
+    pub text: String,
+}
+
+/// A candidate in the reranker's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RerankedHit {
+    /// The fused hit, unchanged: `hit.rank` is still its fused rank, so the
+    /// move is `hit.rank` → position in the returned list + 1.
+    pub hit: FusedHit,
+    /// The reranker's own score, when it gives one (higher is better).
+    pub score: Option<f64>,
+}
+
 /// Reorders fused candidates. Must fail soft: on error the engine keeps the input order.
 #[async_trait]
 pub trait Reranker: Send + Sync {
     /// Name shown in events.
     fn name(&self) -> &str;
     /// Returns the candidates in a new order, at most `top_k` of them.
-    async fn rerank(&self, query: &AnalyzedQuery, candidates: Vec<FusedHit>, top_k: usize) -> Result<Vec<FusedHit>>;
+    async fn rerank(&self, query: &AnalyzedQuery, candidates: Vec<RerankCandidate>, top_k: usize) -> Result<Vec<RerankedHit>>;
 }
 
 /// The reranker used when none is configured: keeps the fused order.
@@ -50,9 +69,8 @@ impl Reranker for IdentityReranker {
     fn name(&self) -> &str {
         "identity"
     }
-    async fn rerank(&self, _query: &AnalyzedQuery, mut candidates: Vec<FusedHit>, top_k: usize) -> Result<Vec<FusedHit>> {
-        candidates.truncate(top_k);
-        Ok(candidates)
+    async fn rerank(&self, _query: &AnalyzedQuery, candidates: Vec<RerankCandidate>, top_k: usize) -> Result<Vec<RerankedHit>> {
+        Ok(candidates.into_iter().take(top_k).map(|c| RerankedHit { hit: c.hit, score: None }).collect())
     }
 }
 
@@ -69,6 +87,42 @@ pub trait Embedder: Send + Sync {
     async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
 }
 
+/// Who speaks in a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatRole {
+    /// Instructions.
+    System,
+    /// The user's turn.
+    User,
+    /// The model's earlier turn.
+    Assistant,
+}
+
+/// One chat message, as OpenAI-compatible chat APIs take them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChatMessage {
+    /// Speaker.
+    pub role: ChatRole,
+    /// Text.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage { role: ChatRole::System, content: content.into() }
+    }
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage { role: ChatRole::User, content: content.into() }
+    }
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        ChatMessage { role: ChatRole::Assistant, content: content.into() }
+    }
+}
+
 /// A piece of generated output.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GenEvent {
@@ -76,6 +130,8 @@ pub enum GenEvent {
     Delta(String),
     /// Token usage as reported by the provider.
     Usage {
+        /// The model that answered, as the provider names it.
+        model: String,
         /// Prompt tokens.
         prompt: u32,
         /// Completion tokens.
@@ -92,9 +148,13 @@ pub struct GenerateRequest {
     pub question: String,
     /// Numbered sources as packed.
     pub sources: Vec<crate::event::ContextSource>,
+    /// The prompt as chat messages (system rules, then the user turn with the
+    /// sources as quoted data). LLM generators send these; the extractive
+    /// generator reads `question` and `sources` instead.
+    pub messages: Vec<ChatMessage>,
 }
 
-/// Produces an answer from packed sources (implementations arrive with the answers issue).
+/// Produces an answer from packed sources.
 #[async_trait]
 pub trait Generator: Send + Sync {
     /// Name shown in events.
@@ -135,6 +195,8 @@ pub enum WriteOp {
         /// The vectors.
         vectors: Vec<crate::model::PassageVector>,
     },
+    /// Replace the knowledge base's settings.
+    PutSettings(KbSettings),
     /// Forget every vector and the embedding space (before re-embedding with another model).
     ClearVectors,
 }
@@ -167,6 +229,8 @@ pub trait StoreRead: Send + Sync {
     async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot>;
     /// Documents of a knowledge base.
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>>;
+    /// A document with its chunks in order, if it exists in this tenant's knowledge base.
+    async fn document(&self, tenant: &TenantId, kb: KbId, doc: DocId) -> Result<Option<(Document, Vec<Chunk>)>>;
     /// A document with that content hash, if one exists.
     async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str) -> Result<Option<DocId>>;
     /// FAQ entries of a knowledge base.

@@ -131,6 +131,11 @@ impl Engine {
         }
     }
 
+    /// Drops the cached indexes of a knowledge base (after it was deleted).
+    pub(crate) fn forget_index(&self, kb: KbId) {
+        self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner()).remove(&kb);
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.components.store

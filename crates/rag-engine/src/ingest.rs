@@ -186,7 +186,7 @@ impl Engine {
 
     /// Embeds `texts` for storing beside their passages, when an embedder is
     /// configured; refuses when the knowledge base's vectors come from another model.
-    async fn vectors_for(&self, tenant: &TenantId, kb: rag_core::KbId, texts: Vec<(PassageId, String)>) -> Result<Option<WriteOp>, CoreError> {
+    pub(crate) async fn vectors_for(&self, tenant: &TenantId, kb: rag_core::KbId, texts: Vec<(PassageId, String)>) -> Result<Option<WriteOp>, CoreError> {
         let Some(embedder) = self.embedder() else { return Ok(None) };
         if texts.is_empty() {
             return Ok(None);

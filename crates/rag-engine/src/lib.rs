@@ -24,6 +24,7 @@ mod dense;
 mod embed;
 mod engine;
 mod ingest;
+mod manage;
 pub mod parse;
 pub mod pipeline;
 
@@ -32,5 +33,6 @@ pub use dense::DenseIndex;
 pub use embed::{text_hash, CachedEmbedder, EmbedStats};
 pub use engine::{Components, Engine, EngineConfig, KbIndex, ReembedReport};
 pub use ingest::{IngestOutcome, IngestStatus};
+pub use manage::{FaqPatch, Lexicon, NewFaq};
 pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError, Parsed};
 pub use pipeline::{error_code, PipelineOutput, QueryOptions};

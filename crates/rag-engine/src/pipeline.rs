@@ -230,6 +230,7 @@ impl Engine {
         });
 
         let index = self.index(tenant, &kb).await?;
+        timings.push(StageTiming { stage: "prepare".into(), ms: ms(started) });
         let t = Instant::now();
         let (ix, raw) = (index.clone(), request.query.clone());
         let analyzed = tokio::task::spawn_blocking(move || ix.lexical.analyze_query(&raw))
@@ -270,10 +271,14 @@ impl Engine {
                 (r.path(), result, ms(t))
             }
         });
-        let results = futures::future::join_all(runs).await;
+        // Each path's event goes out as soon as that path finishes; the recall
+        // phase as a whole is timed once (the paths overlap).
+        let recall_started = Instant::now();
+        let mut pending: futures::stream::FuturesUnordered<_> = runs.collect();
         let mut lists = Vec::new();
-        for (path, result, elapsed) in results {
-            timings.push(StageTiming { stage: format!("recall:{path}"), ms: elapsed });
+        let mut path_timings = Vec::new();
+        while let Some((path, result, elapsed)) = futures::StreamExt::next(&mut pending).await {
+            path_timings.push(StageTiming { stage: format!("recall:{path}"), ms: elapsed });
             match result {
                 Ok(list) => {
                     let passages = if options.views {
@@ -290,6 +295,11 @@ impl Engine {
                 }
             }
         }
+
+        drop(pending);
+        timings.push(StageTiming { stage: "recall".into(), ms: ms(recall_started) });
+        // Fusion sees the lists in the request's path order, whatever order they finished in.
+        lists.sort_by_key(|l| params.paths.iter().position(|p| *p == l.path));
 
         let t = Instant::now();
         let mut fusion = params.fusion;
@@ -310,9 +320,18 @@ impl Engine {
         });
 
         let t = Instant::now();
-        let reranker = self.inner.components.reranker.clone();
-        let reranked = match reranker.rerank(&analyzed, fused.hits.clone(), params.rerank_top_k).await {
-            Ok(r) => r,
+        let reranker: Arc<dyn rag_core::Reranker> =
+            if params.rerank { self.inner.components.reranker.clone() } else { Arc::new(rag_core::IdentityReranker) };
+        let candidates: Vec<rag_core::RerankCandidate> = fused
+            .hits
+            .iter()
+            .map(|h| rag_core::RerankCandidate {
+                hit: h.clone(),
+                text: index.lexical.view(h.id, &[]).map(|v| format!("{}\n{}", v.title, v.body)).unwrap_or_default(),
+            })
+            .collect();
+        let reranked = match reranker.rerank(&analyzed, candidates, params.rerank_top_k).await {
+            Ok(r) => r.into_iter().map(|r| r.hit).collect::<Vec<_>>(),
             Err(e) => {
                 warnings.push(format!("reranker {} failed, fused order kept: {e}", reranker.name()));
                 fused.hits.iter().take(params.rerank_top_k).cloned().collect()
@@ -349,7 +368,7 @@ impl Engine {
             ms = ms(started),
             "query done"
         );
-        emit(PipelineEvent::Done { timings, total_ms: ms(started), warnings });
+        emit(PipelineEvent::Done { timings, paths: path_timings, total_ms: ms(started), warnings });
         Ok(PipelineOutput { analyzed, lists, fused, reranked })
     }
 }

@@ -2,10 +2,10 @@
 
 use crate::error::StoreError;
 use crate::lock::DirLock;
-use crate::schema::{FORMAT_VERSION, SCHEMA_V1};
+use crate::schema::{FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2};
 use async_trait::async_trait;
 use rag_core::{
-    failpoint, ChunkId, CoreError, DocId, DocumentInfo, EmbeddingSpace, FactId, PassageVector, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
+    failpoint, Chunk, ChunkId, Document, CoreError, DocId, DocumentInfo, EmbeddingSpace, FactId, PassageVector, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
     KbSnapshot, KnowledgeBase, Passage, PassageId, StoreRead, StoreWrite, SynonymGroup, TenantId, UserError,
     UserWord, WriteOp,
 };
@@ -122,6 +122,7 @@ impl EmbeddedStore {
         let info = if has_meta { Some(Self::read_info(conn, analyzer)?) } else { None };
         // Format 1 is the first; future formats migrate here, step by step.
         conn.execute_batch(SCHEMA_V1)?;
+        conn.execute_batch(SCHEMA_V2)?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('format_version', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [FORMAT_VERSION.to_string()],
@@ -143,7 +144,7 @@ impl EmbeddedStore {
     }
 
     /// Runs `f` with the connection on a blocking thread.
-    async fn with_conn<T, F>(&self, f: F) -> Result<T, CoreError>
+    pub(crate) async fn with_conn<T, F>(&self, f: F) -> Result<T, CoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, CoreError> + Send + 'static,
@@ -158,7 +159,7 @@ impl EmbeddedStore {
     }
 }
 
-fn sql(e: rusqlite::Error) -> CoreError {
+pub(crate) fn sql(e: rusqlite::Error) -> CoreError {
     StoreError::Sqlite(e).into()
 }
 
@@ -300,6 +301,10 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                 params![f.id.to_string(), kb_s, f.key, f.value, serde_json::to_string(&f.key_synonyms).unwrap_or_default()],
             )
             .map_err(sql)?;
+        }
+        WriteOp::PutSettings(settings) => {
+            let json = serde_json::to_string(&settings).map_err(|e| CoreError::Store(format!("settings: {e}")))?;
+            tx.execute("UPDATE kbs SET settings = ?1 WHERE id = ?2", params![json, kb_s]).map_err(sql)?;
         }
         WriteOp::DeleteFact(id) => {
             tx.execute("DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2", params![PassageId::Fact(id).to_string(), kb_s]).map_err(sql)?;
@@ -607,6 +612,73 @@ impl StoreRead for EmbeddedStore {
                 out.push(DocumentInfo { id: parse_id(&id, "documents", DocId::parse)?, title, source, content_hash, chunks: chunks as usize });
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn document(&self, tenant: &TenantId, kb: KbId, doc: DocId) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let row = c
+                .query_row(
+                    "SELECT title, source, content_hash, tags, created_at, updated_at, text FROM documents WHERE id = ?1 AND kb_id = ?2",
+                    params![doc.to_string(), kb.to_string()],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, String>(3)?,
+                            r.get::<_, i64>(4)?,
+                            r.get::<_, i64>(5)?,
+                            r.get::<_, String>(6)?,
+                        ))
+                    },
+                )
+                .optional()
+                .map_err(sql)?;
+            let Some((title, source, content_hash, tags, created_at, updated_at, text)) = row else { return Ok(None) };
+            let document = Document {
+                id: doc,
+                kb,
+                title,
+                source,
+                content_hash,
+                tags: json_vec(&tags, "documents", "tags")?,
+                created_at,
+                updated_at,
+                text,
+            };
+            let mut stmt = c
+                .prepare("SELECT id, ordinal, heading_path, text, start_byte, end_byte FROM chunks WHERE doc_id = ?1 ORDER BY ordinal")
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map([doc.to_string()], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                })
+                .map_err(sql)?;
+            let mut chunks = Vec::new();
+            for row in rows {
+                let (id, ordinal, heading_path, text, start, end) = row.map_err(sql)?;
+                chunks.push(Chunk {
+                    id: parse_id(&id, "chunks", ChunkId::parse)?,
+                    doc,
+                    ordinal: ordinal as u32,
+                    heading_path: json_vec(&heading_path, "chunks", "heading_path")?,
+                    text,
+                    start: start as usize,
+                    end: end as usize,
+                });
+            }
+            Ok(Some((document, chunks)))
         })
         .await
     }

@@ -26,6 +26,7 @@
 mod cache;
 mod embedded;
 mod error;
+mod keys;
 mod lock;
 mod schema;
 

@@ -2,7 +2,7 @@
 
 /// Bumped whenever the schema changes incompatibly; older data is migrated,
 /// newer data refused.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 pub(crate) const SCHEMA_V1: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (
@@ -85,6 +85,37 @@ CREATE TABLE IF NOT EXISTS user_words (
     freq  INTEGER,
     PRIMARY KEY (kb_id, word)
 );
+"#;
+
+/// Format 2 adds tenants, API keys and the query log (format 1 data is
+/// migrated by creating them).
+pub(crate) const SCHEMA_V2: &str = r#"
+CREATE TABLE IF NOT EXISTS tenants (
+    name       TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    id         TEXT PRIMARY KEY,
+    hash       TEXT NOT NULL UNIQUE,
+    tenant     TEXT NOT NULL,
+    role       TEXT NOT NULL,
+    owner      TEXT,
+    label      TEXT NOT NULL,
+    prefix     TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked    INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS query_log (
+    id         TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    kb_id      TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    query      TEXT NOT NULL,
+    kb_miss    INTEGER NOT NULL DEFAULT 0,
+    feedback   TEXT,
+    record     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS query_log_by_kb ON query_log (kb_id, created_at);
 "#;
 
 /// The embedding cache, a separate database shared across data directories.

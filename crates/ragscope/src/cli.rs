@@ -68,8 +68,8 @@ pub enum Command {
         #[arg(long)]
         kb: String,
     },
-    /// The HTTP server (not implemented yet).
-    Serve,
+    /// Serve the HTTP API (and later the workbench) on 127.0.0.1:3210.
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -507,4 +507,19 @@ pub fn eval_params(base: RetrievalParams) -> RetrievalParams {
         fusion: FusionParams { top_k: 100, ..base.fusion },
         ..base
     }
+}
+
+/// `ragscope serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Listen address (default from the configuration: 127.0.0.1:3210).
+    #[arg(long)]
+    pub addr: Option<String>,
+    /// Key-less local mode: every request acts as the admin of the default
+    /// tenant. Refused unless the address is a loopback address.
+    #[arg(long)]
+    pub open: bool,
+    /// Log query texts in request logs.
+    #[arg(long)]
+    pub log_queries: bool,
 }

@@ -116,6 +116,18 @@ pub struct LimitsConfig {
 pub struct ServerConfig {
     /// Listen address.
     pub addr: String,
+    /// Whether query texts appear in request logs.
+    pub log_queries: bool,
+    /// Largest JSON body, in bytes.
+    pub max_json_bytes: usize,
+    /// Largest upload, in bytes.
+    pub max_upload_bytes: usize,
+    /// Most files in one upload.
+    pub max_files_per_upload: usize,
+    /// Largest top-k or per-path k a request may ask for.
+    pub max_top_k: usize,
+    /// Queries one key may run at once.
+    pub max_concurrent_queries_per_key: usize,
 }
 
 /// Model providers.
@@ -163,7 +175,16 @@ impl Default for LimitsConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { addr: "127.0.0.1:3210".into() }
+        let l = rag_server::Limits::default();
+        ServerConfig {
+            addr: "127.0.0.1:3210".into(),
+            log_queries: false,
+            max_json_bytes: l.max_json_bytes,
+            max_upload_bytes: l.max_upload_bytes,
+            max_files_per_upload: l.max_files_per_upload,
+            max_top_k: l.max_top_k,
+            max_concurrent_queries_per_key: l.max_concurrent_queries_per_key,
+        }
     }
 }
 

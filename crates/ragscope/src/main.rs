@@ -11,6 +11,7 @@ mod config;
 mod demo;
 mod eval;
 mod render;
+mod serve;
 
 use anyhow::Context;
 use clap::Parser;
@@ -63,6 +64,11 @@ pub(crate) struct App {
 
 impl App {
     pub(crate) fn engine(&self, mode: OpenMode) -> anyhow::Result<Engine> {
+        let store = self.open_store(mode)?;
+        self.engine_over(store)
+    }
+
+    pub(crate) fn open_store(&self, mode: OpenMode) -> anyhow::Result<EmbeddedStore> {
         let analyzer = format!("{}:{}", rag_text::ANALYZER_NAME, rag_text::ANALYZER_VERSION);
         let store = match EmbeddedStore::open_with_analyzer(&self.config.data_dir, mode, &analyzer) {
             Ok(s) => s,
@@ -71,6 +77,10 @@ impl App {
             }
             Err(e) => return Err(e).with_context(|| format!("opening {}", self.config.data_dir.display())),
         };
+        Ok(store)
+    }
+
+    pub(crate) fn engine_over(&self, store: EmbeddedStore) -> anyhow::Result<Engine> {
         let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
             Components { store: Arc::new(store), reranker: Arc::new(IdentityReranker), embedder, cache },
@@ -199,12 +209,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             print!("{}", app.config.redacted_toml()?);
             Ok(())
         }
-        Command::Serve => Err(UserFacing(
-            "`ragscope serve` is not implemented yet: the HTTP server arrives with the server issue. \
-             Use `ragscope query` meanwhile."
-                .into(),
-        )
-        .into()),
+        Command::Serve(args) => serve::run(app, args).await,
     }
 }
 

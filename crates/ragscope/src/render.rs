@@ -61,7 +61,7 @@ pub fn event(e: &PipelineEvent) -> String {
             }
         }
         PipelineEvent::AnswerToken { text } => s.push_str(text),
-        PipelineEvent::Done { timings, total_ms, warnings } => {
+        PipelineEvent::Done { timings, total_ms, warnings, .. } => {
             let parts: Vec<String> = timings.iter().map(|t| format!("{} {:.1}", t.stage, t.ms)).collect();
             let _ = writeln!(s, "✓ done in {total_ms:.1} ms ({})", parts.join(", "));
             for w in warnings {

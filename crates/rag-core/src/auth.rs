@@ -1,0 +1,87 @@
+//! Tenants and API keys: who may call the server, and as whom.
+//!
+//! Keys are stored hashed (sha256 of the whole key); the key itself is shown
+//! once, when it is created. Every key belongs to exactly one tenant, and
+//! everything a key does is scoped to that tenant by the store queries.
+
+use crate::model::Timestamp;
+use crate::TenantId;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// What a key may do.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Everything, including creating tenants and keys.
+    Admin,
+    /// Read and write the tenant's knowledge.
+    ReadWrite,
+    /// Query and read only.
+    ReadOnly,
+}
+
+impl Role {
+    /// The stored text form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::ReadWrite => "read_write",
+            Role::ReadOnly => "read_only",
+        }
+    }
+    /// Parses the stored text form.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "admin" => Some(Role::Admin),
+            "read_write" => Some(Role::ReadWrite),
+            "read_only" => Some(Role::ReadOnly),
+            _ => None,
+        }
+    }
+    /// Whether the role may change knowledge.
+    pub fn can_write(self) -> bool {
+        matches!(self, Role::Admin | Role::ReadWrite)
+    }
+}
+
+/// An API key as stored (never the key itself).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyInfo {
+    /// Public identifier of the key.
+    pub id: String,
+    /// The tenant it acts for.
+    pub tenant: TenantId,
+    /// What it may do.
+    pub role: Role,
+    /// The owner it acts for inside the tenant: documents restricted to an
+    /// owner are visible to keys of that owner only.
+    pub owner: Option<String>,
+    /// A label for people.
+    pub label: String,
+    /// The first characters of the key, so a person can tell keys apart.
+    pub prefix: String,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Revoked keys are refused.
+    pub revoked: bool,
+}
+
+/// Storage of tenants and hashed keys.
+#[async_trait]
+pub trait KeyStore: Send + Sync {
+    /// Creates a tenant; `false` when it exists already.
+    async fn create_tenant(&self, tenant: &TenantId, created_at: Timestamp) -> crate::error::Result<bool>;
+    /// All tenants.
+    async fn tenants(&self) -> crate::error::Result<Vec<TenantId>>;
+    /// Stores a new key under the sha256 hex of its secret.
+    async fn put_key(&self, key: &ApiKeyInfo, hash: &str) -> crate::error::Result<()>;
+    /// The key with this hash, if any (revoked keys included, flagged).
+    async fn key_by_hash(&self, hash: &str) -> crate::error::Result<Option<ApiKeyInfo>>;
+    /// Keys of one tenant, or of all tenants.
+    async fn keys(&self, tenant: Option<&TenantId>) -> crate::error::Result<Vec<ApiKeyInfo>>;
+    /// Revokes a key of `tenant`; `false` when no such key exists there.
+    async fn revoke_key(&self, tenant: &TenantId, id: &str) -> crate::error::Result<bool>;
+}

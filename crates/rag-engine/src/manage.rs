@@ -1,0 +1,239 @@
+//! Reading and editing knowledge one item at a time: knowledge bases,
+//! documents, FAQ entries, synonyms, dictionary words and facts, as the HTTP
+//! API and the workbench need them. Every write is one atomic store write;
+//! an FAQ entry's vector is recomputed in the same write when its question or
+//! answer changes, and only then.
+
+use crate::engine::Engine;
+use rag_core::{
+    Chunk, CoreError, DocId, Document, DocumentInfo, Fact, FactId, FaqEntry, FaqId, FaqStatus, KbSettings, KnowledgeBase,
+    PassageId, PassageKind, SynonymGroup, TenantId, Timestamp, UserError, UserWord, WriteOp,
+};
+
+/// A new FAQ entry.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NewFaq {
+    /// The question.
+    pub question: String,
+    /// The answer.
+    pub answer: String,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Where it came from.
+    #[serde(default)]
+    pub source_url: Option<String>,
+    /// Review status (approved when absent).
+    #[serde(default)]
+    pub status: Option<FaqStatus>,
+    /// Not searchable before.
+    #[serde(default)]
+    pub valid_from: Option<Timestamp>,
+    /// Not searchable after.
+    #[serde(default)]
+    pub valid_until: Option<Timestamp>,
+}
+
+/// Changes to an FAQ entry; absent fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FaqPatch {
+    /// New question.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// New answer.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// New tags.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// New source URL.
+    #[serde(default)]
+    pub source_url: Option<String>,
+}
+
+/// The lexicon of a knowledge base.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Lexicon {
+    /// Synonym groups.
+    pub synonyms: Vec<SynonymGroup>,
+    /// Segmenter words.
+    pub user_words: Vec<UserWord>,
+    /// Facts.
+    pub facts: Vec<Fact>,
+}
+
+fn not_found(what: &'static str, id: impl ToString) -> CoreError {
+    UserError::NotFound { what, id: id.to_string() }.into()
+}
+
+fn check_text(name: &'static str, s: &str, max: usize) -> Result<(), CoreError> {
+    if s.trim().is_empty() {
+        return Err(UserError::InvalidParam { name, reason: "must not be empty".into() }.into());
+    }
+    if s.len() > max {
+        return Err(UserError::InvalidParam { name, reason: format!("is {} bytes long; the limit is {max}", s.len()) }.into());
+    }
+    Ok(())
+}
+
+/// Longest question or answer accepted through the API.
+const MAX_FAQ_TEXT: usize = 64 * 1024;
+
+impl Engine {
+    /// Knowledge bases of a tenant.
+    pub async fn list_kbs(&self, tenant: &TenantId) -> Result<Vec<KnowledgeBase>, CoreError> {
+        self.store().list_kbs(tenant).await
+    }
+
+    /// Deletes a knowledge base and everything in it.
+    pub async fn delete_kb(&self, tenant: &TenantId, name: &str) -> Result<(), CoreError> {
+        let kb = self.kb(tenant, name).await?;
+        self.store().delete_kb(tenant, kb.id).await?;
+        self.forget_index(kb.id);
+        Ok(())
+    }
+
+    /// Replaces a knowledge base's settings.
+    pub async fn update_kb_settings(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
+        settings.retrieval.validate()?;
+        let kb = self.kb(tenant, name).await?;
+        self.store().apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)]).await?;
+        self.kb(tenant, name).await
+    }
+
+    /// Documents of a knowledge base.
+    pub async fn documents(&self, tenant: &TenantId, kb: &str) -> Result<Vec<DocumentInfo>, CoreError> {
+        let kb = self.kb(tenant, kb).await?;
+        self.store().documents(tenant, kb.id).await
+    }
+
+    /// A document with its chunks.
+    pub async fn document(&self, tenant: &TenantId, kb: &str, doc: DocId) -> Result<(Document, Vec<Chunk>), CoreError> {
+        let kb = self.kb(tenant, kb).await?;
+        self.store().document(tenant, kb.id, doc).await?.ok_or_else(|| not_found("document", doc))
+    }
+
+    /// Deletes a document with its chunks, vectors and index entries.
+    pub async fn delete_document(&self, tenant: &TenantId, kb: &str, doc: DocId) -> Result<(), CoreError> {
+        let kb = self.kb(tenant, kb).await?;
+        if self.store().document(tenant, kb.id, doc).await?.is_none() {
+            return Err(not_found("document", doc));
+        }
+        self.store().apply(tenant, kb.id, vec![WriteOp::DeleteDocument(doc)]).await?;
+        Ok(())
+    }
+
+    /// FAQ entries of a knowledge base.
+    pub async fn faqs(&self, tenant: &TenantId, kb: &str) -> Result<Vec<FaqEntry>, CoreError> {
+        let kb = self.kb(tenant, kb).await?;
+        self.store().faqs(tenant, kb.id).await
+    }
+
+    /// One FAQ entry.
+    pub async fn faq(&self, tenant: &TenantId, kb: &str, id: FaqId) -> Result<FaqEntry, CoreError> {
+        self.faqs(tenant, kb).await?.into_iter().find(|f| f.id == id).ok_or_else(|| not_found("FAQ entry", id))
+    }
+
+    /// Creates an FAQ entry (embedded in the same write when an embedder is configured).
+    pub async fn create_faq(&self, tenant: &TenantId, kb_name: &str, new: NewFaq) -> Result<FaqEntry, CoreError> {
+        check_text("question", &new.question, MAX_FAQ_TEXT)?;
+        check_text("answer", &new.answer, MAX_FAQ_TEXT)?;
+        let kb = self.kb(tenant, kb_name).await?;
+        let ts = rag_core::now();
+        let entry = FaqEntry {
+            id: FaqId::generate(),
+            kb: kb.id,
+            question: new.question.trim().to_owned(),
+            answer: new.answer.trim().to_owned(),
+            status: new.status.unwrap_or_default(),
+            edited: false,
+            source_url: new.source_url,
+            tags: new.tags,
+            created_at: ts,
+            updated_at: ts,
+            valid_from: new.valid_from,
+            valid_until: new.valid_until,
+        };
+        let mut ops = vec![WriteOp::PutFaq(entry.clone())];
+        let text = vec![(PassageId::Faq(entry.id), format!("{}: {}", entry.question, entry.answer))];
+        ops.extend(self.vectors_for(tenant, kb.id, text).await?);
+        self.store().apply(tenant, kb.id, ops).await?;
+        Ok(entry)
+    }
+
+    /// Edits an FAQ entry: sets `edited`; re-embeds only when the question or answer changed.
+    pub async fn update_faq(&self, tenant: &TenantId, kb_name: &str, id: FaqId, patch: FaqPatch) -> Result<FaqEntry, CoreError> {
+        let kb = self.kb(tenant, kb_name).await?;
+        let mut entry = self.faq(tenant, kb_name, id).await?;
+        let before = (entry.question.clone(), entry.answer.clone());
+        if let Some(q) = patch.question {
+            check_text("question", &q, MAX_FAQ_TEXT)?;
+            entry.question = q.trim().to_owned();
+        }
+        if let Some(a) = patch.answer {
+            check_text("answer", &a, MAX_FAQ_TEXT)?;
+            entry.answer = a.trim().to_owned();
+        }
+        if let Some(t) = patch.tags {
+            entry.tags = t;
+        }
+        if let Some(u) = patch.source_url {
+            entry.source_url = if u.is_empty() { None } else { Some(u) };
+        }
+        entry.edited = true;
+        entry.updated_at = rag_core::now();
+        let mut ops = vec![WriteOp::PutFaq(entry.clone())];
+        if before != (entry.question.clone(), entry.answer.clone()) {
+            let text = vec![(PassageId::Faq(entry.id), format!("{}: {}", entry.question, entry.answer))];
+            ops.extend(self.vectors_for(tenant, kb.id, text).await?);
+        }
+        self.store().apply(tenant, kb.id, ops).await?;
+        Ok(entry)
+    }
+
+    /// Approves, disables or sends an entry back to review.
+    pub async fn set_faq_status(&self, tenant: &TenantId, kb_name: &str, id: FaqId, status: FaqStatus) -> Result<FaqEntry, CoreError> {
+        let kb = self.kb(tenant, kb_name).await?;
+        let mut entry = self.faq(tenant, kb_name, id).await?;
+        entry.status = status;
+        entry.updated_at = rag_core::now();
+        self.store().apply(tenant, kb.id, vec![WriteOp::PutFaq(entry.clone())]).await?;
+        Ok(entry)
+    }
+
+    /// Deletes an FAQ entry and its vector.
+    pub async fn delete_faq(&self, tenant: &TenantId, kb_name: &str, id: FaqId) -> Result<(), CoreError> {
+        let kb = self.kb(tenant, kb_name).await?;
+        self.faq(tenant, kb_name, id).await?;
+        self.store().apply(tenant, kb.id, vec![WriteOp::DeleteFaq(id)]).await?;
+        Ok(())
+    }
+
+    /// Synonyms, dictionary words and facts of a knowledge base.
+    pub async fn lexicon(&self, tenant: &TenantId, kb_name: &str) -> Result<Lexicon, CoreError> {
+        let kb = self.kb(tenant, kb_name).await?;
+        let snapshot = self.store().snapshot(tenant, kb.id).await?;
+        let facts = snapshot
+            .passages
+            .iter()
+            .filter(|p| p.kind() == PassageKind::Fact)
+            .filter_map(|p| match p.id {
+                PassageId::Fact(id) => {
+                    Some(Fact { id, kb: kb.id, key: p.title.clone(), value: p.body.clone(), key_synonyms: p.aliases.clone() })
+                }
+                _ => None,
+            })
+            .collect();
+        Ok(Lexicon { synonyms: snapshot.synonyms, user_words: snapshot.user_words, facts })
+    }
+
+    /// Deletes a fact.
+    pub async fn delete_fact(&self, tenant: &TenantId, kb_name: &str, id: FactId) -> Result<(), CoreError> {
+        let kb = self.kb(tenant, kb_name).await?;
+        if !self.lexicon(tenant, kb_name).await?.facts.iter().any(|f| f.id == id) {
+            return Err(not_found("fact", id));
+        }
+        self.store().apply(tenant, kb.id, vec![WriteOp::DeleteFact(id)]).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,70 @@
+//! `ragscope serve`: the HTTP API over the embedded store.
+
+use crate::cli::ServeArgs;
+use crate::{App, UserFacing};
+use anyhow::Context;
+use rag_store::OpenMode;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
+    let c = &app.config.server;
+    let addr_text = args.addr.clone().unwrap_or_else(|| c.addr.clone());
+    let addr: SocketAddr = addr_text
+        .parse()
+        .map_err(|_| UserFacing(format!("server address {addr_text:?} is not host:port, e.g. 127.0.0.1:3210")))?;
+    if args.open && !addr.ip().is_loopback() {
+        return Err(UserFacing(format!(
+            "--open serves without API keys and is only allowed on a loopback address, not {addr}"
+        ))
+        .into());
+    }
+    let store = app.open_store(OpenMode::ReadWrite)?;
+    let keys: Arc<dyn rag_core::KeyStore> = Arc::new(store.clone());
+    if let Some(key) = rag_server::ensure_admin_key(keys.as_ref()).await.map_err(|e| anyhow::anyhow!("{e}"))? {
+        // Shown once; only its hash is stored.
+        println!("Created the admin API key (shown only this once; store it now):\n\n    {key}\n");
+    }
+    let engine = app.engine_over(store)?;
+    let config = rag_server::ServerConfig {
+        addr,
+        open: args.open,
+        log_queries: args.log_queries || c.log_queries,
+        limits: rag_server::Limits {
+            max_json_bytes: c.max_json_bytes,
+            max_upload_bytes: c.max_upload_bytes,
+            max_files_per_upload: c.max_files_per_upload,
+            max_top_k: c.max_top_k,
+            max_concurrent_queries_per_key: c.max_concurrent_queries_per_key,
+        },
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    // Scripts and tests read this line to find an ephemeral port.
+    println!("ragscope listening on http://{local}{}", if args.open { " (open mode: no API key needed)" } else { "" });
+    let state = rag_server::AppState::new(engine, keys, config);
+    rag_server::serve(listener, state, shutdown_signal()).await.context("server failed")?;
+    println!("ragscope stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
