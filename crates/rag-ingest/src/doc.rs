@@ -141,7 +141,7 @@ pub(crate) fn join_lines(lines: &[&str]) -> String {
     let mut out = String::new();
     for line in lines.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
         if let (Some(a), Some(b)) = (out.chars().last(), line.chars().next()) {
-            if !(is_cjk(a) && is_cjk(b)) && !is_cjk_punct(a) {
+            if !(is_cjk_punct(a) || is_cjk(a) && is_cjk(b)) {
                 out.push(' ');
             }
         }

@@ -61,12 +61,9 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
             Event::End(TagEnd::MetadataBlock(_)) | Event::End(TagEnd::HtmlBlock) => st.skip = st.skip.saturating_sub(1),
             _ if st.skip > 0 => {}
             Event::Start(Tag::Heading { level: l, .. }) => st.start(BlockKind::Heading { level: level(l) }),
-            Event::Start(Tag::Paragraph) => {
-                // The first paragraph of a list item continues the item.
-                if !(st.kind == BlockKind::ListItem && st.buf.len() == st.marker_len) {
-                    st.start(BlockKind::Paragraph);
-                }
-            }
+            // The first paragraph of a list item continues the item.
+            Event::Start(Tag::Paragraph) if st.kind == BlockKind::ListItem && st.buf.len() == st.marker_len => {}
+            Event::Start(Tag::Paragraph) => st.start(BlockKind::Paragraph),
             Event::Start(Tag::List(first)) => {
                 st.flush();
                 st.lists.push(first);
@@ -90,11 +87,7 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
             }
             Event::Start(Tag::CodeBlock(_)) => st.start(BlockKind::Code),
             Event::Start(Tag::TableHead) | Event::Start(Tag::TableRow) => st.start(BlockKind::TableRow),
-            Event::Start(Tag::TableCell) => {
-                if !st.buf.is_empty() {
-                    st.buf.push_str(" | ");
-                }
-            }
+            Event::Start(Tag::TableCell) if !st.buf.is_empty() => st.buf.push_str(" | "),
             Event::Start(Tag::FootnoteDefinition(label)) => {
                 st.start(BlockKind::Paragraph);
                 st.buf.push_str(&format!("[^{label}]: "));
@@ -109,11 +102,7 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
             | Event::End(TagEnd::TableHead)
             | Event::End(TagEnd::TableRow)
             | Event::End(TagEnd::FootnoteDefinition) => st.flush(),
-            Event::End(TagEnd::Paragraph) => {
-                if st.kind == BlockKind::Paragraph {
-                    st.flush();
-                }
-            }
+            Event::End(TagEnd::Paragraph) if st.kind == BlockKind::Paragraph => st.flush(),
             Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => st.buf.push_str(&t),
             Event::SoftBreak | Event::HardBreak => st.buf.push('\n'),
             Event::TaskListMarker(done) => st.buf.push_str(if done { "[x] " } else { "[ ] " }),

@@ -119,7 +119,7 @@ fn docx_with_heading_styles() {
         w_p(None, "收到商品七天内可以无理由退货。商品需保持完好，配件齐全。"),
         w_p(Some("Heading2"), "运费"),
         w_p(None, "质量问题由我们承担运费；其他情况由买家承担。"),
-        format!(r#"<w:p><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr><w:r><w:t>Refunds take 3&#8211;5 days &amp; arrive</w:t></w:r><w:r><w:tab/><w:t>by card.</w:t></w:r></w:p>"#),
+        String::from(r#"<w:p><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr><w:r><w:t>Refunds take 3&#8211;5 days &amp; arrive</w:t></w:r><w:r><w:tab/><w:t>by card.</w:t></w:r></w:p>"#),
         w_p(Some("1"), "Warranty"),
         w_p(None, "Five years on the frame."),
         // Deleted text in tracked changes is not part of the document.
