@@ -53,6 +53,38 @@ pub enum ModelError {
         /// What was wrong.
         detail: String,
     },
+    /// No answer text arrived within the first-token timeout.
+    #[error("{url} sent no answer within {timeout_ms} ms (first-token timeout)")]
+    FirstTokenTimeout {
+        /// Endpoint.
+        url: String,
+        /// The timeout.
+        timeout_ms: u64,
+    },
+    /// The stream went silent for longer than the idle timeout.
+    #[error("{url} stopped sending for more than {timeout_ms} ms in the middle of the answer (idle timeout)")]
+    IdleTimeout {
+        /// Endpoint.
+        url: String,
+        /// The timeout.
+        timeout_ms: u64,
+    },
+    /// The stream ended or broke before its end marker.
+    #[error("the answer stream from {url} was cut: {detail}")]
+    StreamCut {
+        /// Endpoint.
+        url: String,
+        /// What happened.
+        detail: String,
+    },
+    /// The provider reported an error inside a successful response.
+    #[error("{url} reported an error: {message}")]
+    Provider {
+        /// Endpoint.
+        url: String,
+        /// The provider's message.
+        message: String,
+    },
     /// Vectors of a different length than expected.
     #[error("the embedding model returned {got}-dimensional vectors, expected {expected}")]
     WrongDimension {
@@ -67,4 +99,22 @@ impl From<ModelError> for rag_core::CoreError {
     fn from(e: ModelError) -> Self {
         rag_core::CoreError::Component { component: "embedder".into(), message: e.to_string() }
     }
+}
+
+impl ModelError {
+    /// The error as a seam error of `component` ("generator", "reranker"…).
+    pub fn into_core(self, component: &str) -> rag_core::CoreError {
+        rag_core::CoreError::Component { component: component.into(), message: self.to_string() }
+    }
+}
+
+/// An error and its sources, as one line.
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        msg = format!("{msg}: {s}");
+        source = s.source();
+    }
+    msg
 }

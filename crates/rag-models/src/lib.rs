@@ -7,6 +7,12 @@
 //! connection errors, 429 and 5xx (honouring `Retry-After`), a timeout per
 //! request, and typed errors. API keys are never logged or printed.
 //!
+//! [`OpenAiChat`] implements [`rag_core::Generator`] over any
+//! OpenAI-compatible `/chat/completions` endpoint with SSE streaming
+//! (OpenRouter via [`ChatConfig::openrouter`]). [`HttpReranker`] implements
+//! [`rag_core::Reranker`] over a Jina/Cohere-compatible `/rerank` API, and
+//! [`LlmListwiseReranker`] over any generator.
+//!
 //! This is the only crate of the workspace that makes outbound HTTP calls.
 //!
 //! ```no_run
@@ -23,10 +29,14 @@
 //! # Ok(()) }
 //! ```
 
+mod chat;
 mod e5;
 mod error;
 mod openai;
+mod rerank;
 
+pub use chat::{ChatCompletion, ChatConfig, ChatUsage, OpenAiChat, OPENROUTER_BASE_URL, OPENROUTER_DEFAULT_MODEL};
 pub use e5::{E5Embedder, E5_MODEL_ID};
 pub use error::ModelError;
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
+pub use rerank::{HttpReranker, HttpRerankerConfig, LlmListwiseReranker};
