@@ -56,6 +56,7 @@ mod config;
 mod error;
 mod model;
 mod tokenizer;
+mod unigram;
 mod weights;
 
 use std::path::{Path, PathBuf};

@@ -20,6 +20,7 @@ use unicode_categories::UnicodeCategories;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::error::BertError;
+use crate::unigram::{Metaspace, Precompiled, Prepend, Unigram};
 
 const FILE: &str = "tokenizer.json";
 
@@ -78,15 +79,59 @@ enum Piece {
     Token(u32),
 }
 
-/// A WordPiece tokenizer read from a Hugging Face `tokenizer.json`.
+/// The tokenizer model.
 #[derive(Debug, Clone)]
-pub struct BertTokenizer {
+enum Model {
+    WordPiece(WordPiece),
+    Unigram(Unigram),
+}
+
+#[derive(Debug, Clone)]
+struct WordPiece {
     vocab: FxHashMap<String, u32>,
-    id_to_token: Vec<Option<String>>,
     unk_id: u32,
     prefix: String,
     max_input_chars_per_word: usize,
-    normalizer: Option<Normalizer>,
+}
+
+/// One normaliser of the (possibly sequential) normaliser.
+#[derive(Debug, Clone)]
+enum NormStep {
+    Bert(Normalizer),
+    Precompiled(Precompiled),
+    Strip { left: bool, right: bool },
+    Replace { pattern: Pattern, content: String },
+    Nfc,
+    Nfd,
+    Nfkc,
+    Nfkd,
+    Lowercase,
+}
+
+/// The patterns of `Replace` normalisers this crate implements.
+#[derive(Debug, Clone)]
+enum Pattern {
+    Literal(String),
+    /// The regular expression ` {2,}`: a run of two or more spaces.
+    SpaceRun,
+}
+
+/// One pre-tokeniser of the (possibly sequential) pre-tokeniser.
+#[derive(Debug, Clone)]
+enum PreStep {
+    Bert,
+    WhitespaceSplit,
+    Metaspace(Metaspace),
+}
+
+/// A tokenizer read from a Hugging Face `tokenizer.json`: WordPiece (BERT)
+/// or Unigram (SentencePiece, XLM-RoBERTa).
+#[derive(Debug, Clone)]
+pub struct BertTokenizer {
+    model: Model,
+    id_to_token: Vec<Option<String>>,
+    normalizer: Vec<NormStep>,
+    pre_tokenizer: Vec<PreStep>,
     /// Added tokens, longest content first so the longest match wins.
     added: Vec<AddedToken>,
     template: Vec<TemplatePiece>,
@@ -125,98 +170,75 @@ impl BertTokenizer {
         let root: Value = serde_json::from_slice(bytes)
             .map_err(|e| BertError::json(FILE, format!("not valid JSON: {e}")))?;
 
-        let model = field(&root, "model", "top level")?;
-        match type_name(model) {
-            "WordPiece" => {}
-            "Unigram" => {
-                return Err(BertError::unsupported(
-                    "tokenizer model",
-                    "Unigram (SentencePiece, as in XLM-RoBERTa based models) is not implemented; only WordPiece is",
-                ))
-            }
-            other => {
-                return Err(BertError::unsupported(
-                    "tokenizer model",
-                    format!("`{other}`; only WordPiece is implemented"),
-                ))
-            }
-        }
-        let vocab_json = field(model, "vocab", "model")?
-            .as_object()
-            .ok_or_else(|| BertError::json(FILE, "model.vocab must be an object"))?;
-        let mut vocab = FxHashMap::default();
-        vocab.reserve(vocab_json.len());
+        let model_json = field(&root, "model", "top level")?;
         let mut id_to_token: Vec<Option<String>> = Vec::new();
-        for (token, id) in vocab_json {
-            let id = u32_of(id, "model.vocab")?;
+        let mut name_id = |token: &str, id: u32| {
             let slot = id as usize;
             if slot >= id_to_token.len() {
                 id_to_token.resize(slot + 1, None);
             }
-            id_to_token[slot] = Some(token.clone());
-            vocab.insert(token.clone(), id);
-        }
-        let unk_token = field(model, "unk_token", "model")?
-            .as_str()
-            .ok_or_else(|| BertError::json(FILE, "model.unk_token must be a string"))?;
-        let unk_id = *vocab.get(unk_token).ok_or_else(|| {
-            BertError::Inconsistent(format!(
-                "the unknown token `{unk_token}` is not in the WordPiece vocabulary"
-            ))
-        })?;
-        let prefix = match model.get("continuing_subword_prefix") {
-            None | Some(Value::Null) => "##".to_owned(),
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(BertError::json(
-                    FILE,
-                    format!("model.continuing_subword_prefix must be a string, found {other}"),
+            id_to_token[slot].get_or_insert_with(|| token.to_owned());
+        };
+        let model = match type_name(model_json) {
+            "WordPiece" => {
+                let wp = parse_word_piece(model_json)?;
+                for (token, &id) in &wp.vocab {
+                    name_id(token, id);
+                }
+                Model::WordPiece(wp)
+            }
+            "Unigram" => {
+                let vocab = parse_unigram_vocab(model_json)?;
+                for (id, (piece, _)) in vocab.iter().enumerate() {
+                    name_id(piece, id as u32);
+                }
+                if model_json.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
+                    return Err(BertError::unsupported("Unigram option", "byte_fallback = true"));
+                }
+                let unk_id = match model_json.get("unk_id") {
+                    Some(v) if !v.is_null() => u32_of(v, "model.unk_id")?,
+                    _ => {
+                        return Err(BertError::unsupported(
+                            "Unigram model",
+                            "without unk_id (text with unknown characters could not be encoded)",
+                        ))
+                    }
+                };
+                Model::Unigram(Unigram::new(vocab, unk_id)?)
+            }
+            other => {
+                return Err(BertError::unsupported(
+                    "tokenizer model",
+                    format!("`{other}`; implemented: WordPiece, Unigram"),
                 ))
             }
-        };
-        let max_input_chars_per_word = match model.get("max_input_chars_per_word") {
-            None | Some(Value::Null) => 100,
-            Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| {
-                BertError::json(FILE, "model.max_input_chars_per_word must be a number")
-            })?,
         };
 
         let normalizer = match root.get("normalizer") {
-            None | Some(Value::Null) => None,
-            Some(n) if type_name(n) == "BertNormalizer" => {
-                let ctx = "normalizer";
-                let lowercase = bool_field(n, "lowercase", true, ctx)?;
-                Some(Normalizer {
-                    clean_text: bool_field(n, "clean_text", true, ctx)?,
-                    handle_chinese_chars: bool_field(n, "handle_chinese_chars", true, ctx)?,
-                    // `null` means: strip accents exactly when lowercasing.
-                    strip_accents: bool_field(n, "strip_accents", lowercase, ctx)?,
-                    lowercase,
-                })
-            }
-            Some(n) => {
-                return Err(BertError::unsupported(
-                    "normalizer",
-                    format!("`{}`; only BertNormalizer is implemented", type_name(n)),
-                ))
-            }
+            None | Some(Value::Null) => Vec::new(),
+            Some(n) if type_name(n) == "Sequence" => field(n, "normalizers", "normalizer")?
+                .as_array()
+                .ok_or_else(|| BertError::json(FILE, "normalizer.normalizers must be a list"))?
+                .iter()
+                .map(parse_norm_step)
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(n) => vec![parse_norm_step(n)?],
         };
-
-        match root.get("pre_tokenizer") {
-            Some(p) if type_name(p) == "BertPreTokenizer" => {}
+        let pre_tokenizer = match root.get("pre_tokenizer") {
             None | Some(Value::Null) => {
                 return Err(BertError::unsupported(
                     "pre-tokenizer",
-                    "none; only BertPreTokenizer is implemented",
+                    "none; implemented: BertPreTokenizer, WhitespaceSplit, Metaspace",
                 ))
             }
-            Some(p) => {
-                return Err(BertError::unsupported(
-                    "pre-tokenizer",
-                    format!("`{}`; only BertPreTokenizer is implemented", type_name(p)),
-                ))
-            }
-        }
+            Some(p) if type_name(p) == "Sequence" => field(p, "pretokenizers", "pre_tokenizer")?
+                .as_array()
+                .ok_or_else(|| BertError::json(FILE, "pre_tokenizer.pretokenizers must be a list"))?
+                .iter()
+                .map(parse_pre_step)
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(p) => vec![parse_pre_step(p)?],
+        };
 
         let mut added = Vec::new();
         if let Some(list) = root.get("added_tokens").and_then(Value::as_array) {
@@ -250,12 +272,10 @@ impl BertTokenizer {
             })
             .sum();
         let mut tokenizer = BertTokenizer {
-            vocab,
+            model,
             id_to_token,
-            unk_id,
-            prefix,
-            max_input_chars_per_word,
             normalizer,
+            pre_tokenizer,
             added,
             template,
             special_count,
@@ -285,37 +305,103 @@ impl BertTokenizer {
         self.id_to_token.get(id as usize)?.as_deref()
     }
 
-    /// The id of the unknown token (`[UNK]`).
+    /// The id of the unknown token (`[UNK]`, `<unk>`).
     pub fn unk_id(&self) -> u32 {
-        self.unk_id
+        match &self.model {
+            Model::WordPiece(wp) => wp.unk_id,
+            Model::Unigram(u) => u.unk_id(),
+        }
     }
 
     /// The text's content token ids, without special tokens and without
     /// truncation.
     pub fn tokenize(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::new();
+        let mut at_start = true;
         for piece in self.split_added(text, false) {
             match piece {
                 Piece::Token(id) => ids.push(id),
                 Piece::Text(raw) => {
-                    let normalized = match &self.normalizer {
-                        Some(n) => n.apply(&raw),
-                        None => raw,
-                    };
+                    let normalized = self.normalize(&raw);
                     for piece in self.split_added(&normalized, true) {
                         match piece {
                             Piece::Token(id) => ids.push(id),
                             Piece::Text(t) => {
-                                for word in pre_tokenize(&t) {
-                                    self.word_piece(word, &mut ids);
+                                for word in self.pre_tokenize(&t, at_start) {
+                                    match &self.model {
+                                        Model::WordPiece(wp) => wp.encode(&word, &mut ids),
+                                        Model::Unigram(u) => u.encode(&word, &mut ids),
+                                    }
                                 }
                             }
+                        }
+                        at_start = false;
+                    }
+                }
+            }
+            at_start = false;
+        }
+        ids
+    }
+
+    fn normalize(&self, text: &str) -> String {
+        let mut s = text.to_owned();
+        for step in &self.normalizer {
+            s = match step {
+                NormStep::Bert(n) => n.apply(&s),
+                NormStep::Precompiled(p) => p.apply(&s),
+                NormStep::Strip { left, right } => {
+                    let mut t = s.as_str();
+                    if *left {
+                        t = t.trim_start();
+                    }
+                    if *right {
+                        t = t.trim_end();
+                    }
+                    t.to_owned()
+                }
+                NormStep::Replace { pattern: Pattern::Literal(from), content } => s.replace(from.as_str(), content),
+                NormStep::Replace { pattern: Pattern::SpaceRun, content } => replace_space_runs(&s, content),
+                NormStep::Nfc => s.nfc().collect(),
+                NormStep::Nfd => s.nfd().collect(),
+                NormStep::Nfkc => s.nfkc().collect(),
+                NormStep::Nfkd => s.nfkd().collect(),
+                NormStep::Lowercase => s.chars().flat_map(char::to_lowercase).collect(),
+            };
+        }
+        s
+    }
+
+    /// Runs the pre-tokenisers in order. `at_start` says whether `text`
+    /// begins the input (for Metaspace's `first` scheme).
+    fn pre_tokenize(&self, text: &str, at_start: bool) -> Vec<String> {
+        // Words with their byte offset in `text`'s normalised form (only
+        // whether it is zero matters).
+        let mut words: Vec<(usize, String)> = vec![(0, text.to_owned())];
+        for step in &self.pre_tokenizer {
+            let mut next = Vec::with_capacity(words.len());
+            for (offset, word) in &words {
+                match step {
+                    PreStep::Bert => {
+                        for part in bert_pre_tokenize(word) {
+                            next.push((offset + sub_offset(word, part), part.to_owned()));
+                        }
+                    }
+                    PreStep::WhitespaceSplit => {
+                        for part in word.split(char::is_whitespace).filter(|w| !w.is_empty()) {
+                            next.push((offset + sub_offset(word, part), part.to_owned()));
+                        }
+                    }
+                    PreStep::Metaspace(m) => {
+                        for (i, part) in m.split(word, at_start && *offset == 0).into_iter().enumerate() {
+                            next.push((if i == 0 { *offset } else { offset + 1 }, part));
                         }
                     }
                 }
             }
+            words = next;
         }
-        ids
+        words.into_iter().map(|(_, w)| w).collect()
     }
 
     /// Encodes one text with the template's special tokens, keeping at most
@@ -396,9 +482,12 @@ impl BertTokenizer {
         pieces
     }
 
+}
+
+impl WordPiece {
     /// Greedy longest-match-first WordPiece of one pre-tokenised word; a word
     /// that cannot be covered by vocabulary pieces becomes one unknown token.
-    fn word_piece(&self, word: &str, out: &mut Vec<u32>) {
+    fn encode(&self, word: &str, out: &mut Vec<u32>) {
         let bounds: Vec<usize> = word
             .char_indices()
             .map(|(i, _)| i)
@@ -581,7 +670,7 @@ impl Normalizer {
 
 /// The BERT pre-tokeniser: split on whitespace (dropped), then make every
 /// punctuation character a word of its own.
-fn pre_tokenize(text: &str) -> impl Iterator<Item = &str> {
+fn bert_pre_tokenize(text: &str) -> impl Iterator<Item = &str> {
     text.split(char::is_whitespace)
         .filter(|w| !w.is_empty())
         .flat_map(split_punctuation)
@@ -603,6 +692,198 @@ fn split_punctuation(word: &str) -> Vec<&str> {
         parts.push(&word[start..]);
     }
     parts
+}
+
+/// Byte offset of `part`, a sub-slice of `whole`, within it.
+fn sub_offset(whole: &str, part: &str) -> usize {
+    part.as_ptr() as usize - whole.as_ptr() as usize
+}
+
+fn replace_space_runs(s: &str, content: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut run = 0;
+    for c in s.chars() {
+        if c == ' ' {
+            run += 1;
+            continue;
+        }
+        match run {
+            0 => {}
+            1 => out.push(' '),
+            _ => out.push_str(content),
+        }
+        run = 0;
+        out.push(c);
+    }
+    match run {
+        0 => {}
+        1 => out.push(' '),
+        _ => out.push_str(content),
+    }
+    out
+}
+
+fn parse_word_piece(model: &Value) -> Result<WordPiece, BertError> {
+    let vocab_json = field(model, "vocab", "model")?
+        .as_object()
+        .ok_or_else(|| BertError::json(FILE, "model.vocab must be an object"))?;
+    let mut vocab = FxHashMap::default();
+    vocab.reserve(vocab_json.len());
+    for (token, id) in vocab_json {
+        vocab.insert(token.clone(), u32_of(id, "model.vocab")?);
+    }
+    let unk_token = field(model, "unk_token", "model")?
+        .as_str()
+        .ok_or_else(|| BertError::json(FILE, "model.unk_token must be a string"))?;
+    let unk_id = *vocab.get(unk_token).ok_or_else(|| {
+        BertError::Inconsistent(format!("the unknown token `{unk_token}` is not in the WordPiece vocabulary"))
+    })?;
+    let prefix = match model.get("continuing_subword_prefix") {
+        None | Some(Value::Null) => "##".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(BertError::json(
+                FILE,
+                format!("model.continuing_subword_prefix must be a string, found {other}"),
+            ))
+        }
+    };
+    let max_input_chars_per_word = match model.get("max_input_chars_per_word") {
+        None | Some(Value::Null) => 100,
+        Some(v) => v
+            .as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| BertError::json(FILE, "model.max_input_chars_per_word must be a number"))?,
+    };
+    Ok(WordPiece {
+        vocab,
+        unk_id,
+        prefix,
+        max_input_chars_per_word,
+    })
+}
+
+fn parse_unigram_vocab(model: &Value) -> Result<Vec<(String, f64)>, BertError> {
+    field(model, "vocab", "model")?
+        .as_array()
+        .ok_or_else(|| BertError::json(FILE, "model.vocab of a Unigram model must be a list"))?
+        .iter()
+        .map(|entry| {
+            let piece = entry.get(0).and_then(Value::as_str);
+            let score = entry.get(1).and_then(Value::as_f64);
+            match (piece, score) {
+                (Some(p), Some(s)) => Ok((p.to_owned(), s)),
+                _ => Err(BertError::json(FILE, format!("model.vocab: expected [piece, score], found {entry}"))),
+            }
+        })
+        .collect()
+}
+
+fn parse_norm_step(n: &Value) -> Result<NormStep, BertError> {
+    let ctx = "normalizer";
+    Ok(match type_name(n) {
+        "BertNormalizer" => {
+            let lowercase = bool_field(n, "lowercase", true, ctx)?;
+            NormStep::Bert(Normalizer {
+                clean_text: bool_field(n, "clean_text", true, ctx)?,
+                handle_chinese_chars: bool_field(n, "handle_chinese_chars", true, ctx)?,
+                // `null` means: strip accents exactly when lowercasing.
+                strip_accents: bool_field(n, "strip_accents", lowercase, ctx)?,
+                lowercase,
+            })
+        }
+        "Precompiled" => match field(n, "precompiled_charsmap", ctx)? {
+            // No map: the normaliser changes nothing.
+            Value::Null => NormStep::Precompiled(Precompiled::from_base64("")?),
+            Value::String(text) => NormStep::Precompiled(Precompiled::from_base64(text)?),
+            _ => return Err(BertError::json(FILE, "precompiled_charsmap must be a string")),
+        },
+        "Strip" => NormStep::Strip {
+            left: bool_field(n, "strip_left", false, ctx)?,
+            right: bool_field(n, "strip_right", false, ctx)?,
+        },
+        "Replace" => {
+            let content = field(n, "content", ctx)?
+                .as_str()
+                .ok_or_else(|| BertError::json(FILE, "Replace content must be a string"))?
+                .to_owned();
+            let pattern = field(n, "pattern", ctx)?;
+            let pattern = if let Some(literal) = pattern.get("String").and_then(Value::as_str) {
+                if literal.is_empty() {
+                    return Err(BertError::json(FILE, "Replace pattern is empty"));
+                }
+                Pattern::Literal(literal.to_owned())
+            } else if pattern.get("Regex").and_then(Value::as_str) == Some(" {2,}") {
+                Pattern::SpaceRun
+            } else {
+                return Err(BertError::unsupported(
+                    "Replace normalizer pattern",
+                    format!("{pattern}; implemented: literal strings and the regex ` {{2,}}`"),
+                ));
+            };
+            NormStep::Replace { pattern, content }
+        }
+        "NFC" => NormStep::Nfc,
+        "NFD" => NormStep::Nfd,
+        "NFKC" => NormStep::Nfkc,
+        "NFKD" => NormStep::Nfkd,
+        "Lowercase" => NormStep::Lowercase,
+        other => {
+            return Err(BertError::unsupported(
+                "normalizer",
+                format!(
+                    "`{other}`; implemented: BertNormalizer, Precompiled, Strip, Replace, NFC, NFD, NFKC, NFKD, \
+                     Lowercase and sequences of them"
+                ),
+            ))
+        }
+    })
+}
+
+fn parse_pre_step(p: &Value) -> Result<PreStep, BertError> {
+    Ok(match type_name(p) {
+        "BertPreTokenizer" => PreStep::Bert,
+        "WhitespaceSplit" => PreStep::WhitespaceSplit,
+        "Metaspace" => {
+            let replacement = match p.get("replacement").and_then(Value::as_str) {
+                None => '\u{2581}',
+                Some(r) => {
+                    let mut chars = r.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None) => c,
+                        _ => return Err(BertError::json(FILE, "Metaspace replacement must be one character")),
+                    }
+                }
+            };
+            let prepend = match p.get("prepend_scheme").and_then(Value::as_str) {
+                Some("always") => Prepend::Always,
+                Some("first") => Prepend::First,
+                Some("never") => Prepend::Never,
+                Some(other) => {
+                    return Err(BertError::unsupported("Metaspace prepend_scheme", format!("`{other}`")))
+                }
+                // Files written before `prepend_scheme` existed.
+                None => {
+                    if bool_field(p, "add_prefix_space", true, "pre_tokenizer")? {
+                        Prepend::Always
+                    } else {
+                        Prepend::Never
+                    }
+                }
+            };
+            PreStep::Metaspace(Metaspace {
+                replacement,
+                prepend,
+                split: bool_field(p, "split", true, "pre_tokenizer")?,
+            })
+        }
+        other => {
+            return Err(BertError::unsupported(
+                "pre-tokenizer",
+                format!("`{other}`; implemented: BertPreTokenizer, WhitespaceSplit, Metaspace and sequences of them"),
+            ))
+        }
+    })
 }
 
 #[cfg(test)]
@@ -709,23 +990,32 @@ mod tests {
 
     #[test]
     fn unsupported_components_are_refused() {
-        let unigram = serde_json::json!({
+        let byte_fallback = serde_json::json!({
             "normalizer": null, "pre_tokenizer": {"type": "Metaspace"},
-            "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}
+            "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]], "byte_fallback": true}
         });
-        let err = BertTokenizer::from_json(unigram.to_string().as_bytes()).unwrap_err();
-        assert!(err.to_string().contains("Unigram"), "{err}");
+        let err = BertTokenizer::from_json(byte_fallback.to_string().as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("byte_fallback"), "{err}");
 
         let bpe = serde_json::json!({"model": {"type": "BPE", "vocab": {}, "merges": []}});
         let err = BertTokenizer::from_json(bpe.to_string().as_bytes()).unwrap_err();
         assert!(matches!(err, BertError::Unsupported { .. }), "{err}");
 
-        let nfkc = serde_json::json!({
-            "normalizer": {"type": "NFKC"}, "pre_tokenizer": {"type": "BertPreTokenizer"},
-            "model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0}}
-        });
-        let err = BertTokenizer::from_json(nfkc.to_string().as_bytes()).unwrap_err();
-        assert!(err.to_string().contains("NFKC"), "{err}");
+        let wordpiece = serde_json::json!({"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0}});
+        for (normalizer, pre, word) in [
+            (serde_json::json!({"type": "StripAccents"}), serde_json::json!({"type": "BertPreTokenizer"}), "StripAccents"),
+            (
+                serde_json::json!({"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "}),
+                serde_json::json!({"type": "BertPreTokenizer"}),
+                "Regex",
+            ),
+            (serde_json::json!(null), serde_json::json!({"type": "ByteLevel"}), "ByteLevel"),
+            (serde_json::json!(null), serde_json::json!(null), "pre-tokenizer"),
+        ] {
+            let json = serde_json::json!({"normalizer": normalizer, "pre_tokenizer": pre, "model": wordpiece});
+            let err = BertTokenizer::from_json(json.to_string().as_bytes()).unwrap_err();
+            assert!(err.to_string().contains(word), "{err}");
+        }
 
         let no_unk = serde_json::json!({
             "normalizer": null, "pre_tokenizer": {"type": "BertPreTokenizer"},
