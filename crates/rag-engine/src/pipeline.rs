@@ -195,15 +195,21 @@ impl Engine {
         events
     }
 
-    /// Validates a request and resolves its parameters against the knowledge base's settings.
-    fn validate(&self, request: &QueryRequest, kb_params: &RetrievalParams) -> Result<RetrievalParams, CoreError> {
+    /// Checks a query text against the limits (length, emptiness) before a run starts.
+    pub fn check_query(&self, query: &str) -> Result<(), CoreError> {
         let limit = self.config().max_query_bytes;
-        if request.query.len() > limit {
-            return Err(UserError::QueryTooLong { len: request.query.len(), limit }.into());
+        if query.len() > limit {
+            return Err(UserError::QueryTooLong { len: query.len(), limit }.into());
         }
-        if normalize_for_match(&request.query).is_empty() {
+        if normalize_for_match(query).is_empty() {
             return Err(UserError::EmptyQuery.into());
         }
+        Ok(())
+    }
+
+    /// Validates a request and resolves its parameters against the knowledge base's settings.
+    fn validate(&self, request: &QueryRequest, kb_params: &RetrievalParams) -> Result<RetrievalParams, CoreError> {
+        self.check_query(&request.query)?;
         let params = request.params.clone().unwrap_or_else(|| kb_params.clone());
         params.validate()?;
         Ok(params)

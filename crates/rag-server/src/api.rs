@@ -122,6 +122,7 @@ async fn to_request(state: &AppState, caller: &Caller, kb: &str, body: QueryBody
     check_k("per_path_k", body.per_path_k, max)?;
     check_k("top_k", body.top_k, max)?;
     check_k("rerank_top_k", body.rerank_top_k, max)?;
+    state.engine.check_query(&body.query)?;
     let kb_row = state.engine.kb(&caller.tenant, kb).await?;
     let mut params: RetrievalParams = kb_row.settings.retrieval.clone();
     if let Some(p) = body.paths {

@@ -1,0 +1,106 @@
+//! A real server on an ephemeral loopback port, over a temporary embedded
+//! store; it stops when the test drops it.
+
+#![allow(dead_code)]
+
+use rag_core::{KeyStore, Reranker};
+use rag_engine::{Components, Engine, EngineConfig};
+use rag_server::{AppState, Limits, ServerConfig};
+use std::sync::Arc;
+
+pub struct Server {
+    pub url: String,
+    pub admin_key: String,
+    pub client: reqwest::Client,
+    _dir: tempfile::TempDir,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+pub async fn start(limits: Limits, reranker: Option<Arc<dyn Reranker>>) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let store = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
+    let mut components = Components::lexical(Arc::new(store.clone()));
+    if let Some(r) = reranker {
+        components.reranker = r;
+    }
+    let engine = Engine::new(components, EngineConfig::default());
+    let keys: Arc<dyn KeyStore> = Arc::new(store);
+    let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = ServerConfig { addr, open: false, log_queries: false, limits };
+    let state = AppState::new(engine, keys, config);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(rag_server::serve(listener, state, async move {
+        let _ = rx.await;
+    }));
+    Server {
+        url: format!("http://{addr}"),
+        admin_key,
+        client: reqwest::Client::builder().timeout(std::time::Duration::from_secs(60)).build().unwrap(),
+        _dir: dir,
+        _stop: tx,
+    }
+}
+
+impl Server {
+    pub fn api(&self, path: &str) -> String {
+        format!("{}/api/v1{path}", self.url)
+    }
+
+    pub async fn call(&self, method: reqwest::Method, path: &str, key: &str, body: Option<serde_json::Value>) -> (u16, serde_json::Value) {
+        let mut req = self.client.request(method, self.api(path)).bearer_auth(key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        let text = res.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        self.call(reqwest::Method::POST, path, key, Some(body)).await
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> (u16, serde_json::Value) {
+        self.call(reqwest::Method::GET, path, key, None).await
+    }
+
+    /// Creates a tenant and a read-write key for it.
+    pub async fn tenant(&self, name: &str) -> String {
+        let (s, _) = self.post("/tenants", &self.admin_key, serde_json::json!({ "name": name })).await;
+        assert_eq!(s, 201);
+        let (s, body) = self.post("/keys", &self.admin_key, serde_json::json!({ "tenant": name, "role": "read_write" })).await;
+        assert_eq!(s, 201, "{body}");
+        body["key"].as_str().unwrap().to_owned()
+    }
+
+    /// Uploads one file; returns the SSE text.
+    pub async fn upload(&self, kb: &str, key: &str, name: &str, bytes: Vec<u8>) -> String {
+        let form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()));
+        let res = self.client.post(self.api(&format!("/kbs/{kb}/documents"))).bearer_auth(key).multipart(form).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        res.text().await.unwrap()
+    }
+}
+
+/// Parses an SSE body into (event, data) pairs.
+pub fn sse_events(text: &str) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let mut event = None;
+        let mut data = String::new();
+        for line in block.lines() {
+            if let Some(e) = line.strip_prefix("event: ") {
+                event = Some(e.to_owned());
+            } else if let Some(d) = line.strip_prefix("data: ") {
+                data.push_str(d);
+            }
+        }
+        if let Some(e) = event {
+            out.push((e, serde_json::from_str(&data).unwrap_or(serde_json::Value::Null)));
+        }
+    }
+    out
+}
