@@ -22,7 +22,7 @@ use crate::lang::AnswerLanguage;
 use crate::sentences::split_sentences;
 use crate::terms::{overlap, term_set};
 use rag_core::event::ContextSource;
-use rag_core::PassageKind;
+use rag_core::{GenEvent, PassageKind};
 use rag_text::Analyzer;
 use serde::{Deserialize, Serialize};
 
@@ -212,6 +212,16 @@ pub fn extractive_answer(
     ExtractiveAnswer { text, language, quotes, fallback, embedding_note }
 }
 
+impl ExtractiveAnswer {
+    /// The answer as generator events: one delta per line (frame, then each
+    /// quote), then [`GenEvent::Done`]. No usage: nothing was generated.
+    pub fn events(&self) -> Vec<GenEvent> {
+        let mut out: Vec<GenEvent> = self.text.split_inclusive('\n').map(|l| GenEvent::Delta(l.to_string())).collect();
+        out.push(GenEvent::Done);
+        out
+    }
+}
+
 fn render(language: AnswerLanguage, quotes: &[Quote], fallback: bool) -> String {
     let mut out = String::new();
     match (language, fallback) {
@@ -265,6 +275,11 @@ mod tests {
         assert!(!ans.text.contains("Motors"), "{}", ans.text);
         // Deterministic.
         assert_eq!(ans, extractive_answer(&a, "How many kg can the Pro lift?", &sources, None, &ExtractiveConfig::default()));
+        let events = ans.events();
+        assert_eq!(events.last(), Some(&GenEvent::Done));
+        let joined: String = events.iter().filter_map(|e| if let GenEvent::Delta(d) = e { Some(d.as_str()) } else { None }).collect();
+        assert_eq!(joined, ans.text);
+        assert_eq!(events.len(), ans.text.lines().count() + 1);
     }
 
     #[test]
