@@ -23,6 +23,20 @@ Output
 * ``tokenizer_cases``: more texts with only their full, untruncated ids, for
   the tokenizer test.
 
+A second fixture covers the Unigram (SentencePiece) tokenizers of
+XLM-RoBERTa based models, for which no small model ships in a package:
+``crates/rag-bert/tests/fixtures/unigram_reference.json`` holds a
+``tokenizer.json`` made exactly as transformers makes XLM-R's (a
+SentencePiece unigram model trained here with the ``sentencepiece`` package
+on the repository's demo documents, converted by transformers'
+``XLMRobertaConverter``, plus XLM-R's added tokens), and the ids that the
+``tokenizers`` library gives for a list of texts. To keep the file small the
+SentencePiece model uses a short custom normalisation rule table (full-width
+forms, ligatures, circled digits, a two-code-point rule) instead of the
+300 KB NFKC map; ``--unigram-nfkc-out PATH`` writes the same kind of fixture
+with SentencePiece's default ``nmt_nfkc`` map, for a one-off check with
+``cargo run -p rag-bert --example check_tokenizer -- PATH``.
+
 Usage
 -----
     scripts/models/fetch-minilm.sh
@@ -36,6 +50,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 import unicodedata
 
 import numpy as np
@@ -166,6 +181,121 @@ TOKENIZER_CASES = [
 ]
 
 
+DEFAULT_UNIGRAM_OUT = os.path.join(REPO_ROOT, "crates", "rag-bert", "tests", "fixtures", "unigram_reference.json")
+
+UNIGRAM_CASES = [
+    "",
+    " ",
+    "Hello world",
+    "hello   world  ",
+    "  leading spaces",
+    "The desk adjusts from 62 cm to 127 cm.",
+    "How do I return a package?",
+    "Refunds arrive in 3-5 business days.",
+    "营业时间是16:00到次日02:00。",
+    "退款一般在3-5个工作日内到账。",
+    "你好，世界！",
+    "鲜虾饺和麻婆豆腐",
+    "iPhone15的电池续航怎么样？",
+    "Mixed 中文 and English 文本 together",
+    "ＦＵＬＬＷＩＤＴＨ ｔｅｘｔ １２３！",
+    "ﬁne ﬂower ﬁsh",
+    "circled ① ② ③ digits",
+    "combining e\u0301 and precomposed é",
+    "ideographic\u3000space and nbsp\u00a0here",
+    "emoji 😀 and Привет and ελληνικά",
+    "unknown ☃☃☃ run",
+    "<mask> at the start and a <mask> inside",
+    "no space<mask>before",
+    "<s> and </s> and <pad> and <unk> written in text",
+    "tab\tand\nnewline",
+    "a",
+    "Z",
+    "12345678901234567890",
+    "standing-desk, height: 62–127cm; load ≤ 120kg",
+    "「引号」『书名』（括号）",
+]
+
+# SentencePiece normalisation rules (source code points -> target code
+# points, hex), small on purpose; see the module docstring.
+def unigram_rules():
+    rules = []
+    for c in range(0xFF01, 0xFF5F):  # full-width ASCII
+        rules.append(([c], [c - 0xFEE0]))
+    rules.append(([0x3000], [0x20]))
+    rules.append(([0x00A0], [0x20]))
+    rules.append(([0xFB01], [0x66, 0x69]))
+    rules.append(([0xFB02], [0x66, 0x6C]))
+    for i in range(9):  # circled digits
+        rules.append(([0x2460 + i], [0x31 + i]))
+    rules.append(([0x65, 0x301], [0xE9]))  # a two-code-point source
+    return rules
+
+
+def make_unigram_fixture(out, nfkc):
+    import sentencepiece as spm
+    from tokenizers import AddedToken
+    from transformers.convert_slow_tokenizer import XLMRobertaConverter
+
+    demo = os.path.join(REPO_ROOT, "demo")
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = os.path.join(tmp, "corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as dst:
+            for root, _, files in sorted(os.walk(demo)):
+                for name in sorted(files):
+                    with open(os.path.join(root, name), encoding="utf-8") as src:
+                        dst.write(src.read())
+                        dst.write("\n")
+        options = dict(
+            input=corpus,
+            model_prefix=os.path.join(tmp, "uni"),
+            vocab_size=2500,
+            model_type="unigram",
+            character_coverage=0.9995,
+            num_threads=1,
+            seed_sentencepiece_size=100000,
+            minloglevel=2,
+        )
+        if not nfkc:
+            rules = os.path.join(tmp, "rules.tsv")
+            with open(rules, "w", encoding="utf-8") as f:
+                for src, dst in unigram_rules():
+                    f.write(" ".join(f"{c:X}" for c in src) + "\t" + " ".join(f"{c:X}" for c in dst) + "\n")
+            options["normalization_rule_tsv"] = rules
+        spm.SentencePieceTrainer.train(**options)
+
+        class Original:
+            vocab_file = os.path.join(tmp, "uni.model")
+
+            def convert_tokens_to_ids(self, token):
+                return {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}[token]
+
+        tokenizer = XLMRobertaConverter(Original()).converted()
+    # XLM-R's added tokens, <mask> with lstrip as in xlm-roberta-base.
+    vocab = tokenizer.get_vocab()
+    tokenizer.add_special_tokens(
+        [AddedToken(t, special=True, normalized=False) for t in ["<s>", "<pad>", "</s>", "<unk>"]]
+        + [AddedToken("<mask>", lstrip=True, special=True, normalized=False)]
+    )
+    assert tokenizer.get_vocab() == vocab, "added tokens must reuse the model's ids"
+    cases = [{"text": t, "ids": tokenizer.encode(t).ids} for t in UNIGRAM_CASES]
+    fixture = {
+        "generator": {
+            "script": "scripts/models/make-bert-fixture.py",
+            "tokenizers": tokenizers.__version__,
+            "transformers": transformers.__version__,
+            "sentencepiece": spm.__version__,
+            "normalization": "nmt_nfkc" if nfkc else "custom rules (see script)",
+        },
+        "tokenizer": json.loads(tokenizer.to_str()),
+        "cases": cases,
+    }
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, ensure_ascii=False, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {out}: {len(cases)} tokenizer cases", file=sys.stderr)
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -178,7 +308,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--unigram-out", default=DEFAULT_UNIGRAM_OUT)
+    parser.add_argument("--unigram-nfkc-out", help="also write a fixture with the nmt_nfkc map here")
     args = parser.parse_args()
+
+    make_unigram_fixture(args.unigram_out, nfkc=False)
+    if args.unigram_nfkc_out:
+        make_unigram_fixture(args.unigram_nfkc_out, nfkc=True)
 
     got = sha256(os.path.join(args.model, "model.safetensors"))
     if got != MODEL_SHA256:

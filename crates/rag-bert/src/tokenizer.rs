@@ -377,7 +377,11 @@ impl BertTokenizer {
     fn pre_tokenize(&self, text: &str, at_start: bool) -> Vec<String> {
         // Words with their byte offset in `text`'s normalised form (only
         // whether it is zero matters).
+        // Like the reference library, empty pieces are dropped before and
+        // after every step (so text that normalises to nothing gives no
+        // tokens, not a lone word mark).
         let mut words: Vec<(usize, String)> = vec![(0, text.to_owned())];
+        words.retain(|(_, w)| !w.is_empty());
         for step in &self.pre_tokenizer {
             let mut next = Vec::with_capacity(words.len());
             for (offset, word) in &words {
@@ -399,6 +403,7 @@ impl BertTokenizer {
                     }
                 }
             }
+            next.retain(|(_, w)| !w.is_empty());
             words = next;
         }
         words.into_iter().map(|(_, w)| w).collect()
