@@ -260,6 +260,10 @@ fn atoms(doc: &ExtractedDoc, sec: &Section, target: usize, counter: &dyn TokenCo
     out
 }
 
+fn sum_tokens(atoms: &[Atom], i: usize, j: usize) -> usize {
+    atoms[i..j].iter().map(|a| a.tokens).sum()
+}
+
 /// Packs the atoms of one section into chunk ranges (atom index ranges).
 fn pack(text: &str, atoms: &[Atom], p: &ChunkParams, counter: &dyn TokenCounter) -> Vec<(usize, usize)> {
     let n = atoms.len();
@@ -284,7 +288,20 @@ fn pack(text: &str, atoms: &[Atom], p: &ChunkParams, counter: &dyn TokenCounter)
         }
         if j < n {
             // Prefer ending at a paragraph (or heading) start once half full.
-            if let Some(k) = (min_end.max(start + 1)..j).rev().find(|&k| atoms[k].block_start && real(start, k) * 2 >= p.target_tokens) {
+            // (Estimated from the pieces' counts: this is only a preference.)
+            let mut prefix = sum_tokens(atoms, start, j);
+            let mut best = None;
+            for k in (min_end.max(start + 1)..j).rev() {
+                prefix -= atoms[k].tokens;
+                if prefix * 2 < p.target_tokens {
+                    break;
+                }
+                if atoms[k].block_start {
+                    best = Some(k);
+                    break;
+                }
+            }
+            if let Some(k) = best {
                 j = k;
             }
         }

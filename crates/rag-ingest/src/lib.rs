@@ -9,6 +9,20 @@
 //!   token budget measured by the caller's [`TokenCounter`].
 //!
 //! Synchronous and compute-only: the caller reads files and fetches URLs.
+//!
+//! ```
+//! use rag_ingest::{chunk, extract, ChunkParams, Content, Limits};
+//!
+//! let md = "# 保修\n\n## 电机\n\n电机保修两年。Motors are covered for two years.\n";
+//! let ex = extract("warranty.md", None, md.as_bytes(), &Limits::default())?;
+//! let Content::Document(doc) = ex.content else { unreachable!() };
+//! // Count tokens with the active embedder's tokenizer; any Fn(&str) -> usize works.
+//! let count = |s: &str| s.chars().filter(|c| !c.is_whitespace()).count();
+//! let chunks = chunk(&doc, &ChunkParams::default(), &count)?;
+//! assert_eq!(chunks[0].heading_path, ["保修", "电机"]);
+//! assert_eq!(chunks[0].text, &doc.text[chunks[0].start..chunks[0].end]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 mod doc;

@@ -152,3 +152,25 @@ fn unchanged_chunks_keep_their_hash_after_an_edit() {
     let same: Vec<bool> = a.iter().zip(&b).map(|(x, y)| x.hash == y.hash).collect();
     assert_eq!(same, [true, false, true]);
 }
+
+/// Rough throughput, printed (run with `--nocapture`); asserts only a very
+/// loose bound so a pathological (quadratic) regression fails.
+#[test]
+fn chunking_a_large_document_is_fast_enough() {
+    let para = "桌面需要两个人一起安装，先把桌面放在软垫上。The motor lifts 120 kg at 38 mm/s. 拧紧所有螺丝后再翻转桌子！";
+    let mut src = String::new();
+    for i in 0..4000 {
+        if i % 50 == 0 {
+            src.push_str(&format!("## Section {i}\n\n"));
+        }
+        src.push_str(para);
+        src.push_str(if i % 3 == 0 { "\n\n" } else { " " });
+    }
+    let d = doc("big.md", &src).unwrap();
+    let t = std::time::Instant::now();
+    let chunks = chunk(&d, &ChunkParams::default(), &ApproxTokenCounter).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!("{} bytes -> {} chunks in {:.3}s ({:.1} MB/s)", d.text.len(), chunks.len(), secs, d.text.len() as f64 / secs / 1e6);
+    check_chunks(&d, &chunks, &ChunkParams::default(), &ApproxTokenCounter);
+    assert!(secs < 20.0, "{secs}s");
+}

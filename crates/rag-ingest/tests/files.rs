@@ -323,3 +323,14 @@ fn faq_tables_and_per_file_errors() {
         assert_eq!(err.code(), code, "{name}: {err}");
     }
 }
+
+#[test]
+fn gbk_html_page_from_a_url() {
+    let page = "<html><head><meta charset=\"gbk\"><title>退款</title></head><body><nav><a href=\"/\">首页</a></nav>\
+        <div class=\"content\"><h1>退款说明</h1><p>订单取消后，款项原路退回，一般一到三个工作日到账。</p></div></body></html>";
+    let (bytes, _, _) = encoding_rs::GBK.encode(page);
+    let ex = extract("https://shop.example.cn/help/refund", Some("text/html"), &bytes, &Limits::default()).unwrap();
+    let Content::Document(d) = ex.content else { panic!("not a document") };
+    assert_eq!((d.format, d.encoding), (Format::Html, Some(TextEncoding::Gb18030)));
+    assert_eq!(d.text, "退款说明\n\n订单取消后，款项原路退回，一般一到三个工作日到账。");
+}
