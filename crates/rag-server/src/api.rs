@@ -914,10 +914,19 @@ async fn create_api_key(State(state): State<AppState>, caller: Caller, ApiJson(b
 
 /// Revokes a key (admin).
 #[utoipa::path(delete, path = "/keys/{id}", tag = "admin", params(("id" = String, Path)),
-    responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody)))]
 async fn revoke_key(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
-    let key = state.keys.keys(None).await?.into_iter().find(|k| k.id == id);
+    let all = state.keys.keys(None).await?;
+    let key = all.iter().find(|k| k.id == id).cloned();
+    if id == caller.key_id {
+        return Err(ApiError::new(StatusCode::CONFLICT, "own_key", "a key cannot revoke itself; use another admin key"));
+    }
+    let live_admins = all.iter().filter(|k| k.role == Role::Admin && !k.revoked).count();
+    if key.as_ref().is_some_and(|k| k.role == Role::Admin && !k.revoked) && live_admins <= 1 {
+        return Err(ApiError::new(StatusCode::CONFLICT, "last_admin_key", "the last admin key cannot be revoked"));
+    }
     match key {
         Some(k) if state.keys.revoke_key(&k.tenant, &id).await? => Ok(StatusCode::NO_CONTENT),
         _ => Err(ApiError::not_found(format!("key {id:?} not found"))),
