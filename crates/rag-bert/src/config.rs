@@ -142,7 +142,10 @@ impl BertConfig {
                 return Err(BertError::json("config.json", format!("{name} must be positive")));
             }
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        // `is_multiple_of` needs Rust 1.87; the workspace supports 1.85.
+        #[allow(clippy::manual_is_multiple_of)]
+        let uneven = self.hidden_size % self.num_attention_heads != 0;
+        if uneven {
             return Err(BertError::Inconsistent(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads

@@ -261,7 +261,7 @@ impl BertTokenizer {
                 });
             }
         }
-        added.sort_by(|a, b| b.content.len().cmp(&a.content.len()));
+        added.sort_by_key(|t| std::cmp::Reverse(t.content.len()));
 
         let template = parse_post_processor(root.get("post_processor"))?;
         let special_count = template
