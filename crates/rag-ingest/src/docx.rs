@@ -122,13 +122,30 @@ pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<(TextBuilder, Opt
     let mut list = false;
     let mut in_text = false;
     let mut in_ppr = false;
+    let mut in_p = false;
+    let mut outer: Vec<(String, Option<u8>, bool)> = Vec::new();
+    // Inside `mc:Fallback`: a copy of the `mc:Choice` content (text boxes), skipped.
+    let mut fallback = 0usize;
     loop {
         let ev = reader.read_event().map_err(|e| xml_err("word/document.xml", e))?;
+        match &ev {
+            Event::Start(e) if e.local_name().as_ref() == "Fallback" => fallback += 1,
+            Event::End(e) if e.local_name().as_ref() == "Fallback" => fallback = fallback.saturating_sub(1),
+            _ => {}
+        }
+        if fallback > 0 && !matches!(ev, Event::Eof) {
+            continue;
+        }
         match ev {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(ev, Event::Empty(_));
                 match e.local_name().as_ref() {
                     "p" if !empty => {
+                        // A paragraph inside a paragraph (a text box): finish the outer one later.
+                        if in_p {
+                            outer.push((std::mem::take(&mut buf), level, list));
+                        }
+                        in_p = true;
                         buf.clear();
                         level = None;
                         list = false;
@@ -168,12 +185,14 @@ pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<(TextBuilder, Opt
                     if matches!(title.as_deref(), Some("")) {
                         title = Some(buf.trim().to_owned());
                     }
-                    if buf.trim().is_empty() {
-                        buf.clear();
-                        continue;
+                    if !buf.trim().is_empty() {
+                        out.push(kind, &text);
                     }
-                    out.push(kind, &text);
                     buf.clear();
+                    match outer.pop() {
+                        Some((b, l, li)) => (buf, level, list) = (b, l, li),
+                        None => in_p = false,
+                    }
                 }
                 _ => {}
             },

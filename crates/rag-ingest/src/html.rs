@@ -142,6 +142,11 @@ impl Walker {
     }
 
     fn block(&mut self, node: NodeRef<'_, Node>, kind: BlockKind) {
+        // `<li><p>text</p></li>`: the paragraph continues the list item.
+        if self.kind == BlockKind::ListItem && self.buf.trim() == "-" && kind == BlockKind::Paragraph {
+            self.children(node);
+            return;
+        }
         self.flush();
         self.kind = kind;
         self.children(node);
@@ -249,6 +254,13 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_items_with_paragraphs_and_nested_lists() {
+        let (b, _) = extract("<main><ul><li><p>First <b>item</b></p></li><li>Second<ul><li>deep</li></ul></li></ul></main>");
+        let rendered: Vec<String> = b.blocks.iter().map(|bl| format!("{:?}={}", bl.kind, &b.text[bl.start..bl.end])).collect();
+        assert_eq!(rendered, ["ListItem=- First item", "ListItem=- Second", "ListItem=- deep"]);
+    }
 
     #[test]
     fn readability_fallback_picks_the_text_block() {

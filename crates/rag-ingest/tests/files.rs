@@ -334,3 +334,13 @@ fn gbk_html_page_from_a_url() {
     assert_eq!((d.format, d.encoding), (Format::Html, Some(TextEncoding::Gb18030)));
     assert_eq!(d.text, "退款说明\n\n订单取消后，款项原路退回，一般一到三个工作日到账。");
 }
+
+#[test]
+fn docx_text_box_is_kept_once() {
+    // Word writes a text box twice: a DrawingML choice and a VML fallback.
+    let body = r#"<w:p><w:r><w:t>Before the box.</w:t></w:r><w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"><mc:Choice Requires="wps"><w:drawing><w:txbxContent><w:p><w:r><w:t>注意：电机过热会自动停机。</w:t></w:r></w:p></w:txbxContent></w:drawing></mc:Choice><mc:Fallback><w:pict><w:txbxContent><w:p><w:r><w:t>注意：电机过热会自动停机。</w:t></w:r></w:p></w:txbxContent></w:pict></mc:Fallback></mc:AlternateContent></w:r><w:r><w:t xml:space="preserve"> After the box.</w:t></w:r></w:p>"#;
+    let d = doc("box.docx", &docx(body, None));
+    check(render_blocks(&d), expect![[r#"
+        paragraph: 注意：电机过热会自动停机。
+        paragraph: Before the box. After the box."#]]);
+}
