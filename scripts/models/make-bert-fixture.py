@@ -37,6 +37,15 @@ forms, ligatures, circled digits, a two-code-point rule) instead of the
 with SentencePiece's default ``nmt_nfkc`` map, for a one-off check with
 ``cargo run -p rag-bert --example check_tokenizer -- PATH``.
 
+A third fixture runs the whole XLM-RoBERTa path (Unigram tokenizer,
+RoBERTa position numbering, CLS pooling, truncation) end to end:
+``crates/rag-bert/tests/fixtures/tiny-xlmr/`` is a sentence-transformers
+model directory saved by sentence-transformers itself, holding a tiny
+XLMRobertaModel with random weights (seeded; hidden size 16, two layers, a
+few hundred KB, no trained weights of any kind) and that Unigram tokenizer;
+``tiny-xlmr-reference.json`` next to it holds its vectors for a list of
+texts.
+
 Usage
 -----
     scripts/models/fetch-minilm.sh
@@ -296,6 +305,77 @@ def make_unigram_fixture(out, nfkc):
     print(f"wrote {out}: {len(cases)} tokenizer cases", file=sys.stderr)
 
 
+TINY_XLMR_DIR = os.path.join(REPO_ROOT, "crates", "rag-bert", "tests", "fixtures", "tiny-xlmr")
+
+
+def make_tiny_xlmr_fixture(tokenizer_fixture):
+    import shutil
+
+    from sentence_transformers import models
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+
+    with open(tokenizer_fixture, encoding="utf-8") as f:
+        tok = Tokenizer.from_str(json.dumps(json.load(f)["tokenizer"]))
+    torch.manual_seed(20240601)
+    config = XLMRobertaConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=34,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        hidden_act="gelu",
+        layer_norm_eps=1e-5,
+    )
+    model = XLMRobertaModel(config, add_pooling_layer=False)
+    # Larger weights than the default initialisation, so that attention and
+    # the feed-forward layers matter to the output.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.5)
+    with tempfile.TemporaryDirectory() as tmp:
+        hf_dir = os.path.join(tmp, "hf")
+        model.save_pretrained(hf_dir, safe_serialization=True)
+        fast = PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
+            cls_token="<s>", sep_token="</s>",
+        )
+        fast.save_pretrained(hf_dir)
+        transformer = models.Transformer(hf_dir, max_seq_length=24)
+        pooling = models.Pooling(16, pooling_mode="cls")
+        st = SentenceTransformer(modules=[transformer, pooling, models.Normalize()], device="cpu")
+        st.eval()
+        if os.path.isdir(TINY_XLMR_DIR):
+            shutil.rmtree(TINY_XLMR_DIR)
+        st.save(TINY_XLMR_DIR)
+    # The generated model card says nothing the test needs.
+    os.remove(os.path.join(TINY_XLMR_DIR, "README.md"))
+    st = SentenceTransformer(TINY_XLMR_DIR, device="cpu")
+    texts = UNIGRAM_CASES[2:] + [
+        "A long passage that goes on and on, " * 6,
+        "很长的中文段落，" * 12,
+    ]
+    vectors = st.encode(texts, batch_size=1, convert_to_numpy=True, show_progress_bar=False)
+    rows = []
+    for text, vector in zip(texts, vectors):
+        ids = st.tokenizer(text, truncation=True, max_length=st.max_seq_length)["input_ids"]
+        full = st.tokenizer(text, truncation=False)["input_ids"]
+        rows.append({"text": text, "ids": ids, "untruncated_len": len(full),
+                     "vector": [round(float(x), 7) for x in vector]})
+    out = os.path.join(os.path.dirname(TINY_XLMR_DIR), "tiny-xlmr-reference.json")
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"max_seq_length": st.max_seq_length, "embeddings": rows}, f, ensure_ascii=False,
+                  separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {TINY_XLMR_DIR} and {out}: {len(rows)} texts", file=sys.stderr)
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -315,6 +395,7 @@ def main():
     make_unigram_fixture(args.unigram_out, nfkc=False)
     if args.unigram_nfkc_out:
         make_unigram_fixture(args.unigram_nfkc_out, nfkc=True)
+    make_tiny_xlmr_fixture(args.unigram_out)
 
     got = sha256(os.path.join(args.model, "model.safetensors"))
     if got != MODEL_SHA256:

@@ -201,9 +201,16 @@ impl Default for SentenceConfig {
     }
 }
 
-const TRANSFORMER: &str = "sentence_transformers.models.Transformer";
-const POOLING: &str = "sentence_transformers.models.Pooling";
-const NORMALIZE: &str = "sentence_transformers.models.Normalize";
+/// The class of a sentence-transformers module: the last component of its
+/// dotted type (`sentence_transformers.models.Pooling` before version 6,
+/// `sentence_transformers.sentence_transformer.modules.pooling.Pooling`
+/// after), if the type is a sentence-transformers one.
+fn module_class(kind: &str) -> Option<&str> {
+    if !kind.starts_with("sentence_transformers.") {
+        return None;
+    }
+    kind.rsplit('.').next()
+}
 
 impl SentenceConfig {
     /// Reads the sentence-transformers pipeline from `modules.json` and the
@@ -231,9 +238,9 @@ impl SentenceConfig {
         for (index, module) in modules.iter().enumerate() {
             let kind = module.get("type").and_then(Value::as_str).unwrap_or("");
             let path = module.get("path").and_then(Value::as_str).unwrap_or("");
-            match kind {
-                TRANSFORMER if index == 0 => {}
-                POOLING if pooling.is_none() && !normalize => {
+            match module_class(kind) {
+                Some("Transformer") if index == 0 => {}
+                Some("Pooling") if pooling.is_none() && !normalize => {
                     let bytes = pooling_config(path)?.ok_or_else(|| {
                         BertError::Inconsistent(format!(
                             "modules.json names a pooling module at `{path}` but {path}/config.json is missing"
@@ -241,7 +248,7 @@ impl SentenceConfig {
                     })?;
                     pooling = Some(parse_pooling(&bytes)?);
                 }
-                NORMALIZE if pooling.is_some() && !normalize => normalize = true,
+                Some("Normalize") if pooling.is_some() && !normalize => normalize = true,
                 _ => {
                     return Err(BertError::unsupported(
                         "sentence-transformers module",
@@ -324,6 +331,18 @@ pub fn max_seq_len(
     Ok(limit)
 }
 
+/// Whether sentence-transformers lowercases texts before tokenizing them
+/// (`do_lower_case` in `sentence_bert_config.json`, which older versions of
+/// the library honour).
+pub fn lowercase_input(sentence_bert_config: Option<&[u8]>) -> Result<bool, BertError> {
+    let Some(bytes) = sentence_bert_config else {
+        return Ok(false);
+    };
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| BertError::json("sentence_bert_config.json", e.to_string()))?;
+    Ok(v.get("do_lower_case").and_then(Value::as_bool).unwrap_or(false))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,6 +413,17 @@ mod tests {
 
         assert!(SentenceConfig::from_modules(Some(modules), |_| Ok(Some(both.to_vec()))).is_err());
         assert!(SentenceConfig::from_modules(Some(modules), |_| Ok(None)).is_err());
+
+        let version6 = br#"[
+          {"path": "", "type": "sentence_transformers.base.modules.transformer.Transformer"},
+          {"path": "1_Pooling", "type": "sentence_transformers.sentence_transformer.modules.pooling.Pooling"},
+          {"path": "2_Normalize", "type": "sentence_transformers.base.modules.normalize.Normalize"}
+        ]"#;
+        let cls6 = br#"{"embedding_dimension": 16, "pooling_mode": "cls", "include_prompt": true}"#;
+        let got = SentenceConfig::from_modules(Some(version6), |_| Ok(Some(cls6.to_vec()))).unwrap();
+        assert_eq!(got, SentenceConfig { pooling: Pooling::Cls, normalize: true });
+        let foreign = br#"[{"path": "", "type": "my_package.Transformer"}]"#;
+        assert!(SentenceConfig::from_modules(Some(foreign), |_| Ok(None)).is_err());
 
         let dense = br#"[
           {"path": "", "type": "sentence_transformers.models.Transformer"},

@@ -20,6 +20,9 @@
 //!   CLS or max; L2 normalisation when a Normalize module follows). Without
 //!   `modules.json`: mean pooling and L2 normalisation. Modules this crate does
 //!   not run (a Dense projection, for instance) are refused.
+//! * **Input case**: texts are lowercased first when
+//!   `sentence_bert_config.json` says `do_lower_case`, as sentence-transformers
+//!   does.
 //! * **Length**: `max_seq_length` from `sentence_bert_config.json` (else
 //!   `model_max_length` from `tokenizer_config.json`), capped by the position
 //!   table. Longer inputs are truncated, and every [`Embedding`] records how
@@ -116,6 +119,8 @@ pub struct BertModel {
     encoder: model::Encoder,
     sentence: SentenceConfig,
     max_seq_len: usize,
+    /// `do_lower_case` of `sentence_bert_config.json`.
+    lowercase_input: bool,
 }
 
 impl std::fmt::Debug for BertModel {
@@ -219,12 +224,14 @@ impl BertModel {
                 "maximum sequence length {max_seq_len} leaves no room for text"
             )));
         }
+        let lowercase_input = config::lowercase_input(files.sentence_bert_config)?;
         let encoder = model::Encoder::load(&config, files.weights)?;
         Ok(BertModel {
             tokenizer,
             encoder,
             sentence,
             max_seq_len,
+            lowercase_input,
         })
     }
 
@@ -270,7 +277,11 @@ impl BertModel {
     /// Tokenizes a text as the model will see it (truncated to
     /// [`Self::max_seq_len`]).
     pub fn encode(&self, text: &str) -> Encoding {
-        self.tokenizer.encode(text, self.max_seq_len)
+        if self.lowercase_input {
+            self.tokenizer.encode(&text.to_lowercase(), self.max_seq_len)
+        } else {
+            self.tokenizer.encode(text, self.max_seq_len)
+        }
     }
 
     /// Embeds one text on the calling thread.
