@@ -11,7 +11,7 @@ use rag_text::Analyzer;
 use std::sync::Arc;
 use std::time::Instant;
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

@@ -58,6 +58,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Measure indexing throughput and query latency on a BEIR-format dataset.
     Bench(BenchArgs),
+    /// Load check of the HTTP API: concurrent streaming queries against a BEIR corpus.
+    BenchHttp(BenchHttpArgs),
     /// Load the demo knowledge base and ask it a first question.
     Demo(DemoArgs),
     /// Print the effective configuration, secrets redacted.
@@ -286,6 +288,25 @@ pub struct BenchArgs {
     /// Repetitions of the query set.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchHttpArgs {
+    /// A BEIR-format dataset directory (corpus.jsonl, queries.jsonl, qrels/).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// Which qrels split chooses the queries.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Concurrent streaming queries.
+    #[arg(long, default_value_t = 32)]
+    pub concurrency: usize,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 30)]
+    pub seconds: u64,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,

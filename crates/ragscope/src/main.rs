@@ -6,6 +6,7 @@
 //! base, invalid flags).
 
 mod bench;
+mod bench_http;
 mod cli;
 mod config;
 mod demo;
@@ -182,6 +183,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Query(args) => cli::query(&app, args).await,
         Command::Eval(args) => eval::run(&app, args).await,
         Command::Bench(args) => bench::run(&app, args).await,
+        Command::BenchHttp(args) => bench_http::run(&app, args).await,
         Command::Demo(args) => demo::run(&app, args).await,
         Command::Reembed { kb } => {
             let engine = app.engine(OpenMode::ReadWrite)?;
