@@ -99,11 +99,8 @@ fn content_root(doc: &Html) -> NodeRef<'_, Node> {
     // Readability-style: paragraphs vote for their parent and grandparent.
     let mut paragraphs = Vec::new();
     find_all(root, &|e| matches!(e.name(), "p" | "pre" | "td" | "blockquote"), &mut paragraphs);
-    let mut scores: Vec<(ego_tree::NodeId, f64)> = Vec::new();
-    let mut add = |id: ego_tree::NodeId, s: f64| match scores.iter_mut().find(|(i, _)| *i == id) {
-        Some(e) => e.1 += s,
-        None => scores.push((id, s)),
-    };
+    let mut scores: std::collections::HashMap<ego_tree::NodeId, f64> = std::collections::HashMap::new();
+    let mut add = |id: ego_tree::NodeId, s: f64| *scores.entry(id).or_default() += s;
     for p in paragraphs {
         let (len, link) = text_lens(p, false);
         if len < 20 {
@@ -117,7 +114,7 @@ fn content_root(doc: &Html) -> NodeRef<'_, Node> {
             }
         }
     }
-    let best = scores.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)).and_then(|(id, _)| doc.tree.get(id));
+    let best = scores.into_iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))).and_then(|(id, _)| doc.tree.get(id));
     let body = {
         let mut bodies = Vec::new();
         find_all(root, &|e| e.name() == "body", &mut bodies);
@@ -251,9 +248,52 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
     (w.out, title)
 }
 
+/// The `href`s of a page's links, in document order, without duplicates,
+/// fragments, or `javascript:`, `mailto:`, `tel:` and `data:` links; relative
+/// links are returned as written (the crawler resolves them against the page
+/// URL and keeps same-site ones). Also `<base href>` if present, first.
+pub fn links(src: &str) -> Vec<String> {
+    let doc = Html::parse_document(src);
+    let mut anchors = Vec::new();
+    find_all(doc.tree.root(), &|e| matches!(e.name(), "a" | "area" | "base") && e.attr("href").is_some(), &mut anchors);
+    let mut out: Vec<String> = Vec::new();
+    let mut base = None;
+    for a in anchors {
+        let Some(el) = element(a) else { continue };
+        let href = el.attr("href").unwrap_or_default().trim();
+        let href = href.split('#').next().unwrap_or_default();
+        if el.name() == "base" {
+            base.get_or_insert_with(|| href.to_owned());
+            continue;
+        }
+        let lower = href.to_ascii_lowercase();
+        if href.is_empty() || ["javascript:", "mailto:", "tel:", "data:"].iter().any(|p| lower.starts_with(p)) {
+            continue;
+        }
+        if el.attr("rel").is_some_and(|r| r.split_whitespace().any(|t| t.eq_ignore_ascii_case("nofollow"))) {
+            continue;
+        }
+        if !out.iter().any(|o| o == href) {
+            out.push(href.to_owned());
+        }
+    }
+    if let Some(b) = base {
+        out.insert(0, b);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_links_for_the_crawler() {
+        let src = r##"<nav><a href="/faq">FAQ</a><a href="/faq#top">top</a></nav><a href="mailto:x@y.z">m</a>
+            <a href="javascript:void(0)">j</a><a href="#">self</a><a href="guide.html?p=2#s">guide</a>
+            <a rel="nofollow" href="/login">login</a><a href="https://other.example/">other</a>"##;
+        assert_eq!(links(src), ["/faq", "guide.html?p=2", "https://other.example/"]);
+    }
 
     #[test]
     fn list_items_with_paragraphs_and_nested_lists() {
@@ -276,3 +316,4 @@ mod tests {
         assert_eq!(b.blocks[0].kind, BlockKind::Heading { level: 2 });
     }
 }
+

@@ -43,6 +43,7 @@ pub use error::IngestError;
 pub use extract::{check_size, detect_format, extract, Content, Extraction, Limits};
 pub use faq::FaqRow;
 pub use hash::sha256_hex;
+pub use html::links as html_links;
 
 mod chunk;
 mod sentence;
