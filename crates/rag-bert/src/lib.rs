@@ -10,9 +10,13 @@
 //! * **Tokenizer**: WordPiece with the BERT normaliser (text cleaning, CJK
 //!   ideographs split into single characters, accent stripping and
 //!   lowercasing as the file says), the BERT pre-tokeniser, `##`
-//!   continuations, added special tokens and the `[CLS] … [SEP]` template.
-//!   Other tokenizer components (Unigram/SentencePiece, BPE, other
-//!   normalisers) are refused with [`BertError::Unsupported`].
+//!   continuations; or Unigram (SentencePiece, as XLM-RoBERTa based models
+//!   such as paraphrase-multilingual-MiniLM-L12-v2 use) with the precompiled
+//!   character map, `Strip`/`Replace`/NFKC-style normalisers, `Metaspace`
+//!   and Viterbi segmentation; added special tokens and the post-processor's
+//!   template (`[CLS] … [SEP]`, `<s> … </s>`). Other components (BPE,
+//!   byte-level, other normalisers or regular expressions) are refused with
+//!   [`BertError::Unsupported`], never approximated.
 //! * **Encoder**: the post-layer-norm BERT encoder (also RoBERTa/XLM-R
 //!   position numbering) in f32; weights may be stored as f32, f16 or bf16,
 //!   with or without a `bert.` prefix; GELU (erf or tanh) or ReLU.
@@ -32,6 +36,16 @@
 //! the same files from memory and does no I/O. Run
 //! `scripts/models/fetch-minilm.sh` for sentence-transformers'
 //! all-MiniLM-L6-v2.
+//!
+//! # Fidelity
+//!
+//! On all-MiniLM-L6-v2 (`tests/reference.rs`, 64 English, Chinese and other
+//! texts, two of them truncated, plus 30 tokenizer-only edge cases) the token
+//! ids equal sentence-transformers' for every text and the vectors agree to a
+//! cosine of 1.0000000 (seven decimals). The Unigram tokenizer equals the
+//! Hugging Face `tokenizers` library on the fixture of `tests/unigram.rs`,
+//! and a tiny randomly initialised XLM-RoBERTa model saved by
+//! sentence-transformers gives the same vectors (`tests/xlmr.rs`).
 //!
 //! # Example
 //!
