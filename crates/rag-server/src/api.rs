@@ -48,6 +48,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_tenants, create_tenant))
         .routes(routes!(list_keys, create_api_key))
         .routes(routes!(revoke_key))
+        .merge(crate::web::api_routes())
 }
 
 // ---------------------------------------------------------------- queries

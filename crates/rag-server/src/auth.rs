@@ -1,12 +1,22 @@
 //! API keys: creation (shown once, stored as a sha256 hash), lookup, and the
 //! [`Caller`] extractor that scopes every handler to its key's tenant.
+//!
+//! A caller is resolved, in order, from a bearer key (`Authorization` or
+//! `x-api-key`), from a browser session cookie (set by `POST /api/v1/session`
+//! after the workbench's login; writes must also carry the session's CSRF
+//! token in `x-csrf-token`), or, in open mode on loopback, as the admin of the
+//! default tenant (cross-origin writes refused).
 
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode};
 use rag_core::{ApiKeyInfo, KeyStore, Role, TenantId};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 /// Who is calling: resolved from the API key (or the open local mode).
 #[derive(Debug, Clone)]
@@ -96,6 +106,157 @@ fn bearer(parts: &Parts) -> Option<&str> {
     parts.headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim)
 }
 
+/// Name of the browser session cookie (HttpOnly, SameSite=Strict).
+pub(crate) const SESSION_COOKIE: &str = "ragscope_session";
+/// Header a cookie-authenticated write must carry: the session's CSRF token.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+/// A session ends after this long without a request.
+pub(crate) const SESSION_IDLE: Duration = Duration::from_secs(8 * 3600);
+/// A session ends this long after login, used or not.
+pub(crate) const SESSION_MAX: Duration = Duration::from_secs(24 * 3600);
+/// Most live sessions; the least recently used goes first.
+const SESSIONS_MAX: usize = 10_000;
+
+/// A browser session: the hash of the key it logged in with (resolved again on
+/// every request, so revoking the key ends the session) and its CSRF token.
+struct Session {
+    key_hash: String,
+    csrf: String,
+    created: Instant,
+    last_seen: Instant,
+}
+
+impl Session {
+    fn live(&self, now: Instant) -> bool {
+        now.duration_since(self.created) < SESSION_MAX && now.duration_since(self.last_seen) < SESSION_IDLE
+    }
+}
+
+/// Sessions live in memory only: a restart logs everyone out. They hold key
+/// hashes, never keys; a session id is only honoured by a server whose key
+/// store knows that hash.
+static SESSIONS: LazyLock<Mutex<HashMap<String, Session>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn sessions() -> std::sync::MutexGuard<'static, HashMap<String, Session>> {
+    SESSIONS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// 244 random bits, hex.
+fn random_token() -> String {
+    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+}
+
+/// Starts a session for a key (already checked); returns (session id, CSRF token).
+pub(crate) fn start_session(key_hash: String) -> (String, String) {
+    let now = Instant::now();
+    let (id, csrf) = (random_token(), random_token());
+    let mut map = sessions();
+    map.retain(|_, s| s.live(now));
+    if map.len() >= SESSIONS_MAX {
+        if let Some(oldest) = map.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone()) {
+            map.remove(&oldest);
+        }
+    }
+    map.insert(id.clone(), Session { key_hash, csrf: csrf.clone(), created: now, last_seen: now });
+    (id, csrf)
+}
+
+/// Ends the session named by the request's cookie, if any.
+pub(crate) fn end_session(headers: &HeaderMap) {
+    if let Some(id) = cookie(headers, SESSION_COOKIE) {
+        sessions().remove(id);
+    }
+}
+
+/// The CSRF token of the request's live session, if it has one.
+pub(crate) fn session_csrf(headers: &HeaderMap) -> Option<String> {
+    let id = cookie(headers, SESSION_COOKIE)?;
+    let map = sessions();
+    map.get(id).filter(|s| s.live(Instant::now())).map(|s| s.csrf.clone())
+}
+
+/// A cookie's value from the `Cookie` headers.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all("cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+}
+
+/// Methods that change nothing and need no CSRF token.
+fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// Constant-time comparison of two tokens.
+fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// In open mode, a write from a page of another origin is refused: browsers
+/// send `Origin` on cross-site requests, and a form on any web site could
+/// otherwise post files to a key-less server on loopback.
+fn cross_origin(parts: &Parts) -> bool {
+    let Some(origin) = parts.headers.get("origin").and_then(|v| v.to_str().ok()) else { return false };
+    let host = parts.headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let origin_host = origin.split_once("://").map(|(_, rest)| rest).unwrap_or(origin);
+    origin_host != host
+}
+
+async fn caller_for_hash(state: &AppState, hash: &str) -> Result<Caller, ApiError> {
+    match state.keys.key_by_hash(hash).await.map_err(ApiError::from)? {
+        Some(k) if !k.revoked => Ok(Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner }),
+        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "key_revoked", "this API key was revoked")),
+        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_key", "unknown API key")),
+    }
+}
+
+/// The caller of a request with a session cookie: `None` when it has none.
+async fn session_caller(parts: &Parts, state: &AppState) -> Result<Option<Caller>, ApiError> {
+    let Some(id) = cookie(&parts.headers, SESSION_COOKIE) else { return Ok(None) };
+    let found = {
+        let now = Instant::now();
+        let mut map = sessions();
+        match map.get_mut(id) {
+            Some(s) if s.live(now) => {
+                s.last_seen = now;
+                Some((s.key_hash.clone(), s.csrf.clone()))
+            }
+            Some(_) => {
+                map.remove(id);
+                None
+            }
+            None => None,
+        }
+    };
+    let Some((hash, csrf)) = found else {
+        // A stale cookie in open mode is no reason to refuse; elsewhere it is a clear 401.
+        if state.config.open {
+            return Ok(None);
+        }
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "session_expired", "the session expired; log in again"));
+    };
+    if !is_safe(&parts.method) {
+        let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if !same_token(sent, &csrf) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "csrf_failed",
+                format!("a write with a session cookie needs the session's `{CSRF_HEADER}` header"),
+            ));
+        }
+    }
+    let caller = caller_for_hash(state, &hash).await;
+    if caller.is_err() {
+        sessions().remove(id);
+    }
+    caller.map(Some)
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -104,27 +265,23 @@ impl FromRequestParts<AppState> for Caller {
             return Ok(c.clone());
         }
         let caller = match bearer(parts) {
-            Some(key) if !key.is_empty() => {
-                let info = state.keys.key_by_hash(&hash_key(key)).await.map_err(ApiError::from)?;
-                match info {
-                    Some(k) if !k.revoked => Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner },
-                    Some(_) => return Err(ApiError::new(axum::http::StatusCode::UNAUTHORIZED, "key_revoked", "this API key was revoked")),
-                    None => return Err(ApiError::new(axum::http::StatusCode::UNAUTHORIZED, "invalid_key", "unknown API key")),
+            Some(key) if !key.is_empty() => caller_for_hash(state, &hash_key(key)).await?,
+            _ => match session_caller(parts, state).await? {
+                Some(c) => c,
+                None if state.config.open => {
+                    if !is_safe(&parts.method) && cross_origin(parts) {
+                        return Err(ApiError::forbidden("cross-origin writes are refused in open mode"));
+                    }
+                    Caller { key_id: "open".into(), tenant: TenantId::default_tenant(), role: Role::Admin, owner: None }
                 }
-            }
-            _ if state.config.open => Caller {
-                key_id: "open".into(),
-                tenant: TenantId::default_tenant(),
-                role: Role::Admin,
-                owner: None,
+                None => {
+                    return Err(ApiError::new(
+                        StatusCode::UNAUTHORIZED,
+                        "missing_key",
+                        "send an API key as `Authorization: Bearer <key>`",
+                    ))
+                }
             },
-            _ => {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::UNAUTHORIZED,
-                    "missing_key",
-                    "send an API key as `Authorization: Bearer <key>`",
-                ))
-            }
         };
         parts.extensions.insert(caller.clone());
         Ok(caller)

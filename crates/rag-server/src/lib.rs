@@ -16,6 +16,7 @@ mod error;
 mod extract;
 mod metrics;
 mod state;
+mod web;
 
 pub use auth::{create_key, ensure_admin_key, hash_key, Caller};
 pub use error::{ApiError, ErrorBody};
@@ -62,6 +63,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let app = Router::new()
         .nest("/api/v1", v1.layer(DefaultBodyLimit::max(limits.max_json_bytes.max(limits.max_upload_bytes))))
         .route("/api/openapi.json", get(move || async move { Json(doc_json.clone()) }))
+        .merge(web::pages())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))

@@ -174,6 +174,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/kbs/{kb}/facts") => json!([{ "key": "k", "value": "v" }]),
         ("post", "/tenants") => json!({ "name": "intruder" }),
         ("post", "/keys") => json!({ "tenant": "alpha", "role": "read_write" }),
+        ("post", "/session") => json!({ "key": "rsk_probe" }),
         ("post", "/kbs/{kb}/documents") => return None, // multipart: handled apart
         ("get", _) | ("delete", _) => return None,
         ("post", p) if p.ends_with("/approve") || p.ends_with("/disable") => return None,

@@ -1,0 +1,414 @@
+// Shared helpers of the workbench: DOM building (text only, never HTML from
+// data), translations, API calls with the session's CSRF token, SSE over
+// fetch, and UTF-8 byte-range highlighting.
+
+export const app = {
+  session: null, // {mode, role, tenant, can_write, csrf_token}
+  kb: null, // selected knowledge base name
+  kbs: [],
+  lang: localStorage.getItem('ragscope.lang') === 'en' ? 'en' : 'zh',
+  listeners: new Set(),
+};
+
+// ---------------------------------------------------------------- i18n
+
+const DICT = {
+  'nav.ask': ['问答', 'Ask'],
+  'nav.lab': ['检索实验室', 'Retrieval lab'],
+  'nav.corpus': ['语料', 'Corpus'],
+  'nav.ingest': ['导入', 'Ingest'],
+  'kb': ['知识库', 'Knowledge base'],
+  'kb.none': ['（没有知识库）', '(no knowledge base)'],
+  'lang.toggle': ['English', '中文'],
+  'login.title': ['请输入 API 密钥', 'Enter an API key'],
+  'login.hint': ['密钥只发送一次；之后浏览器使用会话 Cookie。', 'The key is sent once; the browser then uses a session cookie.'],
+  'login.submit': ['登录', 'Log in'],
+  'logout': ['退出', 'Log out'],
+  'readonly': ['只读', 'read-only'],
+  'ask.placeholder': ['输入问题，例如：营业时间是几点？', 'Ask a question, e.g. how do I pair the app?'],
+  'ask.submit': ['提问', 'Ask'],
+  'ask.timeline': ['流水线', 'Pipeline'],
+  'ask.answer': ['回答', 'Answer'],
+  'ask.sources': ['来源', 'Sources'],
+  'ask.details': ['阶段详情', 'Stage details'],
+  'ask.details.hint': ['点击流水线中的阶段查看详情。', 'Click a stage of the pipeline to see its details.'],
+  'ask.noanswer': ['没有生成回答（未配置生成器）；以下是检索到的来源。', 'No answer was generated (no generator configured); the retrieved sources follow.'],
+  'ask.demo.query': ['营业时间是几点？', 'How do I pair the app over Bluetooth?'],
+  'mode.demo': ['演示', 'demo'],
+  'mode.live': ['实时', 'live'],
+  'running': ['运行中…', 'running…'],
+  'raw': ['原始 JSON', 'raw JSON'],
+  'warning': ['警告', 'warning'],
+  'error': ['错误', 'error'],
+  'passage': ['段落', 'Passage'],
+  'passage.indoc': ['在文档中的位置', 'In its document'],
+  'close': ['关闭', 'Close'],
+  'col.rank': ['排名', 'rank'],
+  'col.title': ['标题', 'title'],
+  'col.score': ['分数', 'score'],
+  'col.kind': ['类型', 'kind'],
+  'col.matched': ['命中词', 'matched'],
+  'col.path': ['路径', 'path'],
+  'col.weight': ['权重', 'weight'],
+  'col.rrf': ['RRF 贡献', 'RRF'],
+  'col.pathscore': ['路径分数', 'path score'],
+  'col.normalized': ['归一化', 'normalized'],
+  'col.stage': ['阶段', 'stage'],
+  'col.ms': ['毫秒', 'ms'],
+  'col.token': ['词元', 'token'],
+  'col.bytes': ['字节', 'bytes'],
+  'col.reason': ['原因', 'reason'],
+  'col.source': ['来源', 'source'],
+  'col.chunks': ['分块', 'chunks'],
+  'col.question': ['问题', 'question'],
+  'col.answer': ['答案', 'answer'],
+  'col.status': ['状态', 'status'],
+  'col.edited': ['已编辑', 'edited'],
+  'col.tags': ['标签', 'tags'],
+  'col.actions': ['操作', 'actions'],
+  'col.name': ['名称', 'name'],
+  'col.created': ['创建时间', 'created'],
+  'col.file': ['文件', 'file'],
+  'lab.run': ['检索', 'Retrieve'],
+  'lab.vector': ['仅向量', 'Vector only'],
+  'lab.lexical': ['仅词法', 'Lexical only'],
+  'lab.hybrid': ['混合 + 重排', 'Hybrid + rerank'],
+  'lab.tokens': ['查询词元', 'Query tokens'],
+  'lab.lambda': ['词法插值 λ', 'lexical interpolation λ'],
+  'lab.lambda.auto': ['自动', 'auto'],
+  'lab.k': ['RRF k', 'RRF k'],
+  'lab.weights': ['路径权重', 'path weights'],
+  'lab.emptylex': ['词法路径全部为空：没有任何词命中！', 'Every lexical path is empty: no term matched!'],
+  'lab.dropped': ['被丢弃的候选', 'dropped candidates'],
+  'lab.refused': ['已用新参数重新融合', 're-fused with the new settings'],
+  'lab.nohits': ['没有结果', 'no hits'],
+  'lab.rerankmove': ['重排移动', 'rerank move'],
+  'corpus.kbs': ['知识库', 'Knowledge bases'],
+  'corpus.docs': ['文档', 'Documents'],
+  'corpus.faqs': ['FAQ 条目', 'FAQ entries'],
+  'corpus.lexicon': ['同义词与词典', 'Synonyms & dictionary'],
+  'corpus.filter': ['筛选…', 'filter…'],
+  'corpus.prev': ['上一页', 'previous'],
+  'corpus.next': ['下一页', 'next'],
+  'corpus.page': ['页', 'page'],
+  'corpus.view': ['查看', 'view'],
+  'corpus.delete': ['删除', 'delete'],
+  'corpus.edit': ['编辑', 'edit'],
+  'corpus.save': ['保存', 'save'],
+  'corpus.cancel': ['取消', 'cancel'],
+  'corpus.approve': ['批准', 'approve'],
+  'corpus.disable': ['停用', 'disable'],
+  'corpus.newkb': ['新建知识库', 'New knowledge base'],
+  'corpus.create': ['创建', 'create'],
+  'corpus.confirm.kb': ['删除知识库及其全部内容？请输入知识库名称确认：', 'Delete the knowledge base and everything in it? Type its name to confirm:'],
+  'corpus.confirm.doc': ['删除这个文档及其分块？', 'Delete this document and its chunks?'],
+  'corpus.confirm.faq': ['删除这个 FAQ 条目？', 'Delete this FAQ entry?'],
+  'corpus.synonyms': ['同义词组', 'Synonym groups'],
+  'corpus.words': ['用户词典', 'User dictionary'],
+  'corpus.addsyn': ['添加同义词组（用逗号分隔）', 'Add a synonym group (comma-separated)'],
+  'corpus.addword': ['添加词', 'Add a word'],
+  'corpus.add': ['添加', 'add'],
+  'corpus.all': ['全部状态', 'all statuses'],
+  'corpus.chunkboundaries': ['分块边界', 'chunk boundaries'],
+  'ingest.drop': ['把文件拖到这里（.md .txt .jsonl .csv），或点击选择', 'Drop files here (.md .txt .jsonl .csv), or click to choose'],
+  'ingest.summary': ['汇总', 'Summary'],
+  'ok': ['确定', 'OK'],
+  'yes': ['是', 'yes'],
+  'no': ['否', 'no'],
+};
+
+export function t(key) {
+  const e = DICT[key];
+  if (!e) return key;
+  return app.lang === 'en' ? e[1] : e[0];
+}
+
+export function setLang(lang) {
+  app.lang = lang;
+  localStorage.setItem('ragscope.lang', lang);
+  document.documentElement.lang = lang === 'en' ? 'en' : 'zh-CN';
+  for (const node of document.querySelectorAll('[data-i18n]')) node.textContent = t(node.dataset.i18n);
+  for (const node of document.querySelectorAll('[data-i18n-placeholder]')) node.placeholder = t(node.dataset.i18nPlaceholder);
+}
+
+// ---------------------------------------------------------------- DOM
+
+// el('div', {class: 'x', i18n: 'key', onclick: f, dataset: {a: 1}}, child, 'text', …)
+// Strings become text nodes: data never passes through an HTML parser.
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = String(v);
+    else if (k === 'i18n') { node.dataset.i18n = v; node.textContent = t(v); }
+    else if (k === 'i18nPlaceholder') { node.dataset.i18nPlaceholder = v; node.placeholder = t(v); }
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else if (k.startsWith('on') && typeof v === 'function') node.addEventListener(k.slice(2), v);
+    else if (k === 'value') node.value = v;
+    else if (v === true) node.setAttribute(k, '');
+    else node.setAttribute(k, String(v));
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+export function clear(node, ...children) {
+  node.replaceChildren();
+  append(node, children);
+  return node;
+}
+
+export function fmt(x, digits = 3) {
+  if (typeof x !== 'number' || !Number.isFinite(x)) return x === null || x === undefined ? '–' : String(x);
+  if (Number.isInteger(x)) return String(x);
+  return x.toFixed(digits);
+}
+
+export function ms(x) {
+  return typeof x === 'number' ? `${x < 10 ? x.toFixed(2) : x.toFixed(1)} ms` : '';
+}
+
+// A table: columns [{key|i18n, label?, cell(row) -> Node|string}].
+export function table(columns, rows, opts = {}) {
+  const head = el('tr', {}, columns.map((c) => el('th', c.i18n ? { i18n: c.i18n } : { text: c.label || '' })));
+  const body = rows.map((r, i) => el('tr', opts.rowAttrs ? opts.rowAttrs(r, i) : {}, columns.map((c) => el('td', { class: c.class }, c.cell(r, i)))));
+  return el('table', { class: opts.class || 'grid' }, el('thead', {}, head), el('tbody', {}, body));
+}
+
+export function jsonView(value) {
+  return el('pre', { class: 'json', text: JSON.stringify(value, null, 2) });
+}
+
+export function rawDetails(value) {
+  return el('details', { class: 'raw' }, el('summary', { i18n: 'raw' }), jsonView(value));
+}
+
+export function notice(kind, text) {
+  return el('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status', text });
+}
+
+// ---------------------------------------------------------------- UTF-8 byte ranges
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+// Splits `text` at UTF-8 byte ranges: [{text, mark}] in order. Ranges are
+// sorted, merged and clamped; an offset inside a character moves to the
+// character's start so no character is ever cut.
+export function byteSegments(text, ranges) {
+  const bytes = enc.encode(text);
+  const boundary = (b) => {
+    let i = Math.max(0, Math.min(bytes.length, b));
+    while (i > 0 && i < bytes.length && (bytes[i] & 0xc0) === 0x80) i--;
+    return i;
+  };
+  const rs = (ranges || [])
+    .map(([a, b]) => [boundary(a), boundary(b)])
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
+  const merged = [];
+  for (const r of rs) {
+    const last = merged[merged.length - 1];
+    if (last && r[0] <= last[1]) last[1] = Math.max(last[1], r[1]);
+    else merged.push([...r]);
+  }
+  const out = [];
+  let pos = 0;
+  for (const [a, b] of merged) {
+    if (a > pos) out.push({ text: dec.decode(bytes.subarray(pos, a)), mark: false });
+    out.push({ text: dec.decode(bytes.subarray(a, b)), mark: true });
+    pos = b;
+  }
+  if (pos < bytes.length) out.push({ text: dec.decode(bytes.subarray(pos)), mark: false });
+  return out;
+}
+
+// Text with <mark> elements around the byte ranges (all as text nodes).
+export function highlighted(text, ranges, tag = 'span') {
+  return el(tag, { class: 'hl' }, byteSegments(text, ranges).map((s) => (s.mark ? el('mark', { text: s.text }) : s.text)));
+}
+
+// A UTF-8 byte slice of a string.
+export function byteSlice(text, start, end) {
+  const bytes = enc.encode(text);
+  return dec.decode(bytes.subarray(start, end));
+}
+
+export function utf8Length(text) {
+  return enc.encode(text).length;
+}
+
+// ---------------------------------------------------------------- API
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || code || `HTTP ${status}`);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function headers(json) {
+  const h = {};
+  if (json) h['content-type'] = 'application/json';
+  if (app.session && app.session.csrf_token) h['x-csrf-token'] = app.session.csrf_token;
+  return h;
+}
+
+async function failure(res) {
+  let body = {};
+  try { body = await res.json(); } catch { /* not JSON */ }
+  return new ApiError(res.status, body.code, body.message);
+}
+
+export async function api(method, path, body) {
+  const res = await fetch(`/api/v1${path}`, {
+    method,
+    headers: headers(body !== undefined),
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+    credentials: 'same-origin',
+  });
+  if (!res.ok) throw await failure(res);
+  if (res.status === 204) return null;
+  const type = res.headers.get('content-type') || '';
+  return type.includes('json') ? res.json() : res.text();
+}
+
+export const kbPath = (kb) => `/kbs/${encodeURIComponent(kb)}`;
+
+// POSTs and calls onEvent(type, data) for each Server-Sent Event as it arrives.
+// `body` is an object (sent as JSON) or FormData. Resolves when the stream ends.
+export async function streamPost(path, body, onEvent, signal) {
+  const isForm = body instanceof FormData;
+  const res = await fetch(`/api/v1${path}`, {
+    method: 'POST',
+    headers: headers(!isForm),
+    body: isForm ? body : JSON.stringify(body),
+    credentials: 'same-origin',
+    signal,
+  });
+  if (!res.ok) throw await failure(res);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    buf = buf.replace(/\r\n/g, '\n');
+    let cut;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      dispatch(block, onEvent);
+    }
+  }
+  if (buf.trim()) dispatch(buf, onEvent);
+}
+
+function dispatch(block, onEvent) {
+  let type = 'message';
+  const data = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) continue; // keep-alive comment
+    const i = line.indexOf(':');
+    const field = i < 0 ? line : line.slice(0, i);
+    let value = i < 0 ? '' : line.slice(i + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'event') type = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (!data.length) return;
+  let parsed;
+  try { parsed = JSON.parse(data.join('\n')); } catch { parsed = data.join('\n'); }
+  onEvent(type, parsed);
+}
+
+// ---------------------------------------------------------------- dialogs
+
+// An in-page confirmation (never window.confirm). With `typed`, the user must
+// type that text before OK is enabled.
+export function confirmDialog(message, typed) {
+  return new Promise((resolve) => {
+    const input = typed ? el('input', { type: 'text', class: 'confirm-input', 'aria-label': message }) : null;
+    const ok = el('button', { class: 'danger confirm-ok', i18n: 'ok', disabled: !!typed });
+    const cancel = el('button', { class: 'confirm-cancel', i18n: 'corpus.cancel' });
+    const dlg = el('dialog', { class: 'confirm' }, el('p', { text: message }), input, el('div', { class: 'row' }, ok, cancel));
+    if (input) input.addEventListener('input', () => { ok.disabled = input.value !== typed; });
+    const done = (v) => { dlg.close(); dlg.remove(); resolve(v); };
+    ok.addEventListener('click', () => done(true));
+    cancel.addEventListener('click', () => done(false));
+    dlg.addEventListener('cancel', () => done(false));
+    document.body.append(dlg);
+    dlg.showModal();
+    (input || ok).focus();
+  });
+}
+
+// A modal with arbitrary content; returns the dialog.
+export function modal(title, ...content) {
+  const close = el('button', { class: 'close', i18n: 'close' });
+  const dlg = el('dialog', { class: 'modal' }, el('header', {}, el('h2', { text: title }), close), el('div', { class: 'modal-body' }, content));
+  close.addEventListener('click', () => { dlg.close(); dlg.remove(); });
+  dlg.addEventListener('close', () => dlg.remove());
+  document.body.append(dlg);
+  dlg.showModal();
+  return dlg;
+}
+
+// Shows a passage with its highlights and, for a document chunk, the whole
+// document with that chunk marked and scrolled into view.
+export async function openPassage(kb, passage, label) {
+  const body = el('div', { class: 'passage-view' },
+    el('div', { class: 'meta' }, el('span', { class: `kind kind-${passage.kind}`, text: passage.kind }), passage.source ? el('span', { class: 'src', text: passage.source }) : null),
+    el('h3', { class: 'passage-title', text: passage.title }),
+    el('p', { class: 'passage-body' }, highlighted(passage.body, passage.highlights)));
+  const dlg = modal(label || t('passage'), body);
+  dlg.classList.add('passage-dialog');
+  if (passage.kind !== 'chunk' || !passage.source) return dlg;
+  try {
+    const docs = await api('GET', `${kbPath(kb)}/documents`);
+    const doc = docs.find((d) => d.source === passage.source);
+    if (!doc) return dlg;
+    const full = await api('GET', `${kbPath(kb)}/documents/${doc.id}`);
+    const view = documentView(full, passage.id.id);
+    body.append(el('h4', { i18n: 'passage.indoc' }), view);
+    const cited = view.querySelector('.chunk.cited');
+    if (cited) cited.scrollIntoView({ block: 'center' });
+  } catch (e) {
+    body.append(notice('error', e.message));
+  }
+  return dlg;
+}
+
+// The document's text with chunk boundaries; `citedChunk` is marked.
+export function documentView(full, citedChunk) {
+  const text = full.document.text;
+  const bytes = enc.encode(text);
+  const parts = [];
+  let pos = 0;
+  const chunks = [...full.chunks].sort((a, b) => a.start - b.start);
+  for (const c of chunks) {
+    if (c.start > pos) parts.push(el('span', { class: 'gap', text: dec.decode(bytes.subarray(pos, c.start)) }));
+    const start = Math.max(pos, c.start);
+    parts.push(el('span', {
+      class: `chunk${c.id === citedChunk ? ' cited' : ''}`,
+      dataset: { chunk: c.id, ordinal: c.ordinal },
+      title: `#${c.ordinal} · ${c.start}–${c.end}`,
+    }, el('span', { class: 'chunk-label', text: `#${c.ordinal}` }), dec.decode(bytes.subarray(start, c.end))));
+    pos = Math.max(pos, c.end);
+  }
+  if (pos < bytes.length) parts.push(el('span', { class: 'gap', text: dec.decode(bytes.subarray(pos)) }));
+  return el('div', { class: 'document-text' }, parts);
+}
+
+// Passages by id key from the recall events of a run.
+export const pid = (id) => `${id.kind}:${id.id}`;
