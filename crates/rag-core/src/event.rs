@@ -26,6 +26,84 @@ pub struct ContextSource {
     pub passage: PassageView,
 }
 
+/// A reranked candidate's move.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RerankMove {
+    /// The passage.
+    pub id: crate::PassageId,
+    /// Rank after fusion.
+    pub from: u32,
+    /// Rank after rerank.
+    pub to: u32,
+    /// The reranker's score, when it gives one.
+    pub score: Option<f64>,
+}
+
+/// A candidate left out of the context.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ContextDropped {
+    /// The passage.
+    pub id: crate::PassageId,
+    /// Its rank.
+    pub rank: u32,
+    /// Why.
+    pub reason: String,
+}
+
+/// A source the answer cites, for clickable citations.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CitedSource {
+    /// The `[n]` number.
+    pub n: u32,
+    /// The passage.
+    pub id: crate::PassageId,
+    /// Title.
+    pub title: String,
+    /// Document of a chunk.
+    pub doc: Option<crate::DocId>,
+    /// Byte range of a chunk in its document's text.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<u64>>))]
+    pub span: Option<(usize, usize)>,
+    /// Source path or URL.
+    pub source: Option<String>,
+}
+
+/// The support check of one answer sentence.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SentenceCheck {
+    /// The sentence.
+    pub text: String,
+    /// Sources it cites.
+    pub cites: Vec<u32>,
+    /// "supported", "unsupported" or "uncited".
+    pub verdict: String,
+    /// The supporting (or closest) source number.
+    pub n: Option<u32>,
+    /// The supporting (or closest) passage.
+    pub passage: Option<crate::PassageId>,
+    /// Byte range in that passage's body.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<u64>>))]
+    pub span: Option<(usize, usize)>,
+    /// Term overlap with it.
+    pub overlap: Option<f64>,
+    /// Embedding similarity with it.
+    pub cosine: Option<f32>,
+}
+
+/// Tokens a provider counted.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct TokenUsage {
+    /// Prompt tokens.
+    pub prompt: u32,
+    /// Completion tokens.
+    pub completion: u32,
+}
+
 /// One step of a query, as it completes.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -50,6 +128,12 @@ pub enum PipelineEvent {
         language: Language,
         /// Search tokens.
         tokens: Vec<Token>,
+        /// The question as asked, when a follow-up was rewritten into a standalone query.
+        #[serde(default)]
+        rewritten_from: Option<String>,
+        /// How it was rewritten.
+        #[serde(default)]
+        rewrite_method: Option<String>,
         /// Suggested λ for this query (identifiers and short queries lean lexical).
         suggested_lexical_interpolation: f64,
         /// Why that suggestion.
@@ -94,6 +178,12 @@ pub enum PipelineEvent {
         reranker: String,
         /// Hits in their new order.
         hits: Vec<FusedHit>,
+        /// Why the reranker did not run or failed ("rerank skipped: …"); the fused order was kept.
+        #[serde(default)]
+        skipped: Option<String>,
+        /// Each kept candidate's move: fused rank → new rank, with the reranker's score.
+        #[serde(default)]
+        moves: Vec<RerankMove>,
         /// Milliseconds.
         elapsed_ms: f64,
     },
@@ -101,6 +191,12 @@ pub enum PipelineEvent {
     ContextAssembled {
         /// Numbered sources.
         sources: Vec<ContextSource>,
+        /// The packing profile used.
+        #[serde(default)]
+        profile: String,
+        /// Candidates left out, with the reason.
+        #[serde(default)]
+        dropped: Vec<ContextDropped>,
         /// Milliseconds.
         elapsed_ms: f64,
     },
@@ -108,6 +204,31 @@ pub enum PipelineEvent {
     AnswerToken {
         /// Text.
         text: String,
+    },
+    /// The answer is complete and checked.
+    Answered {
+        /// The answer after citation checking.
+        text: String,
+        /// Which generator ("extractive", "miss", or the LLM client's name).
+        generator: String,
+        /// The model as the provider named it.
+        model: Option<String>,
+        /// Language of the answer ("zh" or "en").
+        language: String,
+        /// The knowledge base did not support an answer: the fixed reply was given.
+        kb_miss: bool,
+        /// Why it was a miss.
+        miss_reasons: Vec<String>,
+        /// `[n]` markers that pointed outside the packed sources and were removed.
+        removed_citations: Vec<u32>,
+        /// Sources the answer cites.
+        cited: Vec<CitedSource>,
+        /// Per answer sentence: the passage span that supports it, or unsupported.
+        support: Vec<SentenceCheck>,
+        /// Token usage reported by the provider.
+        usage: Option<TokenUsage>,
+        /// Milliseconds.
+        elapsed_ms: f64,
     },
     /// The query finished.
     Done {
@@ -144,6 +265,7 @@ impl PipelineEvent {
             PipelineEvent::Reranked { .. } => "reranked",
             PipelineEvent::ContextAssembled { .. } => "context_assembled",
             PipelineEvent::AnswerToken { .. } => "answer_token",
+            PipelineEvent::Answered { .. } => "answered",
             PipelineEvent::Done { .. } => "done",
             PipelineEvent::Error { .. } => "error",
         }

@@ -18,6 +18,7 @@ pub mod error;
 pub mod event;
 pub mod failpoint;
 pub mod ids;
+pub mod log;
 pub mod model;
 pub mod params;
 pub mod query;
@@ -25,7 +26,8 @@ pub mod seams;
 
 pub use auth::{ApiKeyInfo, KeyStore, Role};
 pub use error::{CoreError, UserError};
-pub use event::{PipelineEvent, StageTiming};
+pub use event::{CitedSource, ContextDropped, PipelineEvent, RerankMove, SentenceCheck, StageTiming, TokenUsage};
+pub use log::{LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
 pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, TenantId};
 pub use model::*;
 pub use params::*;

@@ -35,6 +35,34 @@ pub struct KnowledgeBase {
 pub struct KbSettings {
     /// Retrieval defaults.
     pub retrieval: crate::params::RetrievalParams,
+    /// Answering: context budget, miss thresholds, prompt.
+    #[serde(default)]
+    pub answer: AnswerSettings,
+}
+
+/// How a knowledge base answers.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AnswerSettings {
+    /// Context packing profile: "faq" (top 3 within 800 characters),
+    /// "document" (top 6 within 6,000), or "auto" (faq when the best hit is
+    /// an FAQ entry or fact, else document).
+    pub profile: String,
+    /// Below this best normalised fused score the question is a miss.
+    pub min_fused: Option<f64>,
+    /// Below this best cosine (when the dense path ran) the question is a miss.
+    pub min_cosine: Option<f64>,
+    /// System prompt template (None: the built-in rules).
+    pub prompt_system: Option<String>,
+    /// User turn template (None: the built-in one).
+    pub prompt_user: Option<String>,
+}
+
+impl Default for AnswerSettings {
+    fn default() -> Self {
+        AnswerSettings { profile: "auto".into(), min_fused: Some(0.05), min_cosine: Some(0.80), prompt_system: None, prompt_user: None }
+    }
 }
 
 /// Review status of an FAQ entry. Only approved entries are searched.

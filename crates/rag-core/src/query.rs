@@ -101,6 +101,13 @@ pub struct QueryRequest {
     /// Filters.
     #[serde(default)]
     pub filters: Filters,
+    /// Whether to generate an answer after retrieval.
+    #[serde(default)]
+    pub generate: bool,
+    /// A conversation this question continues: earlier turns are read from
+    /// the query log and a follow-up is rewritten into a standalone query.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
 }
 
 /// One candidate in one path's ranked list.

@@ -262,5 +262,5 @@ pub trait EmbeddingCache: Send + Sync {
 }
 
 /// A store that reads and writes.
-pub trait Store: StoreRead + StoreWrite {}
-impl<T: StoreRead + StoreWrite> Store for T {}
+pub trait Store: StoreRead + StoreWrite + crate::log::QueryLogStore {}
+impl<T: StoreRead + StoreWrite + crate::log::QueryLogStore> Store for T {}

@@ -23,12 +23,14 @@ pub struct Components {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// The shared embedding cache, when one is configured.
     pub cache: Option<Arc<dyn EmbeddingCache>>,
+    /// The LLM answering questions; `None` uses the extractive generator.
+    pub generator: Option<Arc<dyn rag_core::Generator>>,
 }
 
 impl Components {
     /// Store and reranker only: the lexical paths.
     pub fn lexical(store: Arc<dyn Store>) -> Self {
-        Components { store, reranker: Arc::new(rag_core::IdentityReranker), embedder: None, cache: None }
+        Components { store, reranker: Arc::new(rag_core::IdentityReranker), embedder: None, cache: None, generator: None }
     }
 }
 

@@ -1,14 +1,24 @@
 //! Ingest: files into documents with chunks, or into FAQ entries; each file is one atomic write.
+//!
+//! Extraction and chunking are `rag_ingest`'s; this module runs them off the
+//! async runtime, embeds through the cache, writes, and reports progress.
 
-use crate::chunk::chunk_text;
+use crate::chunk::{split, to_chunks};
+use crate::embed::{hex_sha256, text_hash, EmbedStats};
 use crate::engine::Engine;
-use crate::parse::{parse_file, Parsed};
-use crate::embed::{hex_sha256, text_hash};
+use crate::job::{IngestOptions, IngestProgress};
+use crate::pipeline::error_code;
 use rag_core::{
-    chunk_title, now, Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, PassageId,
-    PassageVector, SynonymGroup, TenantId, UserWord, WriteOp,
+    chunk_title, now, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, PassageId, PassageVector,
+    SynonymGroup, TenantId, UserError, UserWord, WriteOp,
 };
+use rag_ingest::{check_size, extract, Content, Limits};
 use serde::Serialize;
+
+/// The refusal of a file whose job was cancelled before its write.
+fn cancelled() -> (&'static str, String) {
+    ("cancelled", "the job was cancelled before this file was stored; nothing of it was stored".into())
+}
 
 /// What happened to one input.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -52,45 +62,140 @@ pub struct IngestOutcome {
 
 
 impl Engine {
-    /// Ingests one file. Never fails as a whole: problems are reported in the outcome.
+    /// Ingests one file with the engine's chunk sizes and the approximate
+    /// token counter. Never fails for a bad file: problems are reported in
+    /// the outcome. See [`Engine::ingest_with`].
     pub async fn ingest(&self, tenant: &TenantId, kb_name: &str, source: &str, bytes: Vec<u8>) -> Result<IngestOutcome, CoreError> {
-        let kb = self.kb(tenant, kb_name).await?;
-        let outcome = |status| IngestOutcome { source: source.to_owned(), status };
-        if bytes.len() > self.config().max_file_bytes {
-            return Ok(outcome(IngestStatus::Failed {
-                reason: format!("{} bytes exceeds the limit of {} bytes", bytes.len(), self.config().max_file_bytes),
-            }));
-        }
-        let hash = hex_sha256(&bytes);
-        let name = source.to_owned();
-        let chunk_params = self.config().chunk;
-        let parsed = tokio::task::spawn_blocking(move || {
-            parse_file(&name, &bytes).map(|p| match p {
-                Parsed::Document { title, text, markdown } => {
-                    let chunks = chunk_text(&text, markdown, chunk_params);
-                    (Parsed::Document { title, text, markdown }, chunks)
-                }
-                faqs => (faqs, Vec::new()),
-            })
-        })
-        .await
-        .map_err(|e| CoreError::Component { component: "ingest".into(), message: e.to_string() })?;
-        let (parsed, raw_chunks) = match parsed {
-            Ok(p) => p,
+        let options = IngestOptions::new(self.config().chunk);
+        self.ingest_with(tenant, kb_name, source, bytes, &options, &mut |_| {}).await
+    }
+
+    /// The limits files are checked against (the engine's largest file).
+    pub fn ingest_limits(&self) -> Limits {
+        Limits { max_file_bytes: self.config().max_file_bytes as u64, ..Limits::default() }
+    }
+
+    /// Ingests one file as a step of a job, reporting each stage to
+    /// `progress` (see [`IngestProgress`]): the file is extracted by
+    /// [`rag_ingest::extract`] (TXT, Markdown, HTML, PDF, DOCX, FAQ
+    /// JSONL/CSV), a document is chunked by [`rag_ingest::chunk`] with the
+    /// options' token counter, new passages are embedded through the
+    /// embedding cache (an unchanged chunk of a re-ingested file takes its
+    /// vector from there), and everything is committed in one atomic write.
+    ///
+    /// The same bytes twice are skipped; a changed file from the same source
+    /// replaces the older document. A bad file fails with a code and a
+    /// reason and leaves nothing behind; the error result is kept for what
+    /// should stop a whole job (unknown knowledge base, invalid options,
+    /// vectors of another model, a failing store), and even then the file's
+    /// last event is `failed`.
+    pub async fn ingest_with(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        source: &str,
+        bytes: Vec<u8>,
+        options: &IngestOptions,
+        progress: &mut (dyn FnMut(IngestProgress) + Send),
+    ) -> Result<IngestOutcome, CoreError> {
+        progress(IngestProgress::Received { source: source.to_owned(), bytes: bytes.len() as u64 });
+        let result = self.ingest_stages(tenant, kb_name, source, bytes, options, progress).await;
+        let status = match result {
+            Ok(Ok(status)) => status,
+            Ok(Err((code, reason))) => {
+                tracing::warn!(kb = kb_name, source, code, %reason, "file rejected");
+                progress(IngestProgress::failed(source, code, reason.clone()));
+                IngestStatus::Failed { reason }
+            }
             Err(e) => {
-                tracing::warn!(kb = %kb.name, source, reason = %e, "file rejected");
-                return Ok(outcome(IngestStatus::Failed { reason: e.to_string() }));
+                progress(IngestProgress::failed(source, error_code(&e), e.to_string()));
+                return Err(e);
             }
         };
+        if let IngestStatus::Skipped { reason } = &status {
+            progress(IngestProgress::Skipped { source: source.to_owned(), reason: reason.clone() });
+        }
+        Ok(IngestOutcome { source: source.to_owned(), status })
+    }
+
+    /// The stages after `received`. The inner error is a refused file
+    /// (code, reason); the outer one stops the job.
+    async fn ingest_stages(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        source: &str,
+        bytes: Vec<u8>,
+        options: &IngestOptions,
+        progress: &mut (dyn FnMut(IngestProgress) + Send),
+    ) -> Result<Result<IngestStatus, (&'static str, String)>, CoreError> {
+        options
+            .chunk
+            .validate()
+            .map_err(|e| UserError::InvalidParam { name: "chunk", reason: e.to_string() })?;
+        let kb = self.kb(tenant, kb_name).await?;
+        let limits = self.ingest_limits();
+        if let Err(e) = check_size(bytes.len() as u64, &limits) {
+            return Ok(Err((e.code(), e.to_string())));
+        }
         let store = self.store();
-        match parsed {
-            Parsed::Document { title, text, .. } => {
-                if store.document_by_hash(tenant, kb.id, &hash).await?.is_some() {
-                    return Ok(outcome(IngestStatus::Skipped { reason: "already ingested (same content)".into() }));
+        // The same bytes are already a document: skip before extracting anything.
+        let hash = hex_sha256(&bytes);
+        if store.document_by_hash(tenant, kb.id, &hash).await?.is_some() {
+            return Ok(Ok(IngestStatus::Skipped { reason: "already ingested (same content)".into() }));
+        }
+        if options.cancelled() {
+            return Ok(Err(cancelled()));
+        }
+
+        let (name, media) = (source.to_owned(), options.media_type.clone());
+        let extraction = blocking(move || extract(&name, media.as_deref(), &bytes, &limits)).await?;
+        let extraction = match extraction {
+            Ok(x) => x,
+            Err(e) => return Ok(Err((e.code(), e.to_string()))),
+        };
+        let format = extraction.format;
+        match extraction.content {
+            Content::Document(doc) => {
+                progress(IngestProgress::Extracted {
+                    source: source.to_owned(),
+                    format,
+                    encoding: doc.encoding.as_ref().map(|e| e.name().to_owned()),
+                    chars: Some(doc.text.chars().count()),
+                    pages: (!doc.pages.is_empty()).then_some(doc.pages.len()),
+                    entries: None,
+                });
+                let (params, counter) = (options.chunk, options.token_counter.clone());
+                let (doc, pieces) = blocking(move || {
+                    let pieces = split(&doc, &params, counter.as_ref());
+                    (doc, pieces)
+                })
+                .await?;
+                let pieces = pieces.map_err(|e| UserError::InvalidParam { name: "chunk", reason: e.to_string() })?;
+                if pieces.is_empty() {
+                    return Ok(Err(("empty_file", "no text to index".into())));
                 }
-                if raw_chunks.is_empty() {
-                    return Ok(outcome(IngestStatus::Failed { reason: "no text to index".into() }));
+                progress(IngestProgress::Chunked {
+                    source: source.to_owned(),
+                    chunks: pieces.len(),
+                    max_tokens: pieces.iter().map(|c| c.tokens).max().unwrap_or(0),
+                });
+                let title = doc.title.clone().filter(|t| !t.trim().is_empty()).unwrap_or_else(|| file_stem(source));
+                let doc_id = DocId::generate();
+                let chunks = to_chunks(doc_id, pieces);
+                let texts: Vec<(PassageId, String)> = chunks
+                    .iter()
+                    .map(|c| (PassageId::Chunk(c.id), format!("{}\n{}", chunk_title(&title, &c.heading_path), c.text)))
+                    .collect();
+                if options.cancelled() {
+                    return Ok(Err(cancelled()));
                 }
+                let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
+                    Ok(v) => v,
+                    Err(e) if embedding_failure(&e) => return Ok(Err(("embedding_failed", e.to_string()))),
+                    Err(e) => return Err(e),
+                };
+                progress(self.embedded_event(source, &stats));
                 let mut ops: Vec<WriteOp> = store
                     .documents(tenant, kb.id)
                     .await?
@@ -100,26 +205,7 @@ impl Engine {
                     .collect();
                 let replaced = !ops.is_empty();
                 let ts = now();
-                let doc_id = DocId::generate();
-                let chunks: Vec<Chunk> = raw_chunks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| Chunk {
-                        id: ChunkId::generate(),
-                        doc: doc_id,
-                        ordinal: i as u32,
-                        heading_path: c.heading_path.clone(),
-                        text: text[c.start..c.end].to_owned(),
-                        start: c.start,
-                        end: c.end,
-                    })
-                    .collect();
                 let n = chunks.len();
-                let texts: Vec<(PassageId, String)> = chunks
-                    .iter()
-                    .map(|c| (PassageId::Chunk(c.id), format!("{}\n{}", chunk_title(&title, &c.heading_path), c.text)))
-                    .collect();
-                let vectors = self.vectors_for(tenant, kb.id, texts).await?;
                 let document = Document {
                     id: doc_id,
                     kb: kb.id,
@@ -129,43 +215,64 @@ impl Engine {
                     tags: Vec::new(),
                     created_at: ts,
                     updated_at: ts,
-                    text,
+                    text: doc.text,
                 };
                 // The vectors go in the same atomic write, after the document they belong to.
                 ops.push(WriteOp::PutDocument { document, chunks });
                 ops.extend(vectors);
+                if options.cancelled() {
+                    return Ok(Err(cancelled()));
+                }
                 let seq = store.apply(tenant, kb.id, ops).await?;
-                tracing::info!(kb = %kb.name, source, chunks = n, replaced, seq, "document ingested");
-                Ok(outcome(IngestStatus::Document { chunks: n, replaced }))
+                tracing::info!(kb = %kb.name, source, format = format.as_str(), chunks = n, replaced, seq, "document ingested");
+                progress(IngestProgress::Indexed {
+                    source: source.to_owned(),
+                    seq,
+                    chunks: n,
+                    faqs_added: 0,
+                    faq_duplicates: 0,
+                    replaced,
+                });
+                Ok(Ok(IngestStatus::Document { chunks: n, replaced }))
             }
-            Parsed::Faqs(drafts) => {
+            Content::Faqs { rows, encoding } => {
+                progress(IngestProgress::Extracted {
+                    source: source.to_owned(),
+                    format,
+                    encoding: Some(encoding.name().to_owned()),
+                    chars: None,
+                    pages: None,
+                    entries: Some(rows.len()),
+                });
                 let existing = store.faqs(tenant, kb.id).await?;
                 let ts = now();
                 let mut duplicates = 0;
                 let mut ops = Vec::new();
-                for d in drafts {
-                    if existing.iter().any(|e| e.question == d.question && e.answer == d.answer) {
+                for r in rows {
+                    let present = existing.iter().any(|e| e.question == r.question && e.answer == r.answer);
+                    let repeated = ops.iter().any(|o| matches!(o, WriteOp::PutFaq(f) if f.question == r.question && f.answer == r.answer));
+                    if present || repeated {
                         duplicates += 1;
                         continue;
                     }
                     ops.push(WriteOp::PutFaq(FaqEntry {
                         id: FaqId::generate(),
                         kb: kb.id,
-                        question: d.question,
-                        answer: d.answer,
-                        status: d.status,
+                        question: r.question,
+                        answer: r.answer,
+                        status: r.status,
                         edited: false,
-                        source_url: d.source_url,
-                        tags: d.tags,
+                        source_url: r.source_url,
+                        tags: r.tags,
                         created_at: ts,
                         updated_at: ts,
-                        valid_from: d.valid_from,
-                        valid_until: d.valid_until,
+                        valid_from: r.valid_from,
+                        valid_until: r.valid_until,
                     }));
                 }
                 let added = ops.len();
                 if added == 0 {
-                    return Ok(outcome(IngestStatus::Skipped { reason: format!("all {duplicates} entries already present") }));
+                    return Ok(Ok(IngestStatus::Skipped { reason: format!("all {duplicates} entries already present") }));
                 }
                 let texts: Vec<(PassageId, String)> = ops
                     .iter()
@@ -174,27 +281,67 @@ impl Engine {
                         _ => None,
                     })
                     .collect();
-                if let Some(op) = self.vectors_for(tenant, kb.id, texts).await? {
-                    ops.push(op);
+                if options.cancelled() {
+                    return Ok(Err(cancelled()));
+                }
+                let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
+                    Ok(v) => v,
+                    Err(e) if embedding_failure(&e) => return Ok(Err(("embedding_failed", e.to_string()))),
+                    Err(e) => return Err(e),
+                };
+                progress(self.embedded_event(source, &stats));
+                ops.extend(vectors);
+                if options.cancelled() {
+                    return Ok(Err(cancelled()));
                 }
                 let seq = store.apply(tenant, kb.id, ops).await?;
                 tracing::info!(kb = %kb.name, source, added, duplicates, seq, "FAQ entries ingested");
-                Ok(outcome(IngestStatus::Faqs { added, duplicates }))
+                progress(IngestProgress::Indexed {
+                    source: source.to_owned(),
+                    seq,
+                    chunks: 0,
+                    faqs_added: added,
+                    faq_duplicates: duplicates,
+                    replaced: false,
+                });
+                Ok(Ok(IngestStatus::Faqs { added, duplicates }))
             }
+        }
+    }
+
+    fn embedded_event(&self, source: &str, stats: &Option<EmbedStats>) -> IngestProgress {
+        let s = stats.unwrap_or_default();
+        IngestProgress::Embedded {
+            source: source.to_owned(),
+            model: self.embedder().map(|e| e.model().model_id().to_owned()),
+            vectors: s.cached + s.computed,
+            cached: s.cached,
+            computed: s.computed,
         }
     }
 
     /// Embeds `texts` for storing beside their passages, when an embedder is
     /// configured; refuses when the knowledge base's vectors come from another model.
     pub(crate) async fn vectors_for(&self, tenant: &TenantId, kb: rag_core::KbId, texts: Vec<(PassageId, String)>) -> Result<Option<WriteOp>, CoreError> {
-        let Some(embedder) = self.embedder() else { return Ok(None) };
+        Ok(self.embed_for_ingest(tenant, kb, texts).await?.0)
+    }
+
+    /// [`Engine::vectors_for`] with how many vectors came from the cache and
+    /// how many were computed (`None` without an embedder or texts).
+    async fn embed_for_ingest(
+        &self,
+        tenant: &TenantId,
+        kb: rag_core::KbId,
+        texts: Vec<(PassageId, String)>,
+    ) -> Result<(Option<WriteOp>, Option<EmbedStats>), CoreError> {
+        let Some(embedder) = self.embedder() else { return Ok((None, None)) };
         if texts.is_empty() {
-            return Ok(None);
+            return Ok((None, None));
         }
         let space = self.store().embedding_space(tenant, kb).await?;
         self.check_space(space.as_ref(), &embedder, 0)?;
         let strings: Vec<String> = texts.iter().map(|(_, t)| t.clone()).collect();
-        let (vectors, _) = embedder.embed_documents(&strings, self.config().embed_batch).await?;
+        let (vectors, stats) = embedder.embed_documents(&strings, self.config().embed_batch).await?;
         let dims = vectors.first().map_or(0, Vec::len);
         self.check_space(space.as_ref(), &embedder, dims)?;
         let vectors = texts
@@ -202,7 +349,8 @@ impl Engine {
             .zip(vectors)
             .map(|((id, text), vector)| PassageVector { id, text_hash: text_hash(&text), vector })
             .collect();
-        Ok(Some(WriteOp::PutVectors { space: EmbeddingSpace { model_id: embedder.model().model_id().to_owned(), dims }, vectors }))
+        let op = WriteOp::PutVectors { space: EmbeddingSpace { model_id: embedder.model().model_id().to_owned(), dims }, vectors };
+        Ok((Some(op), Some(stats)))
     }
 
     /// Adds synonym groups to a knowledge base (groups already present are skipped).
@@ -259,4 +407,21 @@ impl Engine {
         }
         Ok(n)
     }
+}
+
+/// Runs CPU work (extraction, chunking) on a blocking thread.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, CoreError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| CoreError::Component { component: "ingest".into(), message: e.to_string() })
+}
+
+/// An embedder that failed (a model or endpoint error) fails the file, not the job.
+fn embedding_failure(e: &CoreError) -> bool {
+    matches!(e, CoreError::Component { .. })
+}
+
+/// The file name without directories and extension: the title of a document without one.
+fn file_stem(source: &str) -> String {
+    let last = source.rsplit(['/', '\\']).next().unwrap_or(source);
+    let stem = last.rsplit_once('.').map_or(last, |(s, _)| s);
+    if stem.is_empty() { last.to_owned() } else { stem.to_owned() }
 }

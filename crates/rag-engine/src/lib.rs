@@ -13,26 +13,30 @@
 //! ```no_run
 //! # async fn demo(engine: rag_engine::Engine) {
 //! use rag_core::{QueryRequest, TenantId};
-//! let request = QueryRequest { kb: "demo".into(), query: "怎么退款".into(), params: None, filters: Default::default() };
+//! let request = QueryRequest { kb: "demo".into(), query: "怎么退款".into(), params: None, filters: Default::default(), generate: false, conversation_id: None };
 //! let events = engine.query_collect(&TenantId::default_tenant(), request).await;
 //! assert_eq!(events.last().unwrap().kind(), "done");
 //! # }
 //! ```
 
+mod answer;
 mod chunk;
 mod dense;
 mod embed;
 mod engine;
 mod ingest;
+mod job;
 mod manage;
 pub mod parse;
 pub mod pipeline;
 
-pub use chunk::{chunk_text, ChunkParams};
+pub use chunk::ChunkParams;
 pub use dense::DenseIndex;
 pub use embed::{text_hash, CachedEmbedder, EmbedStats};
 pub use engine::{Components, Engine, EngineConfig, KbIndex, ReembedReport};
 pub use ingest::{IngestOutcome, IngestStatus};
+pub use job::{FailedFile, IngestOptions, IngestProgress, IngestSummary, TokenCountFn};
+pub use rag_ingest;
 pub use manage::{FaqPatch, Lexicon, NewFaq};
-pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError, Parsed};
+pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError};
 pub use pipeline::{error_code, PipelineOutput, QueryOptions};

@@ -236,4 +236,32 @@ impl Engine {
         self.store().apply(tenant, kb.id, vec![WriteOp::DeleteFact(id)]).await?;
         Ok(())
     }
+
+    /// The FAQ lookup tool for agents: approved FAQ hits for `query` as
+    /// "Q: … A: … Source: …", or "No relevant FAQs found for: <query>".
+    pub async fn faq_tool(&self, tenant: &TenantId, kb_name: &str, query: &str) -> Result<String, CoreError> {
+        let kb = self.kb(tenant, kb_name).await?;
+        let request = rag_core::QueryRequest {
+            kb: kb_name.to_owned(),
+            query: query.to_owned(),
+            params: None,
+            filters: Default::default(),
+            generate: false,
+            conversation_id: None,
+        };
+        let options = crate::QueryOptions { views: true, log: false };
+        let mut sink = |_e: rag_core::PipelineEvent| {};
+        let out = self.run(tenant, request, options, &mut sink).await?;
+        let index = self.index(tenant, &kb).await?;
+        let min = kb.settings.answer.min_fused.unwrap_or(0.0);
+        let hits: Vec<rag_answer::FaqToolHit> = out
+            .reranked
+            .iter()
+            .filter(|h| h.normalized >= min)
+            .filter_map(|h| index.lexical.view(h.id, &[]))
+            .filter_map(|v| rag_answer::FaqToolHit::from_view(&v))
+            .take(3)
+            .collect();
+        Ok(rag_answer::format_faq_tool(query, &hits))
+    }
 }

@@ -3,7 +3,6 @@
 use crate::engine::Engine;
 use async_trait::async_trait;
 use futures::Stream;
-use rag_core::event::ContextSource;
 use rag_core::{
     AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, Language, PathKind, PipelineEvent, QueryRequest, RankedList,
     RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId, TokenKind, UserError,
@@ -21,11 +20,13 @@ use std::time::Instant;
 pub struct QueryOptions {
     /// Attach passage texts with highlights to recall and context events.
     pub views: bool,
+    /// Write a query-log row.
+    pub log: bool,
 }
 
 impl Default for QueryOptions {
     fn default() -> Self {
-        QueryOptions { views: true }
+        QueryOptions { views: true, log: true }
     }
 }
 
@@ -164,6 +165,11 @@ impl Engine {
     /// Dropping the stream cancels the run at its next await point (work already
     /// handed to a blocking thread finishes, and its result is discarded).
     pub fn query(&self, tenant: &TenantId, request: QueryRequest) -> impl Stream<Item = PipelineEvent> + Send + 'static {
+        self.query_with(tenant, request, QueryOptions::default())
+    }
+
+    /// [`Engine::query`] with options (e.g. no query-log row for read-only use).
+    pub fn query_with(&self, tenant: &TenantId, request: QueryRequest, options: QueryOptions) -> impl Stream<Item = PipelineEvent> + Send + 'static {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let engine = self.clone();
         let tenant = tenant.clone();
@@ -174,7 +180,7 @@ impl Engine {
                 let _ = sender.try_send(e);
             };
             tokio::select! {
-                result = engine.run(&tenant, request, QueryOptions::default(), &mut emit) => {
+                result = engine.run(&tenant, request, options, &mut emit) => {
                     if let Err(e) = result {
                         let _ = tx.send(PipelineEvent::Error { code: error_code(&e).into(), message: e.to_string() }).await;
                     }
@@ -228,8 +234,9 @@ impl Engine {
         let mut warnings = Vec::new();
         let kb = self.kb(tenant, &request.kb).await?;
         let params = self.validate(&request, &kb.settings.retrieval)?;
+        let query_id = uuid_like();
         emit(PipelineEvent::QueryReceived {
-            query_id: uuid_like(),
+            query_id: query_id.clone(),
             kb: kb.name.clone(),
             query: request.query.clone(),
             paths: params.paths.clone(),
@@ -238,7 +245,28 @@ impl Engine {
         let index = self.index(tenant, &kb).await?;
         timings.push(StageTiming { stage: "prepare".into(), ms: ms(started) });
         let t = Instant::now();
-        let (ix, raw) = (index.clone(), request.query.clone());
+        // A follow-up in a conversation is rewritten into a standalone query
+        // from the earlier turns in the query log.
+        let mut rewrite = None;
+        if let Some(conv) = &request.conversation_id {
+            let filter = rag_core::LogFilter { conversation_id: Some(conv.clone()), limit: 4, ..Default::default() };
+            let mut turns: Vec<rag_answer::Turn> = self
+                .store()
+                .query_log(tenant, kb.id, &filter)
+                .await?
+                .into_iter()
+                .map(|r| rag_answer::Turn { query: r.rewritten_query.unwrap_or(r.query), answer: r.answer })
+                .collect();
+            turns.reverse();
+            if !turns.is_empty() {
+                let (engine, q) = (self.clone(), request.query.clone());
+                rewrite = tokio::task::spawn_blocking(move || rag_answer::rewrite_followup(&engine.inner.analyzer, &turns, &q))
+                    .await
+                    .map_err(|e| CoreError::Component { component: "follow-up rewrite".into(), message: e.to_string() })?;
+            }
+        }
+        let search_query = rewrite.as_ref().map_or_else(|| request.query.clone(), |r| r.query.clone());
+        let (ix, raw) = (index.clone(), search_query.clone());
         let analyzed = tokio::task::spawn_blocking(move || ix.lexical.analyze_query(&raw))
             .await
             .map_err(|e| CoreError::Component { component: "analyzer".into(), message: e.to_string() })?;
@@ -249,6 +277,8 @@ impl Engine {
             normalized: analyzed.normalized.clone(),
             language: analyzed.language,
             tokens: analyzed.tokens.clone(),
+            rewritten_from: rewrite.as_ref().map(|_| request.query.clone()),
+            rewrite_method: rewrite.as_ref().map(|r| serde_json::to_value(r.method).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()),
             suggested_lexical_interpolation: lambda,
             suggestion_reason: reason.into(),
             elapsed_ms: elapsed,
@@ -336,33 +366,83 @@ impl Engine {
                 text: index.lexical.view(h.id, &[]).map(|v| format!("{}\n{}", v.title, v.body)).unwrap_or_default(),
             })
             .collect();
-        let reranked = match reranker.rerank(&analyzed, candidates, params.rerank_top_k).await {
-            Ok(r) => r.into_iter().map(|r| r.hit).collect::<Vec<_>>(),
-            Err(e) => {
-                warnings.push(format!("reranker {} failed, fused order kept: {e}", reranker.name()));
-                fused.hits.iter().take(params.rerank_top_k).cloned().collect()
+        let mut skipped = None;
+        let mut moves = Vec::new();
+        let reranked = if !params.rerank {
+            skipped = Some("rerank skipped: turned off for this request".to_owned());
+            fused.hits.iter().take(params.rerank_top_k).cloned().collect()
+        } else {
+            match reranker.rerank(&analyzed, candidates, params.rerank_top_k).await {
+                Ok(r) => {
+                    moves = r
+                        .iter()
+                        .enumerate()
+                        .map(|(i, h)| rag_core::RerankMove { id: h.hit.id, from: h.hit.rank, to: i as u32 + 1, score: h.score })
+                        .collect();
+                    r.into_iter()
+                        .enumerate()
+                        .map(|(i, h)| FusedHit { rank: i as u32 + 1, ..h.hit })
+                        .collect::<Vec<_>>()
+                }
+                Err(e) => {
+                    let reason = format!("rerank skipped: {} failed: {e}; the fused order is kept", reranker.name());
+                    warnings.push(reason.clone());
+                    skipped = Some(reason);
+                    fused.hits.iter().take(params.rerank_top_k).cloned().collect()
+                }
             }
         };
         let elapsed = ms(t);
         timings.push(StageTiming { stage: "reranked".into(), ms: elapsed });
-        emit(PipelineEvent::Reranked { reranker: reranker.name().into(), hits: reranked.clone(), elapsed_ms: elapsed });
+        emit(PipelineEvent::Reranked { reranker: reranker.name().into(), hits: reranked.clone(), skipped, moves, elapsed_ms: elapsed });
 
+        // Context: numbered sources within the knowledge base's budget.
         let t = Instant::now();
-        let sources: Vec<ContextSource> = reranked
-            .iter()
-            .enumerate()
-            .filter_map(|(i, h)| {
-                let matched: Vec<String> = lists
-                    .iter()
-                    .flat_map(|l| l.hits.iter().filter(|x| x.id == h.id).flat_map(|x| x.matched.iter().cloned()))
-                    .collect();
-                let passage = if options.views { index.lexical.view(h.id, &matched) } else { None }?;
-                Some(ContextSource { n: i as u32 + 1, passage })
-            })
-            .collect();
+        let packed = if options.views || request.generate {
+            let candidates: Vec<rag_answer::PackCandidate> = reranked
+                .iter()
+                .filter_map(|h| {
+                    let matched: Vec<String> = lists
+                        .iter()
+                        .flat_map(|l| l.hits.iter().filter(|x| x.id == h.id).flat_map(|x| x.matched.iter().cloned()))
+                        .collect();
+                    index.lexical.view(h.id, &matched).map(|passage| rag_answer::PackCandidate { hit: h.clone(), passage })
+                })
+                .collect();
+            let profile = match kb.settings.answer.profile.as_str() {
+                "auto" => {
+                    let faq_like = candidates.first().is_some_and(|c| c.passage.kind != rag_core::PassageKind::Chunk);
+                    if faq_like { rag_answer::PackProfile::faq() } else { rag_answer::PackProfile::document() }
+                }
+                name => rag_answer::PackProfile::named(name).unwrap_or_default(),
+            };
+            rag_answer::pack(&candidates, &profile)
+        } else {
+            rag_answer::pack(&[], &rag_answer::PackProfile::default())
+        };
         let elapsed = ms(t);
         timings.push(StageTiming { stage: "context_assembled".into(), ms: elapsed });
-        emit(PipelineEvent::ContextAssembled { sources, elapsed_ms: elapsed });
+        emit(PipelineEvent::ContextAssembled {
+            sources: packed.sources.clone(),
+            profile: packed.profile.name.clone(),
+            dropped: packed
+                .dropped
+                .iter()
+                .map(|d| rag_core::ContextDropped { id: d.id, rank: d.rank, reason: d.reason.to_string() })
+                .collect(),
+            elapsed_ms: elapsed,
+        });
+
+        let answer = if request.generate {
+            let t = Instant::now();
+            let out = self
+                .answer(&request.query, &analyzed, &index, &reranked, &lists, &packed.sources, &kb.settings.answer, &mut warnings, emit)
+                .await?;
+            timings.push(StageTiming { stage: "answered".into(), ms: ms(t) });
+            Some(out)
+        } else {
+            None
+        };
 
         tracing::info!(
             kb = %kb.name,
@@ -370,11 +450,52 @@ impl Engine {
             paths = lists.len(),
             fused = fused.hits.len(),
             top = ?reranked.first().map(|h| h.id.to_string()),
+            kb_miss = answer.as_ref().is_some_and(|a| a.kb_miss),
             warnings = warnings.len(),
             ms = ms(started),
             "query done"
         );
-        emit(PipelineEvent::Done { timings, paths: path_timings, total_ms: ms(started), warnings });
+        let total_ms = ms(started);
+        if options.log {
+            let record = rag_core::QueryLogRecord {
+                id: query_id,
+                tenant: tenant.clone(),
+                kb: kb.id,
+                kb_name: kb.name.clone(),
+                conversation_id: request.conversation_id.clone(),
+                created_at: rag_core::now(),
+                query: request.query.clone(),
+                rewritten_query: rewrite.as_ref().map(|r| r.query.clone()),
+                params: params.clone(),
+                filters: request.filters.clone(),
+                fused: fused
+                    .hits
+                    .iter()
+                    .map(|h| rag_core::LoggedHit {
+                        id: h.id,
+                        title: index.lexical.passage(h.id).map(|p| p.title.clone()).unwrap_or_default(),
+                        rank: h.rank,
+                        normalized: h.normalized,
+                        path_ranks: h.contributions.iter().map(|c| (c.path, c.rank)).collect(),
+                    })
+                    .collect(),
+                answer: answer.as_ref().map(|a| a.text.clone()),
+                generator: answer.as_ref().map(|a| a.generator.clone()),
+                model: answer.as_ref().and_then(|a| a.model.clone()),
+                top1_cosine: lists.iter().find(|l| l.path == PathKind::Dense).and_then(|l| l.hits.first()).map(|h| h.score),
+                top_fused_score: reranked.first().map(|h| h.normalized),
+                cited: answer.as_ref().map(|a| a.cited.clone()).unwrap_or_default(),
+                kb_miss: answer.as_ref().is_some_and(|a| a.kb_miss),
+                timings: timings.clone(),
+                total_ms,
+                usage: answer.as_ref().and_then(|a| a.usage),
+                feedback: None,
+            };
+            if let Err(e) = self.store().log_query(&record).await {
+                warnings.push(format!("the query log could not be written: {e}"));
+            }
+        }
+        emit(PipelineEvent::Done { timings, paths: path_timings, total_ms, warnings });
         Ok(PipelineOutput { analyzed, lists, fused, reranked })
     }
 }

@@ -220,6 +220,11 @@ impl LexicalIndex {
         }
     }
 
+    /// Every passage of the index.
+    pub fn passages(&self) -> &[Passage] {
+        &self.passages
+    }
+
     /// A passage by id.
     pub fn passage(&self, id: PassageId) -> Option<&Passage> {
         self.ord_of.get(&id).map(|o| &self.passages[*o as usize])

@@ -48,6 +48,12 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_tenants, create_tenant))
         .routes(routes!(list_keys, create_api_key))
         .routes(routes!(revoke_key))
+        .routes(routes!(crate::ops::list_log))
+        .routes(routes!(crate::ops::get_log))
+        .routes(routes!(crate::ops::feedback))
+        .routes(routes!(crate::ops::replay))
+        .routes(routes!(crate::ops::faq_tool))
+        .routes(routes!(crate::ops::analytics))
         .merge(crate::web::api_routes())
 }
 
@@ -101,6 +107,12 @@ pub struct QueryBody {
     /// Filters.
     #[serde(default)]
     pub filters: Option<FilterBody>,
+    /// Generate an answer (default true for /query, ignored by /retrieve).
+    #[serde(default)]
+    pub generate: Option<bool>,
+    /// Continue a conversation: a follow-up is rewritten from its earlier turns.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
 }
 
 /// The events of one query, as one document.
@@ -118,7 +130,10 @@ fn check_k(name: &'static str, v: Option<usize>, max: usize) -> Result<(), ApiEr
     }
 }
 
-async fn to_request(state: &AppState, caller: &Caller, kb: &str, body: QueryBody) -> Result<QueryRequest, ApiError> {
+pub(crate) async fn to_request(state: &AppState, caller: &Caller, kb: &str, body: QueryBody, may_generate: bool) -> Result<QueryRequest, ApiError> {
+    if body.conversation_id.as_ref().is_some_and(|c| c.is_empty() || c.len() > 128) {
+        return Err(ApiError::bad_request("invalid_param", "conversation_id has 1 to 128 bytes"));
+    }
     let max = state.config.limits.max_top_k;
     check_k("per_path_k", body.per_path_k, max)?;
     check_k("top_k", body.top_k, max)?;
@@ -156,10 +171,21 @@ async fn to_request(state: &AppState, caller: &Caller, kb: &str, body: QueryBody
     params.validate().map_err(rag_core::CoreError::from)?;
     let f = body.filters.unwrap_or_default();
     let filters = Filters { tags: f.tags, created_after: f.created_after, created_before: f.created_before, as_of: None };
-    Ok(QueryRequest { kb: kb.to_owned(), query: body.query, params: Some(params), filters })
+    Ok(QueryRequest {
+        kb: kb.to_owned(),
+        query: body.query,
+        params: Some(params),
+        filters,
+        generate: may_generate && body.generate.unwrap_or(true),
+        conversation_id: body.conversation_id,
+    })
 }
 
-fn stage_timings(e: &PipelineEvent) -> Option<Vec<(String, f64)>> {
+pub(crate) fn is_miss(e: &PipelineEvent) -> bool {
+    matches!(e, PipelineEvent::Answered { kb_miss: true, .. })
+}
+
+pub(crate) fn stage_timings(e: &PipelineEvent) -> Option<Vec<(String, f64)>> {
     match e {
         PipelineEvent::Done { timings, .. } => Some(timings.iter().map(|t| (t.stage.clone(), t.ms)).collect()),
         _ => None,
@@ -183,15 +209,17 @@ async fn query_stream(
     ApiJson(body): ApiJson<QueryBody>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let permit = state.query_slot(&caller.key_id)?;
-    let request = to_request(&state, &caller, &kb, body).await?;
+    let request = to_request(&state, &caller, &kb, body, true).await?;
     if state.config.log_queries {
         tracing::info!(kb = %kb, query = %request.query, "query");
     }
     let metrics = state.metrics.clone();
+    let mut missed = false;
     let events = state.engine.query(&caller.tenant, request).map(move |e| {
         let _held = &permit;
+        missed |= is_miss(&e);
         if let Some(t) = stage_timings(&e) {
-            metrics.query(&t, false);
+            metrics.query(&t, missed);
         }
         let data = serde_json::to_string(&e).unwrap_or_else(|_| "{}".into());
         Ok(Event::default().event(e.kind()).data(data))
@@ -213,10 +241,10 @@ async fn query_json(
     ApiJson(body): ApiJson<QueryBody>,
 ) -> Result<Json<QueryEvents>, ApiError> {
     let _permit = state.query_slot(&caller.key_id)?;
-    let request = to_request(&state, &caller, &kb, body).await?;
+    let request = to_request(&state, &caller, &kb, body, true).await?;
     let events: Vec<PipelineEvent> = state.engine.query(&caller.tenant, request).collect().await;
     if let Some(t) = events.last().and_then(stage_timings) {
-        state.metrics.query(&t, false);
+        state.metrics.query(&t, events.iter().any(is_miss));
     }
     Ok(Json(QueryEvents { events }))
 }
@@ -248,7 +276,7 @@ async fn retrieve(
     ApiJson(body): ApiJson<QueryBody>,
 ) -> Result<Json<Retrieval>, ApiError> {
     let _permit = state.query_slot(&caller.key_id)?;
-    let request = to_request(&state, &caller, &kb, body).await?;
+    let request = to_request(&state, &caller, &kb, body, false).await?;
     let events: Vec<PipelineEvent> = state.engine.query(&caller.tenant, request).collect().await;
     if let Some(PipelineEvent::Error { code, message }) = events.last() {
         let status = if code == "unknown_kb" { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };

@@ -15,6 +15,7 @@ mod auth;
 mod error;
 mod extract;
 mod metrics;
+mod ops;
 mod state;
 mod web;
 

@@ -175,6 +175,9 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/tenants") => json!({ "name": "intruder" }),
         ("post", "/keys") => json!({ "tenant": "alpha", "role": "read_write" }),
         ("post", "/session") => json!({ "key": "rsk_probe" }),
+        ("post", "/log/{id}/feedback") => json!({ "feedback": "useful" }),
+        ("post", "/log/{id}/replay") => json!({ "lexical_interpolation": 0.5 }),
+        ("post", "/kbs/{kb}/faq-tool") => json!({ "query": "退款" }),
         ("post", "/kbs/{kb}/documents") => return None, // multipart: handled apart
         ("get", _) | ("delete", _) => return None,
         ("post", p) if p.ends_with("/approve") || p.ends_with("/disable") => return None,
@@ -201,6 +204,10 @@ async fn no_route_reveals_another_tenants_data() {
     let fact_id = lex["facts"][0]["id"].as_str().unwrap().to_owned();
     let (_, retrieval) = server.post("/kbs/shop/retrieve", &alpha, json!({ "query": "退款" })).await;
     let cand = retrieval["candidates_id"].as_str().unwrap().to_owned();
+    let (_, asked) = server.post("/kbs/shop/query/sync", &alpha, json!({ "query": "ALPHA-SECRET 的暗号是什么" })).await;
+    let log_id = asked["events"][0]["query_id"].as_str().unwrap().to_owned();
+    let (s, row) = server.get(&format!("/log/{log_id}"), &alpha).await;
+    assert_eq!(s, 200, "{row}");
 
     let (s, doc) = server.get("/api/openapi.json".trim_start_matches("/api/v1"), &beta).await;
     let _ = (s, doc);
@@ -232,7 +239,17 @@ async fn no_route_reveals_another_tenants_data() {
                 if kb == "shop" && !path.contains("{id}") && !path.contains("refuse") && !admin_only {
                     continue; // beta's own knowledge base without foreign ids: nothing foreign to reach
                 }
-                let id = if path.contains("/documents/") { &doc_id } else if path.contains("/facts/") { &fact_id } else if path.contains("/keys/") { "anything" } else { &faq_id };
+                let id = if path.contains("/documents/") {
+                    &doc_id
+                } else if path.contains("/facts/") {
+                    &fact_id
+                } else if path.contains("/keys/") {
+                    "anything"
+                } else if path.starts_with("/log/") {
+                    &log_id
+                } else {
+                    &faq_id
+                };
                 let concrete = path.replace("{kb}", kb).replace("{id}", id);
                 let status;
                 let text;

@@ -27,6 +27,7 @@ mod cache;
 mod embedded;
 mod error;
 mod keys;
+mod log;
 mod lock;
 mod schema;
 

@@ -111,11 +111,13 @@ CREATE TABLE IF NOT EXISTS query_log (
     kb_id      TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
     created_at INTEGER NOT NULL,
     query      TEXT NOT NULL,
+    conversation TEXT,
     kb_miss    INTEGER NOT NULL DEFAULT 0,
     feedback   TEXT,
     record     TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS query_log_by_kb ON query_log (kb_id, created_at);
+CREATE INDEX IF NOT EXISTS query_log_by_conversation ON query_log (tenant, conversation, created_at);
 "#;
 
 /// The embedding cache, a separate database shared across data directories.

@@ -103,9 +103,9 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
     let mut pipeline_samples = Vec::new();
     for round in 0..=rounds {
         for q in &texts {
-            let request = QueryRequest { kb: "bench".into(), query: q.clone(), params: Some(params.clone()), filters: Default::default() };
+            let request = QueryRequest { kb: "bench".into(), query: q.clone(), params: Some(params.clone()), filters: Default::default(), generate: false, conversation_id: None };
             let t = Instant::now();
-            let _ = engine.run(&app.tenant, request, QueryOptions { views: false }, &mut |_| {}).await;
+            let _ = engine.run(&app.tenant, request, QueryOptions { views: false, log: false }, &mut |_| {}).await;
             if round > 0 {
                 pipeline_samples.push(t.elapsed().as_secs_f64() * 1000.0);
             }

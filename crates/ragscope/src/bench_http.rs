@@ -56,7 +56,7 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
         let mut sub = App { config: app.config.clone(), tenant: app.tenant.clone(), data_dir_given: true };
         sub.config.data_dir = dir.path().to_owned();
         let engine = sub.engine(OpenMode::ReadWrite)?;
-        let kb = engine.create_kb(&sub.tenant, "bench", KbSettings { retrieval: app.config.retrieval.clone() }).await.map_err(core_err)?;
+        let kb = engine.create_kb(&sub.tenant, "bench", KbSettings { retrieval: app.config.retrieval.clone(), ..Default::default() }).await.map_err(core_err)?;
         load_corpus(&engine, &sub.tenant, &kb, corpus).await?;
         if engine.embedder().is_some() {
             eprintln!("embedding the corpus for the dense path (cached by content hash)…");

@@ -54,6 +54,8 @@ pub enum Command {
     Faq(FaqArgs),
     /// Ask a knowledge base; prints every pipeline stage.
     Query(QueryArgs),
+    /// Ask a question and get a cited answer (streamed), logged in the query log.
+    Ask(AskArgs),
     /// Evaluate retrieval on BEIR-format files.
     Eval(EvalArgs),
     /// Measure indexing throughput and query latency on a BEIR-format dataset.
@@ -115,6 +117,9 @@ pub struct FaqArgs {
     /// Knowledge base.
     #[arg(long)]
     pub kb: String,
+    /// A question: print the FAQ tool's answer for agents ("Q: … A: … Source: …")
+    /// instead of listing entries.
+    pub question: Option<String>,
     /// Only entries that need review (pending, or past their valid_until).
     #[arg(long)]
     pub review: bool,
@@ -240,6 +245,9 @@ pub struct QueryArgs {
     pub kb: String,
     /// The question.
     pub query: String,
+    /// Also generate the answer (extractive unless an LLM is configured).
+    #[arg(long)]
+    pub answer: bool,
     /// Print the raw event stream, one JSON object per line.
     #[arg(long)]
     pub json: bool,
@@ -441,6 +449,11 @@ pub async fn dict(app: &App, args: TsvArgs) -> anyhow::Result<()> {
 
 pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
     let engine = app.engine(OpenMode::ReadOnly)?;
+    if let Some(q) = &args.question {
+        let text = engine.faq_tool(&app.tenant, &args.kb, q).await.map_err(core_err)?;
+        println!("{text}");
+        return Ok(());
+    }
     let kb = engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
     let now = rag_core::now();
     let entries = engine.store().faqs(&app.tenant, kb.id).await.map_err(core_err)?;
@@ -500,8 +513,11 @@ pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
             created_before: time_flag("until", &args.until)?,
             as_of: None,
         },
+        generate: args.answer,
+        conversation_id: None,
     };
-    let mut events = engine.query(&app.tenant, request);
+    // The store is open read-only here (a server may hold it): no query-log row.
+    let mut events = engine.query_with(&app.tenant, request, rag_engine::QueryOptions { views: true, log: false });
     let mut error = None;
     while let Some(event) = events.next().await {
         if args.json {
@@ -543,4 +559,70 @@ pub struct ServeArgs {
     /// Log query texts in request logs.
     #[arg(long)]
     pub log_queries: bool,
+}
+
+/// `ragscope ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// Knowledge base.
+    #[arg(long)]
+    pub kb: String,
+    /// The question.
+    pub question: String,
+    /// Continue a conversation: a follow-up is rewritten using its earlier turns.
+    #[arg(long)]
+    pub conversation: Option<String>,
+    /// Print every pipeline stage, not only the answer.
+    #[arg(long)]
+    pub verbose: bool,
+    /// Print the raw event stream, one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Asks a question: streams the answer with its sources and writes a query-log row.
+pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let engine = app.engine(OpenMode::ReadWrite)?;
+    let request = QueryRequest {
+        kb: args.kb.clone(),
+        query: args.question.clone(),
+        params: None,
+        filters: Filters::default(),
+        generate: true,
+        conversation_id: args.conversation.clone(),
+    };
+    let mut events = engine.query(&app.tenant, request);
+    let mut error = None;
+    while let Some(event) = events.next().await {
+        if args.json {
+            println!("{}", serde_json::to_string(&event)?);
+        } else {
+            match &event {
+                rag_core::PipelineEvent::AnswerToken { text } => {
+                    print!("{text}");
+                    let _ = std::io::stdout().flush();
+                }
+                rag_core::PipelineEvent::QueryAnalyzed { rewritten_from: Some(orig), normalized, .. } => {
+                    eprintln!("(follow-up «{orig}» searched as «{normalized}»)");
+                }
+                rag_core::PipelineEvent::Answered { .. } | rag_core::PipelineEvent::Error { .. } => print!("{}", render::event(&event)),
+                rag_core::PipelineEvent::Done { warnings, .. } if !args.verbose => {
+                    for w in warnings {
+                        eprintln!("  ! {w}");
+                    }
+                }
+                _ if args.verbose => print!("{}", render::event(&event)),
+                _ => {}
+            }
+        }
+        if let rag_core::PipelineEvent::Error { code, message } = &event {
+            error = Some((code.clone(), message.clone()));
+        }
+    }
+    match error {
+        Some((code, message)) if code == "store_error" || code == "internal" => anyhow::bail!("{message}"),
+        Some((_, message)) => Err(UserFacing(message).into()),
+        None => Ok(()),
+    }
 }

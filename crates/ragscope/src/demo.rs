@@ -13,7 +13,7 @@ pub async fn run(app: &App, args: DemoArgs) -> anyhow::Result<()> {
         return Err(UserFacing(format!("{} does not hold the demo knowledge base (faq.jsonl missing)", dir.display())).into());
     }
     let engine = app.engine(OpenMode::ReadWrite)?;
-    let settings = rag_core::KbSettings { retrieval: app.config.retrieval.clone() };
+    let settings = rag_core::KbSettings { retrieval: app.config.retrieval.clone(), ..Default::default() };
     match engine.create_kb(&app.tenant, &args.kb, settings).await {
         Ok(_) => println!("created knowledge base {}", args.kb),
         Err(rag_core::CoreError::User(UserError::KbExists { .. })) => println!("knowledge base {} exists; refreshing it", args.kb),
@@ -32,7 +32,7 @@ pub async fn run(app: &App, args: DemoArgs) -> anyhow::Result<()> {
         println!("{}", render::ingest_line(&outcome));
     }
     println!("{synonyms} synonym groups and {facts} facts added or updated\n");
-    let request = QueryRequest { kb: args.kb.clone(), query: args.query.clone(), params: None, filters: Default::default() };
+    let request = QueryRequest { kb: args.kb.clone(), query: args.query.clone(), params: None, filters: Default::default(), generate: false, conversation_id: None };
     let mut events = engine.query(&app.tenant, request);
     while let Some(e) = events.next().await {
         print!("{}", render::event(&e));

@@ -166,7 +166,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     };
     let store = EmbeddedStore::open(&dir, OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
     let engine = Engine::new(
-        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker), embedder, cache },
+        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker), embedder, cache, generator: None },
         EngineConfig { max_query_bytes: 1 << 20, ..EngineConfig::default() },
     );
     let kb_name = format!("eval-{}", args.corpus.file_stem().and_then(|s| s.to_str()).unwrap_or("corpus"));
@@ -215,8 +215,8 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             missing += 1;
             continue;
         };
-        let request = QueryRequest { kb: kb_name.clone(), query: text.clone(), params: Some(params.clone()), filters: Default::default() };
-        let ranked: Vec<String> = match engine.run(&tenant, request, QueryOptions { views: false }, &mut |_| {}).await {
+        let request = QueryRequest { kb: kb_name.clone(), query: text.clone(), params: Some(params.clone()), filters: Default::default(), generate: false, conversation_id: None };
+        let ranked: Vec<String> = match engine.run(&tenant, request, QueryOptions { views: false, log: false }, &mut |_| {}).await {
             Ok(out) if needs_dense && !out.lists.iter().any(|l| l.path == PathKind::Dense) => {
                 anyhow::bail!("the dense path did not run for query {qid}; refusing to report {} figures as if it had", args.mode)
             }

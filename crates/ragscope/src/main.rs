@@ -11,6 +11,7 @@ mod cli;
 mod config;
 mod demo;
 mod eval;
+mod ingest_cmd;
 mod render;
 mod serve;
 
@@ -84,7 +85,7 @@ impl App {
     pub(crate) fn engine_over(&self, store: EmbeddedStore) -> anyhow::Result<Engine> {
         let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
-            Components { store: Arc::new(store), reranker: Arc::new(IdentityReranker), embedder, cache },
+            Components { store: Arc::new(store), reranker: Arc::new(IdentityReranker), embedder, cache, generator: None },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
                 max_file_bytes: self.config.limits.max_file_bytes,
@@ -146,7 +147,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Kb { command } => match command {
             KbCommand::Create { name } => {
                 let engine = app.engine(OpenMode::ReadWrite)?;
-                let settings = rag_core::KbSettings { retrieval: app.config.retrieval.clone() };
+                let settings = rag_core::KbSettings { retrieval: app.config.retrieval.clone(), ..Default::default() };
                 let kb = engine.create_kb(&app.tenant, &name, settings).await.map_err(core_err)?;
                 println!("created knowledge base {} ({})", kb.name, kb.id);
                 Ok(())
@@ -175,12 +176,13 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
                 Ok(())
             }
         },
-        Command::Ingest(args) => cli::ingest(&app, args).await,
+        Command::Ingest(args) => ingest_cmd::run(&app, args).await,
         Command::Synonyms(args) => cli::synonyms(&app, args).await,
         Command::Facts(args) => cli::facts(&app, args).await,
         Command::Dict(args) => cli::dict(&app, args).await,
         Command::Faq(args) => cli::faq(&app, args).await,
         Command::Query(args) => cli::query(&app, args).await,
+        Command::Ask(args) => cli::ask(&app, args).await,
         Command::Eval(args) => eval::run(&app, args).await,
         Command::Bench(args) => bench::run(&app, args).await,
         Command::BenchHttp(args) => bench_http::run(&app, args).await,

@@ -50,17 +50,36 @@ pub fn event(e: &PipelineEvent) -> String {
                 let _ = writeln!(s, "  {:>2}. {:.3} (normalised {:.2})  {}", h.rank, h.score, h.normalized, parts.join(" + "));
             }
         }
-        PipelineEvent::Reranked { reranker, hits, elapsed_ms } => {
+        PipelineEvent::Reranked { reranker, hits, skipped, moves, elapsed_ms } => {
             let _ = writeln!(s, "● reranked by {reranker} ({elapsed_ms:.2} ms): {} hits", hits.len());
+            if let Some(why) = skipped {
+                let _ = writeln!(s, "  ! {why}");
+            }
+            for m in moves.iter().filter(|m| m.from != m.to).take(5) {
+                let _ = writeln!(s, "  moved {} → {}", m.from, m.to);
+            }
         }
-        PipelineEvent::ContextAssembled { sources, elapsed_ms } => {
-            let _ = writeln!(s, "● context ({elapsed_ms:.2} ms): {} sources", sources.len());
+        PipelineEvent::ContextAssembled { sources, profile, dropped, elapsed_ms } => {
+            let _ = writeln!(s, "● context ({profile}, {elapsed_ms:.2} ms): {} sources, {} left out", sources.len(), dropped.len());
             for src in sources {
                 let _ = writeln!(s, "  [{}] {}", src.n, snippet(&src.passage.title, 60));
                 let _ = writeln!(s, "      {}", snippet(&src.passage.body, 120));
             }
         }
         PipelineEvent::AnswerToken { text } => s.push_str(text),
+        PipelineEvent::Answered { generator, model, kb_miss, removed_citations, cited, support, elapsed_ms, .. } => {
+            let model = model.as_deref().map(|m| format!(", {m}")).unwrap_or_default();
+            let _ = writeln!(s, "\n● answered by {generator}{model} ({elapsed_ms:.1} ms){}", if *kb_miss { " — kb_miss: not in the knowledge base" } else { "" });
+            for c in cited {
+                let _ = writeln!(s, "  [{}] {}{}", c.n, snippet(&c.title, 70), c.source.as_deref().map(|u| format!("  ({u})")).unwrap_or_default());
+            }
+            if !removed_citations.is_empty() {
+                let _ = writeln!(s, "  ! removed citations outside the sources: {removed_citations:?}");
+            }
+            for sc in support.iter().filter(|c| c.verdict != "supported") {
+                let _ = writeln!(s, "  ? {}: «{}»", sc.verdict, snippet(&sc.text, 80));
+            }
+        }
         PipelineEvent::Done { timings, total_ms, warnings, .. } => {
             let parts: Vec<String> = timings.iter().map(|t| format!("{} {:.1}", t.stage, t.ms)).collect();
             let _ = writeln!(s, "✓ done in {total_ms:.1} ms ({})", parts.join(", "));

@@ -37,7 +37,9 @@ fn bad_queries_and_files_are_refused_clearly() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("lexical_interpolation"), "{}", r.stderr);
 
-    // Binary and invalid UTF-8 files fail with a reason; the good file beside them is stored.
+    // Binary, unsupported and malformed files fail with a reason and a code; the
+    // good files beside them are stored. A Latin-1 file is no longer refused as
+    // invalid UTF-8: its encoding is detected (windows-1252) and it is read.
     let files = dir.path().join("inputs");
     std::fs::create_dir_all(&files).unwrap();
     std::fs::write(files.join("a-binary.txt"), [0x7f, b'E', b'L', b'F', 0, 0, 1, 2]).unwrap();
@@ -49,13 +51,16 @@ fn bad_queries_and_files_are_refused_clearly() {
     c.args(["ingest", "--kb", "demo"]).arg(&files);
     let r = run(c);
     assert_eq!(r.code, 2, "{}", r.stdout);
-    assert!(r.stdout.contains("binary file"), "{}", r.stdout);
-    assert!(r.stdout.contains("not valid UTF-8"), "{}", r.stdout);
-    assert!(r.stdout.contains("unsupported file type"), "{}", r.stdout);
-    assert!(r.stdout.contains("line 1"), "{}", r.stdout);
-    assert!(r.stdout.contains("4 failed"), "{}", r.stdout);
+    assert!(r.stdout.contains("a-binary.txt [malformed_file]: malformed text file: binary data"), "{}", r.stdout);
+    assert!(r.stdout.contains("d-program.exe [unsupported_format]: unsupported format .exe"), "{}", r.stdout);
+    assert!(r.stdout.contains("e-bad.jsonl [bad_record]: line 1"), "{}", r.stdout);
+    assert!(r.stdout.contains("3 failed"), "{}", r.stdout);
+    // The summary table groups the failures by code.
+    assert!(r.stdout.contains("    bad_record (1)\n"), "{}", r.stdout);
     let s = sources(&query_events(&data, "demo", "酸辣土豆丝", &[]));
     assert!(s[0].1.contains("酸辣土豆丝"));
+    let s = sources(&query_events(&data, "demo", "café au lait", &[]));
+    assert!(s[0].1.contains("café au lait"), "{s:?}");
 
     // The knowledge base still answers as before.
     let s = sources(&query_events(&data, "demo", "虾", &[]));

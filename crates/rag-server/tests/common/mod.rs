@@ -17,12 +17,17 @@ pub struct Server {
 }
 
 pub async fn start(limits: Limits, reranker: Option<Arc<dyn Reranker>>) -> Server {
+    start_full(limits, reranker, None).await
+}
+
+pub async fn start_full(limits: Limits, reranker: Option<Arc<dyn Reranker>>, generator: Option<Arc<dyn rag_core::Generator>>) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
     let mut components = Components::lexical(Arc::new(store.clone()));
     if let Some(r) = reranker {
         components.reranker = r;
     }
+    components.generator = generator;
     let engine = Engine::new(components, EngineConfig::default());
     let keys: Arc<dyn KeyStore> = Arc::new(store);
     let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");

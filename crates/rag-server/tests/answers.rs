@@ -1,0 +1,230 @@
+//! Grounded answers over the HTTP API: the extractive answer in the
+//! question's language with checked citations, the honest miss and its log
+//! row, phase timings, a failing reranker kept soft, the FAQ tool, follow-up
+//! rewriting, and an LLM stand-in whose stream is closed when the client goes away.
+
+mod common;
+
+use async_trait::async_trait;
+use common::{start, start_full};
+use futures::StreamExt;
+use rag_core::{AnalyzedQuery, CoreError, RerankCandidate, RerankedHit, Reranker};
+use rag_server::Limits;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const FAQS: &str = r#"{"question":"怎么申请退款？","answer":"在订单页点击申请退款，三个工作日内原路退回。","source_url":"https://shop.example/help/refund"}
+{"question":"肉类怎么保存？","answer":"肉类买回后请放冰箱冷冻，零下十八度可保存三个月。"}
+{"question":"海鲜怎么保存？","answer":"海鲜买回后请当天食用，或冷冻保存不超过一个月。"}
+{"question":"营业时间是几点？","answer":"每天上午九点到晚上十点营业。"}
+"#;
+
+async fn seeded(server: &common::Server) -> String {
+    let key = server.tenant("acme").await;
+    let (s, _) = server.post("/kbs", &key, json!({ "name": "shop" })).await;
+    assert_eq!(s, 201);
+    server.upload("shop", &key, "faq.jsonl", FAQS.as_bytes().to_vec()).await;
+    key
+}
+
+fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
+    events.iter().find(|e| e["type"] == kind).unwrap_or_else(|| panic!("no {kind} event in {events:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chinese_question_gets_a_chinese_extractive_answer_with_valid_citations_and_a_log_row() {
+    let server = start(Limits::default(), None).await;
+    let key = seeded(&server).await;
+    let (s, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "退款怎么申请？" })).await;
+    assert_eq!(s, 200, "{body}");
+    let events = body["events"].as_array().unwrap();
+    let answered = find(events, "answered");
+    assert_eq!(answered["generator"], "extractive");
+    assert_eq!(answered["language"], "zh");
+    assert_eq!(answered["kb_miss"], false);
+    let text = answered["text"].as_str().unwrap();
+    assert!(text.contains("原路退回"), "{text}");
+    assert!(text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "the frame is Chinese: {text}");
+    let sources = find(events, "context_assembled")["sources"].as_array().unwrap().len() as u64;
+    let cited = answered["cited"].as_array().unwrap();
+    assert!(!cited.is_empty(), "{answered}");
+    for c in cited {
+        assert!(c["n"].as_u64().unwrap() >= 1 && c["n"].as_u64().unwrap() <= sources);
+    }
+    assert_eq!(cited[0]["source"], "https://shop.example/help/refund");
+    assert!(answered["removed_citations"].as_array().unwrap().is_empty());
+    let streamed: String = events.iter().filter(|e| e["type"] == "answer_token").map(|e| e["text"].as_str().unwrap()).collect();
+    assert_eq!(streamed.trim(), text.trim(), "the tokens add up to the answer");
+
+    // The log row holds the question, parameters, ranking, answer and timings.
+    let id = events[0]["query_id"].as_str().unwrap();
+    let (s, row) = server.get(&format!("/log/{id}"), &key).await;
+    assert_eq!(s, 200);
+    assert_eq!(row["query"], "退款怎么申请？");
+    assert_eq!(row["kb_name"], "shop");
+    assert_eq!(row["generator"], "extractive");
+    assert_eq!(row["kb_miss"], false);
+    assert!(row["fused"].as_array().is_some_and(|f| !f.is_empty()));
+    assert!(row["fused"][0]["path_ranks"].as_array().is_some_and(|p| !p.is_empty()));
+    assert!(row["params"]["fusion"]["k"].as_f64().is_some());
+    assert!(row["top_fused_score"].as_f64().is_some());
+    assert_eq!(row["cited"], answered["cited"]);
+    assert!(row["timings"].as_array().unwrap().iter().any(|t| t["stage"] == "recall"));
+    let (s, _) = server.post(&format!("/log/{id}/feedback"), &key, json!({ "feedback": "useful" })).await;
+    assert_eq!(s, 204);
+    let (_, row) = server.get(&format!("/log/{id}"), &key).await;
+    assert_eq!(row["feedback"], "useful");
+
+    // Phases do not overlap: they add up to the total.
+    let done = find(events, "done");
+    let sum: f64 = done["timings"].as_array().unwrap().iter().map(|t| t["ms"].as_f64().unwrap()).sum();
+    let total = done["total_ms"].as_f64().unwrap();
+    assert!(sum <= total * 1.0001 && sum >= total * 0.95, "phases sum to {sum} ms of {total} ms");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_outside_the_knowledge_base_is_an_honest_miss() {
+    let server = start(Limits::default(), None).await;
+    let key = seeded(&server).await;
+    let (_, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "火星的大气层由什么组成" })).await;
+    let events = body["events"].as_array().unwrap();
+    let answered = find(events, "answered");
+    assert_eq!(answered["kb_miss"], true, "{answered}");
+    assert_eq!(answered["generator"], "miss");
+    assert!(answered["text"].as_str().unwrap().contains("知识库中没有相关信息"), "{answered}");
+    assert!(answered["cited"].as_array().unwrap().is_empty());
+    let (_, misses) = server.get("/kbs/shop/log?kb_miss=true", &key).await;
+    assert_eq!(misses.as_array().unwrap().len(), 1);
+    assert_eq!(misses[0]["query"], "火星的大气层由什么组成");
+    let (_, stats) = server.get("/kbs/shop/analytics", &key).await;
+    assert_eq!(stats["misses"], 1);
+    assert_eq!(stats["recent_misses"][0], "火星的大气层由什么组成");
+    let metrics = server.client.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("ragscope_kb_miss_total 1"), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_faq_tool_and_follow_up_questions() {
+    let server = start(Limits::default(), None).await;
+    let key = seeded(&server).await;
+    let (_, hit) = server.post("/kbs/shop/faq-tool", &key, json!({ "query": "怎么退款" })).await;
+    let text = hit["text"].as_str().unwrap();
+    assert!(text.starts_with("Q: 怎么申请退款？"), "{text}");
+    assert!(text.contains("A: 在订单页点击申请退款") && text.contains("Source: https://shop.example/help/refund"), "{text}");
+    let (_, miss) = server.post("/kbs/shop/faq-tool", &key, json!({ "query": "火星的大气层由什么组成" })).await;
+    assert_eq!(miss["text"], "No relevant FAQs found for: 火星的大气层由什么组成");
+
+    let conv = "c-1";
+    let (_, first) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "肉类怎么保存？", "conversation_id": conv })).await;
+    assert!(find(first["events"].as_array().unwrap(), "answered")["text"].as_str().unwrap().contains("零下十八度"));
+    let (_, follow) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "那海鲜呢？", "conversation_id": conv })).await;
+    let events = follow["events"].as_array().unwrap();
+    let analyzed = find(events, "query_analyzed");
+    assert_eq!(analyzed["rewritten_from"], "那海鲜呢？", "{analyzed}");
+    let top = &find(events, "context_assembled")["sources"][0]["passage"]["title"];
+    assert_eq!(top, "海鲜怎么保存？");
+}
+
+struct Failing;
+#[async_trait]
+impl Reranker for Failing {
+    fn name(&self) -> &str {
+        "broken-reranker"
+    }
+    async fn rerank(&self, _q: &AnalyzedQuery, _c: Vec<RerankCandidate>, _k: usize) -> Result<Vec<RerankedHit>, CoreError> {
+        Err(CoreError::Component { component: "reranker".into(), message: "HTTP 503 from the stand-in".into() })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_reranker_is_skipped_and_the_fused_order_kept() {
+    let server = start(Limits::default(), Some(Arc::new(Failing))).await;
+    let key = seeded(&server).await;
+    let (_, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "保存" })).await;
+    let events = body["events"].as_array().unwrap();
+    let reranked = find(events, "reranked");
+    assert!(reranked["skipped"].as_str().unwrap().starts_with("rerank skipped: broken-reranker failed"), "{reranked}");
+    let fused_ids: Vec<&Value> = find(events, "fused")["hits"].as_array().unwrap().iter().map(|h| &h["id"]).collect();
+    let reranked_ids: Vec<&Value> = reranked["hits"].as_array().unwrap().iter().map(|h| &h["id"]).collect();
+    assert_eq!(reranked_ids[..], fused_ids[..reranked_ids.len()]);
+    assert_eq!(find(events, "done")["warnings"].as_array().unwrap().len() >= 1, true);
+}
+
+/// A stand-in chat server: sends one token, then holds the stream open and
+/// records when the client closes it.
+async fn holding_llm(closed: Arc<AtomicBool>, started: Arc<tokio::sync::Notify>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let (closed, started) = (closed.clone(), started.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let mut req = Vec::new();
+                loop {
+                    let n = sock.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&req);
+                    if let Some(h) = text.find("\r\n\r\n") {
+                        let len: usize = text[..h]
+                            .lines()
+                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                            .unwrap_or(0);
+                        if req.len() >= h + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+                let chunk = "data: {\"choices\":[{\"delta\":{\"content\":\"第一句\"}}]}\n\n";
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(chunk.as_bytes()).await;
+                started.notify_one();
+                // Hold the stream; a read of 0 bytes means the client closed it.
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    closed.store(true, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_disconnect_closes_the_llm_stream() {
+    let closed = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(tokio::sync::Notify::new());
+    let url = holding_llm(closed.clone(), started.clone()).await;
+    let chat = rag_models::OpenAiChat::new(rag_models::ChatConfig {
+        base_url: url,
+        model: "stand-in".into(),
+        idle_timeout_ms: 120_000,
+        first_token_timeout_ms: 120_000,
+        ..rag_models::ChatConfig::default()
+    })
+    .unwrap();
+    let server = start_full(Limits::default(), None, Some(Arc::new(chat))).await;
+    let key = seeded(&server).await;
+    let res = server.client.post(server.api("/kbs/shop/query")).bearer_auth(&key).json(&json!({ "query": "怎么退款" })).send().await.unwrap();
+    let mut stream = res.bytes_stream();
+    let mut text = String::new();
+    while !text.contains("event: answer_token") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), stream.next()).await.expect("tokens arrive").unwrap().unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(text.contains("第一句"), "the LLM's token is streamed: {text}");
+    tokio::time::timeout(Duration::from_secs(30), started.notified()).await.ok();
+    drop(stream);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !closed.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "the LLM stream stayed open after the client left");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

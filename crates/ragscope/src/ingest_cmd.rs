@@ -1,0 +1,199 @@
+//! `ragscope ingest`: files and directories through the engine's ingest job,
+//! one line per file on stdout, a progress line on stderr when it is a
+//! terminal, and a summary table at the end (failures grouped by code).
+
+use crate::cli::{collect_files, IngestArgs};
+use crate::{core_err, render, App, UserFacing};
+use rag_engine::{IngestOptions, IngestOutcome, IngestProgress, IngestStatus, IngestSummary};
+use rag_store::OpenMode;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write as _};
+use std::path::Path;
+use std::time::Instant;
+
+pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
+    let engine = app.engine(OpenMode::ReadWrite)?;
+    engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
+    let files = collect_files(&args.paths)?;
+    let options = IngestOptions::new(engine.config().chunk);
+    let limits = engine.ingest_limits();
+    let mut bar = ProgressLine::new(files.len(), !args.json && std::io::stderr().is_terminal());
+    let mut summary = IngestSummary::default();
+    let started = Instant::now();
+    for (i, file) in files.iter().enumerate() {
+        let source = file.display().to_string();
+        bar.start_file(i, &source);
+        let mut code: Option<String> = None;
+        let outcome = match read_checked(file, &limits) {
+            Ok(bytes) => {
+                let mut on_event = |e: IngestProgress| {
+                    if let IngestProgress::Failed { code: c, .. } = &e {
+                        code = Some(c.clone());
+                    }
+                    summary.record(&e);
+                    bar.event(&e, &summary);
+                };
+                engine.ingest_with(&app.tenant, &args.kb, &source, bytes, &options, &mut on_event).await.map_err(core_err)?
+            }
+            Err((size, c, reason)) => {
+                // Refused before the engine saw it: the same events a job reports.
+                summary.record(&IngestProgress::Received { source: source.clone(), bytes: size });
+                summary.record(&IngestProgress::failed(&source, c, &reason));
+                code = Some(c.to_owned());
+                IngestOutcome { source: source.clone(), status: IngestStatus::Failed { reason } }
+            }
+        };
+        bar.clear();
+        if args.json {
+            let mut value = serde_json::to_value(&outcome)?;
+            if let (Some(c), Some(obj)) = (&code, value.as_object_mut()) {
+                obj.insert("code".into(), c.clone().into());
+            }
+            println!("{value}");
+        } else {
+            println!("{}", file_line(&outcome, code.as_deref()));
+        }
+    }
+    bar.clear();
+    if !args.json {
+        print!("{}", summary_table(&summary, started.elapsed().as_secs_f64()));
+    }
+    let failed = summary.failed_count();
+    if failed > 0 {
+        return Err(UserFacing(format!("{failed} of {} files failed", files.len())).into());
+    }
+    Ok(())
+}
+
+/// Reads a file after checking its size, so an oversized file is refused
+/// without being read. Errors: (size, code, reason).
+fn read_checked(path: &Path, limits: &rag_engine::rag_ingest::Limits) -> Result<Vec<u8>, (u64, &'static str, String)> {
+    let meta = std::fs::metadata(path).map_err(|e| (0, "read_error", e.to_string()))?;
+    rag_engine::rag_ingest::check_size(meta.len(), limits).map_err(|e| (meta.len(), e.code(), e.to_string()))?;
+    std::fs::read(path).map_err(|e| (meta.len(), "read_error", e.to_string()))
+}
+
+/// One file's result, as printed on stdout.
+fn file_line(o: &IngestOutcome, code: Option<&str>) -> String {
+    match (&o.status, code) {
+        (IngestStatus::Failed { reason }, Some(code)) => format!("  FAILED  {} [{code}]: {reason}", o.source),
+        _ => render::ingest_line(o),
+    }
+}
+
+/// The end-of-run summary: one line of totals, then a table.
+fn summary_table(s: &IngestSummary, seconds: f64) -> String {
+    let failed = s.failed_count();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} files: {} chunks, {} FAQ entries added, {} skipped, {} failed ({:.1} s)",
+        s.files, s.chunks, s.faqs_added, s.skipped, failed, seconds
+    );
+    let mut rows: Vec<(&str, String)> = vec![
+        ("files", s.files.to_string()),
+        ("documents", if s.replaced > 0 { format!("{} ({} replaced an older version)", s.documents, s.replaced) } else { s.documents.to_string() }),
+        ("chunks", s.chunks.to_string()),
+        ("FAQ entries", format!("{} added, {} already present", s.faqs_added, s.faq_duplicates)),
+    ];
+    if s.vectors_cached + s.vectors_computed > 0 {
+        rows.push(("vectors", format!("{} computed, {} from the cache", s.vectors_computed, s.vectors_cached)));
+    }
+    rows.push(("skipped", format!("{} (same content already stored)", s.skipped)));
+    rows.push(("failed", failed.to_string()));
+    if seconds > 0.0 && s.files > 1 {
+        rows.push(("rate", format!("{:.1} files/s, {:.1} chunks/s", s.files as f64 / seconds, s.chunks as f64 / seconds)));
+    }
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        let _ = writeln!(out, "  {k:<width$}  {v}");
+    }
+    for (code, files) in &s.failed {
+        let _ = writeln!(out, "    {code} ({})", files.len());
+        for f in files {
+            let _ = writeln!(out, "      {}: {}", f.source, f.reason);
+        }
+    }
+    out
+}
+
+/// A one-line progress display on stderr, redrawn in place; silent when
+/// stderr is not a terminal (logs, pipes, tests).
+struct ProgressLine {
+    total: usize,
+    enabled: bool,
+    index: usize,
+    name: String,
+    started: Instant,
+}
+
+impl ProgressLine {
+    fn new(total: usize, enabled: bool) -> Self {
+        ProgressLine { total, enabled, index: 0, name: String::new(), started: Instant::now() }
+    }
+
+    fn start_file(&mut self, index: usize, source: &str) {
+        self.index = index;
+        // Keep the end of long paths: the file name matters most.
+        let chars: Vec<char> = source.chars().collect();
+        self.name = if chars.len() > 48 { format!("…{}", chars[chars.len() - 47..].iter().collect::<String>()) } else { source.to_owned() };
+        self.draw("reading", None);
+    }
+
+    fn event(&mut self, e: &IngestProgress, summary: &IngestSummary) {
+        let next = match e {
+            IngestProgress::Received { .. } => "extracting",
+            IngestProgress::Extracted { .. } => "chunking",
+            IngestProgress::Chunked { .. } => "embedding",
+            IngestProgress::Embedded { .. } => "indexing",
+            _ => return,
+        };
+        self.draw(next, Some(summary.chunks));
+    }
+
+    fn draw(&self, stage: &str, chunks: Option<usize>) {
+        if !self.enabled {
+            return;
+        }
+        const WIDTH: usize = 24;
+        let filled = if self.total == 0 { WIDTH } else { self.index * WIDTH / self.total };
+        let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
+        let digits = self.total.to_string().len();
+        let mut line = format!("[{:>digits$}/{}] {bar} {:>5.1}s {stage:<10} {}", self.index + 1, self.total, self.started.elapsed().as_secs_f64(), self.name);
+        if let Some(c) = chunks.filter(|c| *c > 0) {
+            let _ = write!(line, "  ({c} chunks so far)");
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{line}");
+        let _ = err.flush();
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_groups_failures_by_code() {
+        let mut s = IngestSummary::default();
+        for (src, code) in [("a.pdf", "no_text_layer"), ("b.exe", "unsupported_format"), ("c.pdf", "no_text_layer")] {
+            s.record(&IngestProgress::Received { source: src.into(), bytes: 1 });
+            s.record(&IngestProgress::failed(src, code, format!("{src} is bad")));
+        }
+        s.record(&IngestProgress::Received { source: "d.md".into(), bytes: 1 });
+        s.record(&IngestProgress::Indexed { source: "d.md".into(), seq: 1, chunks: 3, faqs_added: 0, faq_duplicates: 0, replaced: false });
+        let table = summary_table(&s, 2.0);
+        assert!(table.starts_with("4 files: 3 chunks, 0 FAQ entries added, 0 skipped, 3 failed"), "{table}");
+        assert!(table.contains("  documents    1\n"), "{table}");
+        assert!(table.contains("    no_text_layer (2)\n      a.pdf: a.pdf is bad\n      c.pdf: c.pdf is bad\n"), "{table}");
+        assert!(table.contains("    unsupported_format (1)\n"), "{table}");
+    }
+}
