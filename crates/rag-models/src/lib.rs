@@ -29,12 +29,14 @@
 //! # Ok(()) }
 //! ```
 
+mod bert;
 mod chat;
 mod e5;
 mod error;
 mod openai;
 mod rerank;
 
+pub use bert::BertEmbedder;
 pub use chat::{ChatCompletion, ChatConfig, ChatUsage, OpenAiChat, OPENROUTER_BASE_URL, OPENROUTER_DEFAULT_MODEL};
 pub use e5::{E5Embedder, E5_MODEL_ID};
 pub use error::ModelError;

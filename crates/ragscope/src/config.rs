@@ -35,10 +35,15 @@ pub struct Config {
 #[serde(default, deny_unknown_fields)]
 pub struct EmbedderConfig {
     /// "auto" (e5 when its model file exists, else none), "e5" (in-process
-    /// multilingual-e5-small), "openai" (any OpenAI-compatible endpoint) or "none".
+    /// multilingual-e5-small), "bert" (a Hugging Face model directory, in
+    /// process), "openai" (any OpenAI-compatible endpoint) or "none".
     pub kind: String,
     /// The e5 model file (fetched by scripts/models/fetch-e5.sh).
     pub model_path: PathBuf,
+    /// A Hugging Face BERT-family model directory, for kind = "bert"
+    /// (config.json, model.safetensors, tokenizer.json; e.g. all-MiniLM-L6-v2
+    /// from scripts/models/fetch-minilm.sh).
+    pub model_dir: Option<PathBuf>,
     /// Where embeddings are cached by model and text hash, shared by every data directory.
     pub cache_dir: Option<PathBuf>,
     /// The OpenAI-compatible endpoint, for kind = "openai".
@@ -70,6 +75,7 @@ impl Default for EmbedderConfig {
         EmbedderConfig {
             kind: "auto".into(),
             model_path: PathBuf::from("models/e5-small-q4.bin"),
+            model_dir: None,
             cache_dir: None,
             openai: OpenAiConfig::default(),
         }
@@ -144,6 +150,16 @@ pub struct ProvidersConfig {
     pub embeddings_base_url: Option<String>,
     /// API key of that endpoint.
     pub embeddings_api_key: Option<String>,
+    /// The LLM model name (default: OpenRouter's default model in rag-models).
+    pub llm_model: Option<String>,
+    /// Base URL of a Jina/Cohere-compatible `/rerank` endpoint (with the version prefix).
+    pub rerank_base_url: Option<String>,
+    /// API key of that endpoint.
+    pub rerank_api_key: Option<String>,
+    /// The reranker model.
+    pub rerank_model: Option<String>,
+    /// Rerank LLM-listwise with the configured LLM when no rerank endpoint is set.
+    pub rerank_with_llm: bool,
 }
 
 impl Default for Config {
@@ -261,8 +277,8 @@ impl Config {
         if self.limits.max_query_bytes == 0 || self.limits.max_file_bytes == 0 {
             anyhow::bail!("configuration: limits must be positive");
         }
-        if !matches!(self.embedder.kind.as_str(), "auto" | "e5" | "openai" | "none") {
-            anyhow::bail!("configuration: embedder.kind must be \"auto\", \"e5\", \"openai\" or \"none\"");
+        if !matches!(self.embedder.kind.as_str(), "auto" | "e5" | "bert" | "openai" | "none") {
+            anyhow::bail!("configuration: embedder.kind must be \"auto\", \"e5\", \"bert\", \"openai\" or \"none\"");
         }
         if self.tenant.trim().is_empty() {
             anyhow::bail!("configuration: tenant must not be empty");

@@ -85,7 +85,7 @@ impl App {
     pub(crate) fn engine_over(&self, store: EmbeddedStore) -> anyhow::Result<Engine> {
         let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
-            Components { store: Arc::new(store), reranker: Arc::new(IdentityReranker), embedder, cache, generator: None },
+            Components { store: Arc::new(store), reranker: self.reranker()?, embedder, cache, generator: self.generator()? },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
                 max_file_bytes: self.config.limits.max_file_bytes,
@@ -96,6 +96,40 @@ impl App {
 }
 
 impl App {
+    /// The configured LLM: an OpenAI-compatible endpoint, or OpenRouter when
+    /// its key is set; `None` answers extractively.
+    pub(crate) fn generator(&self) -> anyhow::Result<Option<Arc<dyn rag_core::Generator>>> {
+        let p = &self.config.providers;
+        let mut config = match (&p.llm_base_url, &p.openrouter_api_key) {
+            (Some(url), _) => rag_models::ChatConfig { base_url: url.clone(), api_key: p.llm_api_key.clone(), ..rag_models::ChatConfig::default() },
+            (None, Some(key)) => rag_models::ChatConfig::openrouter(key.clone()),
+            (None, None) => return Ok(None),
+        };
+        if let Some(m) = &p.llm_model {
+            config.model = m.clone();
+        }
+        let chat = rag_models::OpenAiChat::new(config).map_err(|e| UserFacing(e.to_string()))?;
+        Ok(Some(Arc::new(chat)))
+    }
+
+    /// The configured reranker ([`IdentityReranker`] when none).
+    pub(crate) fn reranker(&self) -> anyhow::Result<Arc<dyn rag_core::Reranker>> {
+        let p = &self.config.providers;
+        if let Some(url) = &p.rerank_base_url {
+            let mut c = rag_models::HttpRerankerConfig { base_url: url.clone(), api_key: p.rerank_api_key.clone(), ..Default::default() };
+            if let Some(m) = &p.rerank_model {
+                c.model = m.clone();
+            }
+            return Ok(Arc::new(rag_models::HttpReranker::new(c).map_err(|e| UserFacing(e.to_string()))?));
+        }
+        if p.rerank_with_llm {
+            if let Some(g) = self.generator()? {
+                return Ok(Arc::new(rag_models::LlmListwiseReranker::new(g)));
+            }
+        }
+        Ok(Arc::new(IdentityReranker))
+    }
+
     /// The configured embedder and the shared embedding cache.
     #[allow(clippy::type_complexity)]
     pub(crate) fn embedder(&self) -> anyhow::Result<(Option<Arc<dyn rag_core::Embedder>>, Option<Arc<dyn rag_core::EmbeddingCache>>)> {
@@ -123,6 +157,14 @@ impl App {
                     ..rag_models::OpenAiEmbedderConfig::default()
                 })
                 .map_err(|e| UserFacing(e.to_string()))?;
+                Some(Arc::new(e))
+            }
+            "bert" => {
+                let dir = cfg.model_dir.clone().ok_or_else(|| {
+                    UserFacing("embedder kind \"bert\" needs embedder.model_dir (RAGSCOPE_EMBEDDER__MODEL_DIR): a Hugging Face model directory".into())
+                })?;
+                let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+                let e = rag_models::BertEmbedder::load(&dir, threads).map_err(|e| UserFacing(e.to_string()))?;
                 Some(Arc::new(e))
             }
             "e5" => {

