@@ -32,7 +32,7 @@ pub async fn run(app: &App, args: DemoArgs) -> anyhow::Result<()> {
         println!("{}", render::ingest_line(&outcome));
     }
     println!("{synonyms} synonym groups and {facts} facts added or updated\n");
-    let request = QueryRequest { kb: args.kb.clone(), query: args.query.clone(), params: None, filters: Default::default(), generate: false, conversation_id: None };
+    let request = QueryRequest { kb: args.kb.clone(), query: args.query.clone(), params: None, filters: Default::default(), generate: true, conversation_id: None };
     let mut events = engine.query(&app.tenant, request);
     while let Some(e) = events.next().await {
         print!("{}", render::event(&e));
