@@ -65,6 +65,11 @@ function route() {
   } else if (PAGES[page].shown) {
     PAGES[page].shown();
   }
+  // The Ask page marks itself ready when its first pipeline completes; the others once mounted.
+  if (page !== 'ask' && !document.body.dataset.ready) {
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
+    document.body.dataset.ready = '1';
+  }
 }
 
 async function start() {

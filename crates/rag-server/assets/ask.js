@@ -35,8 +35,15 @@ export function mount(node) {
     document.getElementById('kb').value = 'demo';
     start(t('ask.demo.query'), 'demo');
   } else {
-    document.body.dataset.ready = '1';
+    markReady();
   }
+}
+
+// The first screen is complete: `data-ready` (and when, for the browser test's report).
+function markReady() {
+  if (document.body.dataset.ready === '1') return;
+  document.body.dataset.readyMs = String(Math.round(performance.now()));
+  document.body.dataset.ready = '1';
 }
 
 function setMode(mode) {
@@ -77,7 +84,7 @@ function finish() {
   const note = document.getElementById('answer-note');
   clear(note);
   if (!run.answer && run.sources.length) note.append(notice('info', t('ask.noanswer')));
-  if (document.getElementById('ask-mode').dataset.mode === 'demo' || !document.body.dataset.ready) document.body.dataset.ready = '1';
+  markReady();
 }
 
 const TITLES = {
@@ -171,7 +178,7 @@ function summarize(kind, ev) {
     case 'error':
       return { facts: [ev.code, ev.message], state: 'error' };
     default: {
-      const facts = Object.entries(ev).filter(([k, v]) => k !== 'type' && (typeof v !== 'object' || v === null)).slice(0, 3).map(([k, v]) => `${k}: ${v}`);
+      const facts = Object.entries(ev).filter(([k, v]) => k !== 'type' && (typeof v !== 'object' || v === null)).slice(0, 3).map(([k, v]) => { const x = `${k}: ${v}`; return x.length > 90 ? `${x.slice(0, 90)}…` : x; });
       return { facts, time: ms(ev.elapsed_ms) };
     }
   }
