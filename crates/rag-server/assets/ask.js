@@ -1,6 +1,6 @@
 // Ask: a question, the pipeline timeline as its events stream in, the answer
 // with [n] citations, and each stage's details on click.
-import { app, el, clear, t, fmt, ms, table, rawDetails, notice, streamPost, kbPath, openPassage, highlighted, pid } from './core.js';
+import { app, api, el, clear, t, fmt, ms, table, rawDetails, notice, streamPost, kbPath, openPassage, highlighted, pid } from './core.js';
 
 let root;
 let run = null; // the current run's state
@@ -59,7 +59,7 @@ async function start(query, mode) {
   const kb = app.kb;
   setMode(mode);
   document.getElementById('ask-q').value = query;
-  run = { kb, query, started: performance.now(), events: [], passages: new Map(), sources: [], answer: '', tokens: 0, answerNode: null, finished: false };
+  run = { kb, query, queryId: null, answered: null, started: performance.now(), events: [], passages: new Map(), sources: [], answer: '', tokens: 0, answerNode: null, finished: false };
   const current = run;
   clear(document.getElementById('timeline'));
   clear(document.getElementById('ask-warnings'));
@@ -83,7 +83,14 @@ function finish() {
   document.getElementById('answer').dataset.state = 'done';
   const note = document.getElementById('answer-note');
   clear(note);
+  const a = run.answered;
+  if (a && a.kb_miss) {
+    note.append(el('div', { id: 'kb-miss', class: 'notice warning loud', role: 'status' }, el('span', { i18n: 'ask.miss' }), (a.miss_reasons || []).length ? `: ${a.miss_reasons.join('; ')}` : ''));
+  }
+  if (a && (a.removed_citations || []).length) note.append(notice('warning', `${t('ask.removed')}: ${a.removed_citations.map((n) => `[${n}]`).join(' ')}`));
+  if (a) note.append(el('div', { class: 'hint gen' }, `${a.generator}${a.model ? ` · ${a.model}` : ''}`));
   if (!run.answer && run.sources.length) note.append(notice('info', t('ask.noanswer')));
+  if (run.queryId && (run.answer || run.sources.length)) note.append(feedback(run.queryId));
   markReady();
 }
 
@@ -96,6 +103,7 @@ const TITLES = {
   reranked: ['重排', 'reranked'],
   context_assembled: ['上下文组装', 'context assembled'],
   answer_token: ['回答', 'answer'],
+  answered: ['回答完成', 'answered'],
   done: ['完成', 'done'],
   error: ['错误', 'error'],
 };
@@ -111,6 +119,11 @@ function onEvent(type, data) {
   const at = performance.now() - run.started;
   run.events.push(ev);
   if (kind === 'answer_token') return onToken(ev, at);
+  if (kind === 'query_received') run.queryId = ev.query_id || null;
+  if (kind === 'answered') {
+    run.answered = ev;
+    if (!run.answer && ev.text) { run.answer = ev.text; renderAnswer(); }
+  }
   if (kind === 'recall') for (const p of ev.passages || []) run.passages.set(pid(p.id), p);
   if (kind === 'context_assembled') {
     run.sources = ev.sources || [];
@@ -177,6 +190,8 @@ function summarize(kind, ev) {
       return { facts: [`${(ev.warnings || []).length} warnings`], time: ms(ev.total_ms) };
     case 'error':
       return { facts: [ev.code, ev.message], state: 'error' };
+    case 'answered':
+      return { facts: [ev.generator, ev.kb_miss ? 'kb_miss' : `${(ev.cited || []).length} cited`], time: ms(ev.elapsed_ms), state: ev.kb_miss ? 'warn' : null };
     default: {
       const facts = Object.entries(ev).filter(([k, v]) => k !== 'type' && (typeof v !== 'object' || v === null)).slice(0, 3).map(([k, v]) => { const x = `${k}: ${v}`; return x.length > 90 ? `${x.slice(0, 90)}…` : x; });
       return { facts, time: ms(ev.elapsed_ms) };
@@ -300,6 +315,23 @@ function renderAnswer() {
   }
   parts.push(run.answer.slice(last));
   clear(node, parts);
+}
+
+// Thumbs up / down on this answer, stored in the query log.
+function feedback(id) {
+  const box = el('div', { id: 'feedback', class: 'feedback', dataset: { state: 'open', queryId: id } }, el('span', { class: 'hint', i18n: 'ask.feedback' }));
+  const send = async (value) => {
+    try {
+      await api('POST', `/log/${encodeURIComponent(id)}/feedback`, { feedback: value });
+      box.dataset.state = value;
+      for (const b of box.querySelectorAll('button')) b.disabled = true;
+      box.append(el('span', { class: 'hint thanks', i18n: 'ask.thanks' }));
+    } catch (e) { box.append(notice('error', e.message)); }
+  };
+  box.append(
+    el('button', { type: 'button', class: 'fb-up', title: 'useful', 'aria-label': 'useful', onclick: () => send('useful') }, '👍'),
+    el('button', { type: 'button', class: 'fb-down', title: 'not useful', 'aria-label': 'not useful', onclick: () => send('not_useful') }, '👎'));
+  return box;
 }
 
 function renderSources() {

@@ -65,6 +65,13 @@ async fn ask_page_runs_the_demo_then_a_live_query_and_citations_open_their_passa
     b.wait_for("document.getElementById('ask-mode').dataset.mode === 'live' && document.getElementById('answer').dataset.state === 'done' && document.getElementById('ask-q').value === '怎么申请退款'", "the live query").await;
     let types = timeline(&b).await;
     assert_timeline_in_order(&types);
+    // Thumbs up is stored in the query log.
+    let query_id = b.wait_for("document.querySelector('#feedback')?.dataset.queryId", "the feedback buttons").await;
+    b.click("#feedback .fb-up").await;
+    b.wait_for("document.querySelector('#feedback')?.dataset.state === 'useful'", "the feedback recorded").await;
+    let (s, logged) = server.call(Method::GET, &format!("/log/{}", query_id.as_str().unwrap()), None).await;
+    assert_eq!(s, 200, "{logged}");
+    assert_eq!(logged["feedback"], "useful", "{logged}");
     let first_source_title = b.eval("document.querySelector('#sources .src-title').textContent").await;
     assert!(first_source_title.as_str().unwrap().contains("退款"), "{first_source_title}");
     b.screenshot("2-live").await;
