@@ -534,7 +534,7 @@ impl Embedder for CountingEmbedder {
 }
 
 fn char_bag(text: &str) -> Vec<f32> {
-    let mut v = vec![0f32; 16];
+    let mut v = [0f32; 16];
     for c in text.chars() {
         v[c as usize % 16] += 1.0;
     }

@@ -156,7 +156,7 @@ impl ProgressLine {
             return;
         }
         const WIDTH: usize = 24;
-        let filled = if self.total == 0 { WIDTH } else { self.index * WIDTH / self.total };
+        let filled = (self.index * WIDTH).checked_div(self.total).unwrap_or(WIDTH);
         let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
         let digits = self.total.to_string().len();
         let mut line = format!("[{:>digits$}/{}] {bar} {:>5.1}s {stage:<10} {}", self.index + 1, self.total, self.started.elapsed().as_secs_f64(), self.name);
