@@ -90,11 +90,17 @@ fn dense_modes_say_they_are_not_available_yet() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("embedder"), "{}", r.stderr);
 
+    // The key-less mode is refused off loopback, and a malformed address is a clear error.
     let mut c = cmd(&dir.path().join("data"));
-    c.arg("serve");
+    c.args(["serve", "--open", "--addr", "0.0.0.0:0"]);
     let r = run(c);
-    assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("not implemented yet"), "{}", r.stderr);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("only allowed on a loopback address"), "{}", r.stderr);
+    let mut c = cmd(&dir.path().join("data"));
+    c.args(["serve", "--addr", "not-an-address"]);
+    let r = run(c);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("is not host:port"), "{}", r.stderr);
 }
 
 #[test]
