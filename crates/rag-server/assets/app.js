@@ -4,8 +4,9 @@ import * as ask from './ask.js';
 import * as lab from './lab.js';
 import * as corpus from './corpus.js';
 import * as ingest from './ingest.js';
+import * as map from './map.js';
 
-const PAGES = { ask, lab, corpus, ingest };
+const PAGES = { ask, lab, corpus, ingest, map };
 const mounted = new Set();
 app.refreshKbs = (select) => refreshKbs(select);
 

@@ -11,12 +11,14 @@ use crate::auth::{self, Caller, SESSION_COOKIE, SESSION_MAX};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
 use crate::state::AppState;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use rag_core::Role;
+use rag_core::{PassageId, Role, TenantId};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -39,6 +41,7 @@ const ASSETS: &[Asset] = &[
     Asset { name: "lab.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/lab.js") },
     Asset { name: "corpus.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/corpus.js") },
     Asset { name: "ingest.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/ingest.js") },
+    Asset { name: "map.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/map.js") },
 ];
 
 /// Scripts and styles come from this origin only; no inline script or handler
@@ -75,7 +78,7 @@ pub(crate) fn pages() -> Router<AppState> {
 
 /// Workbench routes under `/api/v1` (listed in the OpenAPI document).
 pub(crate) fn api_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(whoami, login, logout))
+    OpenApiRouter::new().routes(routes!(whoami, login, logout)).routes(routes!(embedding_map))
 }
 
 /// How the browser is authenticated.
@@ -175,4 +178,287 @@ async fn logout(headers: HeaderMap) -> Response {
         res.headers_mut().insert(header::SET_COOKIE, v);
     }
     res
+}
+
+// ---------------------------------------------------------------- embedding map
+
+/// A 2-D projection (PCA) of a knowledge base's vectors: two principal axes
+/// found by power iteration with deflation over the centred vectors.
+struct Projection {
+    seq: u64,
+    model_id: String,
+    mean: Vec<f32>,
+    axes: [Vec<f32>; 2],
+    explained: [f64; 2],
+    /// Normalised vectors, for the query's nearest neighbours.
+    vectors: Vec<Vec<f32>>,
+    points: Vec<MapPoint>,
+}
+
+/// Projections by (tenant, knowledge base id), recomputed when the
+/// knowledge base's commit sequence moves.
+static MAPS: LazyLock<Mutex<HashMap<(String, String), Arc<Projection>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Most cached projections.
+const MAPS_MAX: usize = 64;
+
+fn dot(a: &[f32], b: &[f32]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
+}
+
+fn normalise(v: &mut [f64]) -> f64 {
+    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+    n
+}
+
+/// The top two principal axes of the rows (each of length `dims`) and the
+/// share of the variance each explains. Deterministic: starts from a fixed vector.
+pub(crate) fn pca2(rows: &[Vec<f32>], dims: usize) -> (Vec<f32>, [Vec<f32>; 2], [f64; 2]) {
+    let n = rows.len().max(1) as f64;
+    let mut mean = vec![0f64; dims];
+    for r in rows {
+        for (m, x) in mean.iter_mut().zip(r) {
+            *m += f64::from(*x) / n;
+        }
+    }
+    let centred: Vec<Vec<f64>> = rows.iter().map(|r| r.iter().zip(&mean).map(|(x, m)| f64::from(*x) - m).collect()).collect();
+    let total: f64 = centred.iter().map(|r| r.iter().map(|x| x * x).sum::<f64>()).sum();
+    let mut axes: Vec<Vec<f64>> = Vec::new();
+    let mut explained = [0.0; 2];
+    for (c, share) in explained.iter_mut().enumerate() {
+        let mut v: Vec<f64> = (0..dims).map(|i| 1.0 + ((i * 7 + c * 13) % 11) as f64 / 11.0).collect();
+        normalise(&mut v);
+        let mut eigen = 0.0;
+        for _ in 0..100 {
+            // w = Xᵀ (X v), minus the axes already found.
+            let mut w = vec![0f64; dims];
+            for r in &centred {
+                let p: f64 = r.iter().zip(&v).map(|(a, b)| a * b).sum();
+                for (wi, ri) in w.iter_mut().zip(r) {
+                    *wi += p * ri;
+                }
+            }
+            for a in &axes {
+                let p: f64 = w.iter().zip(a).map(|(x, y)| x * y).sum();
+                w.iter_mut().zip(a).for_each(|(x, y)| *x -= p * y);
+            }
+            let norm = normalise(&mut w);
+            if norm == 0.0 {
+                break;
+            }
+            let delta: f64 = w.iter().zip(&v).map(|(a, b)| (a - b).abs()).sum();
+            v = w;
+            eigen = norm;
+            if delta < 1e-9 {
+                break;
+            }
+        }
+        *share = if total > 0.0 { eigen / total } else { 0.0 };
+        axes.push(v);
+    }
+    let to32 = |v: &Vec<f64>| v.iter().map(|x| *x as f32).collect::<Vec<f32>>();
+    (mean.iter().map(|x| *x as f32).collect(), [to32(&axes[0]), to32(&axes[1])], explained)
+}
+
+fn project(p: &Projection, v: &[f32]) -> (f32, f32) {
+    let centred: Vec<f32> = v.iter().zip(&p.mean).map(|(x, m)| x - m).collect();
+    (dot(&centred, &p.axes[0]) as f32, dot(&centred, &p.axes[1]) as f32)
+}
+
+fn unit(v: &[f32]) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter().map(|x| x / n).collect()
+    } else {
+        v.to_vec()
+    }
+}
+
+async fn projection(state: &AppState, tenant: &TenantId, kb: &rag_core::KnowledgeBase) -> Result<Option<Arc<Projection>>, ApiError> {
+    let key = (tenant.0.clone(), kb.id.to_string());
+    let snapshot = state.engine.store().snapshot(tenant, kb.id).await?;
+    if let Some(p) = MAPS.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if p.seq == snapshot.seq {
+            return Ok(Some(p.clone()));
+        }
+    }
+    let Some(space) = snapshot.space.clone() else { return Ok(None) };
+    let computed = tokio::task::spawn_blocking(move || {
+        let vectors: HashMap<PassageId, &rag_core::PassageVector> = snapshot.vectors.iter().map(|v| (v.id, v)).collect();
+        let mut rows = Vec::new();
+        let mut points = Vec::new();
+        for p in snapshot.passages.iter().filter(|p| p.searchable) {
+            let Some(v) = vectors.get(&p.id) else { continue };
+            if v.vector.len() != space.dims {
+                continue;
+            }
+            rows.push(unit(&v.vector));
+            let kind = match p.id {
+                PassageId::Chunk(_) => "chunk",
+                PassageId::Faq(_) => "faq",
+                PassageId::Fact(_) => "fact",
+            }
+            .to_owned();
+            let group = match (&p.source, kind.as_str()) {
+                (_, "faq") => "FAQ".to_owned(),
+                (Some(s), _) => s.clone(),
+                (None, k) => k.to_owned(),
+            };
+            points.push(MapPoint { id: p.id, kind, title: p.title.clone(), group, x: 0.0, y: 0.0 });
+        }
+        if rows.is_empty() {
+            return None;
+        }
+        let (mean, axes, explained) = pca2(&rows, space.dims);
+        let mut proj = Projection { seq: snapshot.seq, model_id: space.model_id.clone(), mean, axes, explained, vectors: rows, points };
+        let coords: Vec<(f32, f32)> = proj.vectors.iter().map(|v| project(&proj, v)).collect();
+        for (pt, (x, y)) in proj.points.iter_mut().zip(coords) {
+            pt.x = x;
+            pt.y = y;
+        }
+        Some(Arc::new(proj))
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    if let Some(p) = &computed {
+        let mut map = MAPS.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MAPS_MAX && !map.contains_key(&key) {
+            if let Some(k) = map.keys().next().cloned() {
+                map.remove(&k);
+            }
+        }
+        map.insert(key, p.clone());
+    }
+    Ok(computed)
+}
+
+/// One passage on the map.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MapPoint {
+    /// The passage.
+    pub id: PassageId,
+    /// `chunk`, `faq` or `fact`.
+    pub kind: String,
+    /// Title.
+    pub title: String,
+    /// Colour group: the document's source, or `FAQ`.
+    pub group: String,
+    /// First principal coordinate.
+    pub x: f32,
+    /// Second principal coordinate.
+    pub y: f32,
+}
+
+/// A nearest passage of the query.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MapNeighbour {
+    /// Index into `points`.
+    pub point: usize,
+    /// Cosine similarity.
+    pub cosine: f64,
+}
+
+/// The query on the map.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MapQueryPoint {
+    /// First principal coordinate.
+    pub x: f32,
+    /// Second principal coordinate.
+    pub y: f32,
+    /// Its nearest passages by cosine, best first.
+    pub nearest: Vec<MapNeighbour>,
+}
+
+/// A 2-D projection of a knowledge base's vectors.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmbeddingMap {
+    /// The embedding model of the vectors (none when the knowledge base has none).
+    pub model_id: Option<String>,
+    /// Share of the variance along each axis.
+    pub explained: [f64; 2],
+    /// Every passage with a vector.
+    pub points: Vec<MapPoint>,
+    /// The query, when one was given and an embedder is configured.
+    pub query: Option<MapQueryPoint>,
+    /// Why something is missing.
+    pub notes: Vec<String>,
+}
+
+/// Optional query for the map.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct MapParams {
+    /// A query to place on the map with lines to its nearest passages.
+    pub query: Option<String>,
+    /// How many nearest passages (default 5, at most 50).
+    pub k: Option<usize>,
+}
+
+/// The knowledge base's vectors projected to 2-D by PCA (cached; recomputed
+/// when the knowledge base changes), with an optional query placed on it.
+#[utoipa::path(get, path = "/kbs/{kb}/map", tag = "workbench", params(("kb" = String, Path), MapParams),
+    responses((status = 200, body = EmbeddingMap), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn embedding_map(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+    Query(params): Query<MapParams>,
+) -> Result<Json<EmbeddingMap>, ApiError> {
+    let kb_row = state.engine.kb(&caller.tenant, &kb).await?;
+    let Some(p) = projection(&state, &caller.tenant, &kb_row).await? else {
+        return Ok(Json(EmbeddingMap {
+            model_id: None,
+            explained: [0.0, 0.0],
+            points: vec![],
+            query: None,
+            notes: vec!["this knowledge base has no vectors (no embedder was configured when it was ingested)".into()],
+        }));
+    };
+    let mut notes = Vec::new();
+    let mut query = None;
+    if let Some(q) = params.query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        state.engine.check_query(q)?;
+        match state.engine.embedder() {
+            None => notes.push("no embedder is configured: the query cannot be placed".into()),
+            Some(e) => {
+                let v = unit(&e.embed_query(q).await?);
+                if v.len() != p.mean.len() {
+                    notes.push(format!("the embedder's vectors ({}) do not match the stored ones ({})", v.len(), p.mean.len()));
+                } else {
+                    let (x, y) = project(&p, &v);
+                    let k = params.k.unwrap_or(5).clamp(1, 50);
+                    let mut scored: Vec<(usize, f64)> = p.vectors.iter().enumerate().map(|(i, r)| (i, dot(r, &v))).collect();
+                    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+                    let nearest = scored.into_iter().take(k).map(|(point, cosine)| MapNeighbour { point, cosine }).collect();
+                    query = Some(MapQueryPoint { x, y, nearest });
+                }
+            }
+        }
+    }
+    Ok(Json(EmbeddingMap { model_id: Some(p.model_id.clone()), explained: p.explained, points: p.points.clone(), query, notes }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pca2;
+
+    #[test]
+    fn pca_finds_the_axes_of_largest_variance_in_order() {
+        // Points spread 10 along e0, 3 along e2, 0.1 along e1.
+        let mut rows = Vec::new();
+        for i in -5i32..=5 {
+            for j in -2i32..=2 {
+                let (a, b) = (i as f32 * 2.0, j as f32 * 1.5);
+                rows.push(vec![a, 0.1 * ((i + j) % 2) as f32, b, 0.0]);
+            }
+        }
+        let (mean, axes, explained) = pca2(&rows, 4);
+        assert!(mean.iter().all(|m| m.abs() < 0.1), "{mean:?}");
+        assert!(axes[0][0].abs() > 0.99, "first axis is e0: {:?}", axes[0]);
+        assert!(axes[1][2].abs() > 0.99, "second axis is e2: {:?}", axes[1]);
+        let d: f32 = axes[0].iter().zip(&axes[1]).map(|(a, b)| a * b).sum();
+        assert!(d.abs() < 1e-4, "orthogonal axes");
+        assert!(explained[0] > explained[1] && explained[0] + explained[1] <= 1.0 + 1e-9, "{explained:?}");
+    }
 }

@@ -4,7 +4,7 @@
 
 mod browser_support;
 
-use browser_support::{start, Browser};
+use browser_support::{start, start_with, Browser};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -411,5 +411,41 @@ async fn ingest_page_uploads_several_files_and_shows_each_files_progress() {
     assert_eq!(docs.as_array().unwrap().len(), 1);
     let (_, faqs) = server.call(Method::GET, "/kbs/fresh/faqs", None).await;
     assert_eq!(faqs.as_array().unwrap().len(), 1);
+    b.assert_no_page_errors();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedding_map_projects_the_vectors_and_places_a_query_with_its_nearest_passages() {
+    let server = start_with(true, true).await;
+    server.seed_demo().await;
+    let (s, map) = server.call(Method::GET, "/kbs/demo/map", None).await;
+    assert_eq!(s, 200, "{map}");
+    let n = map["points"].as_array().unwrap().len();
+    assert!(n > 100, "every passage with a vector is on the map: {n}");
+    let b = Browser::launch("map").await;
+    b.goto(&format!("{}/#map", server.url)).await;
+    b.wait_for(&format!("document.querySelectorAll('#map-svg circle.pt').length === {n}"), "the points").await;
+    let groups = b.eval("new Set([...document.querySelectorAll('#map-svg circle.pt')].map(c => c.dataset.group)).size").await;
+    assert!(groups.as_u64().unwrap() >= 10, "coloured by document: {groups}");
+    b.type_into("#map-q", "pair the app over Bluetooth").await;
+    b.click("#map-run").await;
+    b.wait_for("document.getElementById('map-star') && document.querySelectorAll('#map-svg line.nn').length === 5", "the query star").await;
+    let nearest = b.eval("[...document.querySelectorAll('#map-nearest tbody tr')].map(r => r.cells[0].textContent)").await;
+    assert!(nearest.as_array().unwrap().iter().any(|t| t.as_str().unwrap().contains("Pairing") || t.as_str().unwrap().contains("Bluetooth")), "{nearest}");
+    // Hover shows the passage's title.
+    let (x, y) = {
+        let v = b.eval("(() => { const r = document.querySelector('#map-svg circle.near').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()").await;
+        (v[0].as_f64().unwrap(), v[1].as_f64().unwrap())
+    };
+    b.cmd("Input.dispatchMouseEvent", json!({ "type": "mouseMoved", "x": x, "y": y })).await;
+    b.wait_for("document.getElementById('map-hover').textContent.length > 0", "the hover text").await;
+    b.eval("(() => { const s = document.getElementById('map-colour'); s.value = 'kind'; s.dispatchEvent(new Event('change')); })()").await;
+    b.wait_for("new Set([...document.querySelectorAll('#map-svg circle.pt')].map(c => c.dataset.group)).size <= 3", "coloured by kind").await;
+    b.screenshot("1-map").await;
+    // A change to the knowledge base recomputes the projection.
+    let text = server.upload("demo", vec![("extra.md".into(), "# Extra\n\nA brand new passage about zebracorn desks.\n".as_bytes().to_vec())]).await;
+    assert!(text.contains("event: indexed"));
+    let (_, after) = server.call(Method::GET, "/kbs/demo/map", None).await;
+    assert_eq!(after["points"].as_array().unwrap().len(), n + 1);
     b.assert_no_page_errors();
 }

@@ -37,10 +37,57 @@ pub struct Server {
     _stop: oneshot::Sender<()>,
 }
 
+/// A deterministic stand-in embedder for the embedding map: character
+/// bigrams hashed into 64 dimensions, normalised. Texts sharing words land
+/// near each other, which is all the map needs to be checked.
+pub struct HashEmbedder;
+
+impl HashEmbedder {
+    fn vector(text: &str) -> Vec<f32> {
+        let chars: Vec<char> = text.to_lowercase().chars().filter(|c| !c.is_whitespace()).collect();
+        let mut v = vec![0f32; 64];
+        for w in chars.windows(2) {
+            let mut h: u64 = 0xcbf29ce484222325;
+            for c in w {
+                h ^= *c as u64;
+                h = h.wrapping_mul(0x100000001b3);
+            }
+            v[(h % 64) as usize] += 1.0;
+        }
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        v.iter().map(|x| x / n).collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl rag_core::Embedder for HashEmbedder {
+    fn model_id(&self) -> &str {
+        "test-hash-bigram-64"
+    }
+    fn dimensions(&self) -> usize {
+        64
+    }
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, rag_core::CoreError> {
+        Ok(Self::vector(text))
+    }
+    async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, rag_core::CoreError> {
+        Ok(texts.iter().map(|t| Self::vector(t)).collect())
+    }
+}
+
 pub async fn start(open: bool) -> Server {
+    start_with(open, false).await
+}
+
+/// `embedder`: run with [`HashEmbedder`] (vectors stored on ingest, dense path on).
+pub async fn start_with(open: bool, embedder: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
-    let engine = Engine::new(Components::lexical(Arc::new(store.clone())), EngineConfig::default());
+    let mut components = Components::lexical(Arc::new(store.clone()));
+    if embedder {
+        components.embedder = Some(Arc::new(HashEmbedder));
+    }
+    let engine = Engine::new(components, EngineConfig::default());
     let keys: Arc<dyn KeyStore> = Arc::new(store);
     let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
