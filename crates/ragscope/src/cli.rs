@@ -5,7 +5,7 @@ use crate::{core_err, App, UserFacing};
 use clap::{Args, Parser, Subcommand};
 use futures::StreamExt;
 use rag_core::{Filters, FusionParams, PathKind, QueryRequest, RetrievalParams};
-use rag_engine::{parse_facts_tsv, parse_synonyms_tsv, IngestStatus};
+use rag_engine::{parse_facts_tsv, parse_synonyms_tsv};
 use rag_store::OpenMode;
 use std::path::{Path, PathBuf};
 
@@ -362,45 +362,6 @@ pub fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-pub async fn ingest(app: &App, args: IngestArgs) -> anyhow::Result<()> {
-    let engine = app.engine(OpenMode::ReadWrite)?;
-    engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
-    let files = collect_files(&args.paths)?;
-    let mut failed = 0;
-    let (mut chunks, mut faqs, mut skipped) = (0, 0, 0);
-    for file in &files {
-        let source = file.display().to_string();
-        let outcome = match std::fs::read(file) {
-            Ok(bytes) => engine.ingest(&app.tenant, &args.kb, &source, bytes).await.map_err(core_err)?,
-            Err(e) => rag_engine::IngestOutcome { source: source.clone(), status: IngestStatus::Failed { reason: e.to_string() } },
-        };
-        match &outcome.status {
-            IngestStatus::Document { chunks: c, .. } => chunks += c,
-            IngestStatus::Faqs { added, .. } => faqs += added,
-            IngestStatus::Skipped { .. } => skipped += 1,
-            IngestStatus::Failed { .. } => failed += 1,
-        }
-        if args.json {
-            println!("{}", serde_json::to_string(&outcome)?);
-        } else {
-            println!("{}", render::ingest_line(&outcome));
-        }
-    }
-    if !args.json {
-        println!(
-            "{} files: {} chunks, {} FAQ entries added, {} skipped, {} failed",
-            files.len(),
-            chunks,
-            faqs,
-            skipped,
-            failed
-        );
-    }
-    if failed > 0 {
-        return Err(UserFacing(format!("{failed} of {} files failed", files.len())).into());
-    }
-    Ok(())
-}
 
 fn read_text(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).map_err(|e| UserFacing(format!("{}: {e}", path.display())))?;

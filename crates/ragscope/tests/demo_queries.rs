@@ -71,7 +71,10 @@ fn every_stage_is_an_event_and_explanations_add_up() {
         assert!((sum - h["score"].as_f64().unwrap()).abs() < 1e-12);
     }
     let done = events.last().unwrap();
-    assert!(done["timings"].as_array().unwrap().len() >= 8);
+    // Non-overlapping phases in order, and each recall path's own time beside them.
+    let phases: Vec<&str> = done["timings"].as_array().unwrap().iter().map(|t| t["stage"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["prepare", "query_analyzed", "recall", "fused", "reranked", "context_assembled"]);
+    assert!(done["paths"].as_array().unwrap().len() >= 5, "{done}");
 }
 
 #[test]
