@@ -5,8 +5,9 @@ import * as lab from './lab.js';
 import * as corpus from './corpus.js';
 import * as ingest from './ingest.js';
 import * as map from './map.js';
+import * as insights from './insights.js';
 
-const PAGES = { ask, lab, corpus, ingest, map };
+const PAGES = { ask, lab, corpus, ingest, map, insights };
 const mounted = new Set();
 app.refreshKbs = (select) => refreshKbs(select);
 

@@ -30,7 +30,9 @@ export function mount(node) {
     el('h2', { i18n: 'ask.sources' }), el('ol', { id: 'sources', class: 'sources' }));
   clear(root, form, el('div', { class: 'two' }, left, right));
   app.listeners.add((what) => { if (what === 'kb' && run) clear(document.getElementById('timeline')); });
-  if (app.kbs.some((k) => k.name === 'demo')) {
+  if (takePending()) {
+    markReady();
+  } else if (app.kbs.some((k) => k.name === 'demo')) {
     app.kb = 'demo';
     document.getElementById('kb').value = 'demo';
     start(t('ask.demo.query'), 'demo');
@@ -341,5 +343,15 @@ function renderSources() {
     el('div', { class: 'snippet' }, highlighted(s.passage.body.length > 240 ? s.passage.body : s.passage.body, s.passage.highlights)))));
 }
 
-export function shown() {}
+export function shown() { takePending(); }
+
+// A question handed over by another page (the query log's "open in Ask"): run it live.
+function takePending() {
+  const q = sessionStorage.getItem('ragscope.ask');
+  if (!q || !app.kb) return false;
+  sessionStorage.removeItem('ragscope.ask');
+  live = true;
+  start(q, 'live');
+  return true;
+}
 export const isLive = () => live;

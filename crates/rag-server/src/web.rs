@@ -42,6 +42,7 @@ const ASSETS: &[Asset] = &[
     Asset { name: "corpus.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/corpus.js") },
     Asset { name: "ingest.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/ingest.js") },
     Asset { name: "map.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/map.js") },
+    Asset { name: "insights.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/insights.js") },
 ];
 
 /// Scripts and styles come from this origin only; no inline script or handler

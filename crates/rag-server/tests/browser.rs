@@ -449,3 +449,50 @@ async fn embedding_map_projects_the_vectors_and_places_a_query_with_its_nearest_
     assert_eq!(after["points"].as_array().unwrap().len(), n + 1);
     b.assert_no_page_errors();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insights_turn_a_missed_question_into_an_faq_entry_and_replay_a_logged_query() {
+    let server = start(true).await;
+    server.seed_demo().await;
+    let (s, hit) = server.call(Method::POST, "/kbs/demo/query/sync", Some(json!({ "query": "怎么申请退款" }))).await;
+    assert_eq!(s, 200, "{hit}");
+    let miss_q = "xylophone zeppelin quasar";
+    let (s, miss) = server.call(Method::POST, "/kbs/demo/query/sync", Some(json!({ "query": miss_q }))).await;
+    assert_eq!(s, 200, "{miss}");
+    let answered = miss["events"].as_array().unwrap().iter().find(|e| e["type"] == "answered").cloned().unwrap_or(Value::Null);
+    assert_eq!(answered["kb_miss"], true, "precondition: the question is a miss: {answered}");
+
+    let b = Browser::launch("insights").await;
+    b.goto(&format!("{}/#insights", server.url)).await;
+    b.wait_for("document.getElementById('page-insights').dataset.state === 'done'", "the insights").await;
+    assert_eq!(b.eval("document.querySelector('#fig-queries .fig-value').textContent").await, "2");
+    assert_eq!(b.eval("document.querySelector('#fig-hitrate .fig-value').textContent").await, "50.0%");
+    assert_eq!(b.eval("document.querySelectorAll('#insights-misses tbody tr').length").await, 1);
+    b.screenshot("1-insights").await;
+
+    // The miss becomes an approved FAQ entry in one step.
+    b.click("#insights-misses .to-faq").await;
+    b.wait_for("document.getElementById('miss-question')?.value", "the prefilled form").await;
+    assert_eq!(b.eval("document.getElementById('miss-question').value").await, miss_q);
+    b.type_into("#miss-answer", "本店不提供航天信息，只做川菜外卖。").await;
+    b.click("#miss-save").await;
+    b.wait_for("document.querySelector('#insights-misses tr[data-faq] .done-faq')", "the created entry").await;
+    let (_, faqs) = server.call(Method::GET, "/kbs/demo/faqs", None).await;
+    let made = faqs.as_array().unwrap().iter().find(|f| f["question"] == miss_q).expect("the FAQ entry exists");
+    assert_eq!(made["status"], "approved");
+    assert_eq!(made["answer"], "本店不提供航天信息，只做川菜外卖。");
+
+    // Replaying the missed question now finds the new entry: the diff shows it as new.
+    let row = b.eval(&format!("[...document.querySelectorAll('#insights-log tbody tr')].findIndex(r => r.cells[1].textContent === {}) + 1", json!(miss_q))).await;
+    b.click(&format!("#insights-log tbody tr:nth-child({}) .replay", row)).await;
+    b.wait_for("document.querySelector('dialog.replay-dialog')?.dataset.state === 'done'", "the replay").await;
+    let first = b.eval("document.querySelector('dialog.replay-dialog tbody tr')?.dataset.move").await;
+    assert_eq!(first, "new", "the new entry enters the ranking");
+    b.screenshot("2-replay").await;
+    b.click("dialog.replay-dialog button.close").await;
+
+    // "Open in Ask" runs the logged question live.
+    b.click(&format!("#insights-log tbody tr:nth-child({}) .open-ask", row)).await;
+    b.wait_for(&format!("document.getElementById('ask-q')?.value === {} && document.getElementById('answer').dataset.state === 'done' && document.getElementById('ask-mode').dataset.mode === 'live'", json!(miss_q)), "the question in Ask").await;
+    b.assert_no_page_errors();
+}
