@@ -6,8 +6,9 @@ import * as corpus from './corpus.js';
 import * as ingest from './ingest.js';
 import * as map from './map.js';
 import * as insights from './insights.js';
+import * as settings from './settings.js';
 
-const PAGES = { ask, lab, corpus, ingest, map, insights };
+const PAGES = { ask, lab, corpus, ingest, map, insights, settings };
 const mounted = new Set();
 app.refreshKbs = (select) => refreshKbs(select);
 

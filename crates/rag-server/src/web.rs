@@ -42,6 +42,7 @@ const ASSETS: &[Asset] = &[
     Asset { name: "corpus.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/corpus.js") },
     Asset { name: "ingest.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/ingest.js") },
     Asset { name: "map.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/map.js") },
+    Asset { name: "settings.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/settings.js") },
     Asset { name: "insights.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/insights.js") },
 ];
 
@@ -80,6 +81,8 @@ pub(crate) fn pages() -> Router<AppState> {
 /// Workbench routes under `/api/v1` (listed in the OpenAPI document).
 pub(crate) fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(whoami, login, logout)).routes(routes!(embedding_map))
+        .routes(routes!(system_info))
+        .routes(routes!(test_embedder))
 }
 
 /// How the browser is authenticated.
@@ -462,4 +465,80 @@ mod tests {
         assert!(d.abs() < 1e-4, "orthogonal axes");
         assert!(explained[0] > explained[1] && explained[0] + explained[1] <= 1.0 + 1e-9, "{explained:?}");
     }
+}
+
+// ---------------------------------------------------------------- system
+
+/// The configured embedder.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmbedderInfo {
+    /// Model id recorded next to stored vectors.
+    pub model_id: String,
+    /// Vector length.
+    pub dimensions: usize,
+}
+
+/// What the server runs with (no secrets).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SystemInfo {
+    /// ragscope's version.
+    pub version: String,
+    /// Key-less local mode.
+    pub open: bool,
+    /// The embedder of the dense path, if any.
+    pub embedder: Option<EmbedderInfo>,
+    /// Largest query, in bytes.
+    pub max_query_bytes: usize,
+    /// Largest upload, in bytes.
+    pub max_upload_bytes: usize,
+    /// Largest top-k a request may ask for.
+    pub max_top_k: usize,
+}
+
+/// The server's models and limits.
+#[utoipa::path(get, path = "/system", tag = "workbench", responses((status = 200, body = SystemInfo), (status = 401, body = ErrorBody)))]
+async fn system_info(State(state): State<AppState>, _caller: Caller) -> Json<SystemInfo> {
+    let embedder = state.engine.embedder().map(|e| EmbedderInfo { model_id: e.model().model_id().to_owned(), dimensions: e.model().dimensions() });
+    Json(SystemInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        open: state.config.open,
+        embedder,
+        max_query_bytes: state.engine.config().max_query_bytes,
+        max_upload_bytes: state.config.limits.max_upload_bytes,
+        max_top_k: state.config.limits.max_top_k,
+    })
+}
+
+/// The outcome of a connection test.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectionTest {
+    /// Whether the provider answered correctly.
+    pub ok: bool,
+    /// Milliseconds the request took.
+    pub ms: f64,
+    /// What came back, or what went wrong.
+    pub detail: String,
+}
+
+/// Embeds a short text with the configured embedder (a real request to the
+/// provider) and reports the time and the vector's length. Admin only: it
+/// may cost money.
+#[utoipa::path(post, path = "/system/test-embedder", tag = "workbench",
+    responses((status = 200, body = ConnectionTest), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+async fn test_embedder(State(state): State<AppState>, caller: Caller) -> Result<Json<ConnectionTest>, ApiError> {
+    caller.require_admin()?;
+    let Some(e) = state.engine.embedder() else {
+        return Ok(Json(ConnectionTest { ok: false, ms: 0.0, detail: "no embedder is configured".into() }));
+    };
+    let started = std::time::Instant::now();
+    // Not through the cache: the point is to reach the provider.
+    let result = e.model().embed_query("ragscope connection test 连接测试").await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(Json(match result {
+        Ok(v) if v.len() == e.model().dimensions() && v.iter().all(|x| x.is_finite()) => {
+            ConnectionTest { ok: true, ms, detail: format!("{} returned a {}-dimensional vector", e.model().model_id(), v.len()) }
+        }
+        Ok(v) => ConnectionTest { ok: false, ms, detail: format!("expected {} dimensions, got {} (or non-finite values)", e.model().dimensions(), v.len()) },
+        Err(err) => ConnectionTest { ok: false, ms, detail: err.to_string() },
+    }))
 }

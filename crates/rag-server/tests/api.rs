@@ -175,6 +175,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/tenants") => json!({ "name": "intruder" }),
         ("post", "/keys") => json!({ "tenant": "alpha", "role": "read_write" }),
         ("post", "/session") => json!({ "key": "rsk_probe" }),
+        ("post", "/system/test-embedder") => return None,
         ("post", "/log/{id}/feedback") => json!({ "feedback": "useful" }),
         ("post", "/log/{id}/replay") => json!({ "lexical_interpolation": 0.5 }),
         ("post", "/kbs/{kb}/faq-tool") => json!({ "query": "退款" }),

@@ -496,3 +496,29 @@ async fn insights_turn_a_missed_question_into_an_faq_entry_and_replay_a_logged_q
     b.wait_for(&format!("document.getElementById('ask-q')?.value === {} && document.getElementById('answer').dataset.state === 'done' && document.getElementById('ask-mode').dataset.mode === 'live'", json!(miss_q)), "the question in Ask").await;
     b.assert_no_page_errors();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_page_tests_the_embedder_and_saves_validated_knowledge_base_settings() {
+    let server = start_with(true, true).await;
+    server.seed_demo().await;
+    let b = Browser::launch("settings").await;
+    b.goto(&format!("{}/#settings", server.url)).await;
+    b.wait_for("document.getElementById('embedder-info')?.textContent.includes('test-hash-bigram-64')", "the embedder").await;
+    b.click("#test-embedder").await;
+    b.wait_for("document.getElementById('embedder-test-result').dataset.ok === 'true'", "the connection test").await;
+    b.wait_for("document.getElementById('settings-json')?.value.includes('\"fusion\"')", "the settings").await;
+    // An invalid value is refused by the server and shown.
+    let edit = |k: &str| format!("(() => {{ const t = document.getElementById('settings-json'); const s = JSON.parse(t.value); s.retrieval.fusion.k = {k}; t.value = JSON.stringify(s, null, 2); }})()");
+    b.eval(&edit("-5")).await;
+    b.click("#settings-save").await;
+    b.wait_for("document.querySelector('#settings-result .notice.error')", "the refusal").await;
+    let (_, kb) = server.call(Method::GET, "/kbs/demo", None).await;
+    assert_eq!(kb["settings"]["retrieval"]["fusion"]["k"], 60.0);
+    b.eval(&edit("30")).await;
+    b.click("#settings-save").await;
+    b.wait_for("document.getElementById('settings-result').dataset.saved", "saved").await;
+    let (_, kb) = server.call(Method::GET, "/kbs/demo", None).await;
+    assert_eq!(kb["settings"]["retrieval"]["fusion"]["k"], 30.0);
+    b.screenshot("1-settings").await;
+    b.assert_no_page_errors();
+}
