@@ -159,6 +159,9 @@ function renderColumn(id, refused) {
     status.append(el('div', { id: 'lab-emptylex', class: 'notice error loud', role: 'alert', i18n: 'lab.emptylex' }));
   }
   status.append(el('div', { class: 'paths' }, c.recalls.map((l) => el('span', { class: `pathcount${(l.hits || []).length ? '' : ' empty'}`, title: (l.notes || []).join('\n'), text: `${l.path} ${(l.hits || []).length}` }))));
+  // What each path made of the query (patterns, expansions, corrections, or why it found nothing).
+  const notes = c.recalls.filter((l) => (l.notes || []).length);
+  if (notes.length) status.append(el('ul', { class: 'path-notes' }, notes.map((l) => el('li', {}, el('b', { text: l.path }), ' ', l.notes.join(' · ')))));
   if (refused) status.append(el('div', { class: 'hint refused', i18n: 'lab.refused' }));
   let hits;
   let moves = null;

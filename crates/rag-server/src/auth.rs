@@ -287,3 +287,40 @@ impl FromRequestParts<AppState> for Caller {
         Ok(caller)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(age: Duration, idle: Duration) -> Option<(Session, Instant)> {
+        let now = Instant::now();
+        let created = now.checked_sub(age)?;
+        let last_seen = now.checked_sub(idle)?;
+        Some((Session { key_hash: String::new(), csrf: String::new(), created, last_seen }, now))
+    }
+
+    #[test]
+    fn sessions_expire_when_idle_or_old() {
+        let cases = [
+            (Duration::from_secs(60), Duration::from_secs(1), true),
+            (SESSION_MAX - Duration::from_secs(60), Duration::from_secs(60), true),
+            (SESSION_MAX + Duration::from_secs(1), Duration::from_secs(1), false),
+            (Duration::from_secs(9 * 3600), SESSION_IDLE + Duration::from_secs(1), false),
+        ];
+        for (age, idle, live) in cases {
+            // Skip cases the machine's uptime cannot represent as an Instant in the past.
+            let Some((s, now)) = session(age, idle) else { continue };
+            assert_eq!(s.live(now), live, "age {age:?}, idle {idle:?}");
+        }
+    }
+
+    #[test]
+    fn tokens_compare_exactly_and_cookies_are_found_among_others() {
+        assert!(same_token("abc", "abc"));
+        assert!(!same_token("abc", "abd") && !same_token("abc", "ab") && !same_token("", "a"));
+        let mut h = HeaderMap::new();
+        h.append("cookie", "a=1; ragscope_session=xyz; b=2".parse().unwrap());
+        assert_eq!(cookie(&h, SESSION_COOKIE), Some("xyz"));
+        assert_eq!(cookie(&h, "ragscope"), None);
+    }
+}

@@ -522,3 +522,29 @@ async fn settings_page_tests_the_embedder_and_saves_validated_knowledge_base_set
     b.screenshot("1-settings").await;
     b.assert_no_page_errors();
 }
+
+/// Not a browser test, but the browser's threat: in open mode a page of
+/// another origin must not be able to write (a plain form post needs no CORS
+/// preflight), while the workbench's own requests pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_mode_refuses_cross_origin_writes_and_serves_the_page_with_a_strict_policy() {
+    let server = start(true).await;
+    let host = server.url.trim_start_matches("http://").to_owned();
+    let post = |origin: Option<String>| {
+        let mut req = server.client.post(server.api("/kbs")).json(&json!({ "name": "from-somewhere" }));
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        req.send()
+    };
+    let res = post(Some("http://evil.example".into())).await.unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+    let res = post(Some(format!("http://{host}"))).await.unwrap();
+    assert_eq!(res.status().as_u16(), 201, "the workbench's own origin may write");
+    let res = server.client.get(format!("{}/", server.url)).header("origin", "http://evil.example").send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200, "reads are not refused");
+    let csp = res.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    let res = server.client.get(format!("{}/assets/nope.js", server.url)).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 404);
+}
