@@ -331,8 +331,8 @@ function feedback(id) {
     } catch (e) { box.append(notice('error', e.message)); }
   };
   box.append(
-    el('button', { type: 'button', class: 'fb-up', title: 'useful', 'aria-label': 'useful', onclick: () => send('useful') }, '👍'),
-    el('button', { type: 'button', class: 'fb-down', title: 'not useful', 'aria-label': 'not useful', onclick: () => send('not_useful') }, '👎'));
+    el('button', { type: 'button', class: 'fb-up', onclick: () => send('useful') }, '▲ ', el('span', { i18n: 'ask.useful' })),
+    el('button', { type: 'button', class: 'fb-down', onclick: () => send('not_useful') }, '▼ ', el('span', { i18n: 'ask.notuseful' })));
   return box;
 }
 

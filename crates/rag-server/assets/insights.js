@@ -104,7 +104,7 @@ function renderLog(box, rows) {
     { i18n: 'col.question', cell: (r) => r.query },
     { i18n: 'col.score', cell: (r) => fmt(r.top_fused_score, 3) },
     { label: 'miss', cell: (r) => (r.kb_miss ? '✗' : '') },
-    { label: '👍/👎', cell: (r) => (r.feedback === 'useful' ? '👍' : r.feedback === 'not_useful' ? '👎' : '') },
+    { i18n: 'ins.feedback', cell: (r) => (r.feedback === 'useful' ? '▲' : r.feedback === 'not_useful' ? '▼' : '') },
     { i18n: 'col.actions', cell: (r) => el('span', { class: 'actions' },
       el('button', { type: 'button', class: 'open-ask', i18n: 'ins.open', onclick: () => openInAsk(r) }),
       el('button', { type: 'button', class: 'replay', i18n: 'ins.replay', onclick: () => replay(r) })) },
