@@ -29,7 +29,14 @@ export function mount(node) {
     el('div', { id: 'answer', class: 'answer', dataset: { state: 'idle' } }, el('div', { id: 'answer-text', class: 'answer-text' }), el('div', { id: 'answer-note' })),
     el('h2', { i18n: 'ask.sources' }), el('ol', { id: 'sources', class: 'sources' }));
   clear(root, form, el('div', { class: 'two' }, left, right));
-  app.listeners.add((what) => { if (what === 'kb' && run) clear(document.getElementById('timeline')); });
+  app.listeners.add((what) => {
+    if (what !== 'lang') return;
+    // Stage names follow the language too.
+    for (const li of document.querySelectorAll('#timeline .stage')) {
+      const name = li.querySelector('.name');
+      if (name) name.textContent = stageName(li.dataset.type) + (li.dataset.path ? ` · ${li.dataset.path}` : '');
+    }
+  });
   if (takePending()) {
     markReady();
   } else if (app.kbs.some((k) => k.name === 'demo')) {

@@ -136,6 +136,7 @@ const DICT = {
   'corpus.cancel': ['取消', 'cancel'],
   'corpus.approve': ['批准', 'approve'],
   'corpus.disable': ['停用', 'disable'],
+  'corpus.newfaq': ['新建 FAQ 条目', 'New FAQ entry'],
   'corpus.newkb': ['新建知识库', 'New knowledge base'],
   'corpus.create': ['创建', 'create'],
   'corpus.confirm.kb': ['删除知识库及其全部内容？请输入知识库名称确认：', 'Delete the knowledge base and everything in it? Type its name to confirm:'],

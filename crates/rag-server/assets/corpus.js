@@ -148,8 +148,37 @@ async function renderFaqs(box) {
       ...(canWrite() ? [{ i18n: 'col.actions', cell: (x) => faqActions(x, draw) }] : []),
     ], pageRows, { rowAttrs: (x) => ({ dataset: { faq: x.id, status: x.status } }) }), pager(v, rows.length, draw));
   };
-  clear(box, el('div', { class: 'row' }, filterInput(v, 'faq-filter', () => draw()), status), list);
+  const add = canWrite() ? el('button', { type: 'button', id: 'new-faq', i18n: 'corpus.newfaq', onclick: () => newFaq(draw) }) : null;
+  clear(box, el('div', { class: 'row' }, filterInput(v, 'faq-filter', () => draw()), status, add), list);
   draw();
+}
+
+function newFaq(draw) {
+  const q = el('textarea', { id: 'faq-new-question', rows: 2, required: true, 'aria-label': 'question' });
+  const a = el('textarea', { id: 'faq-new-answer', rows: 5, required: true, 'aria-label': 'answer' });
+  const tags = el('input', { id: 'faq-new-tags', type: 'text', 'aria-label': 'tags' });
+  const status = el('select', { id: 'faq-new-status', 'aria-label': 'status' }, ['approved', 'pending'].map((x) => el('option', { value: x, text: x })));
+  const err = el('div');
+  const form = el('form', { id: 'faq-new', class: 'stack' },
+    el('label', {}, el('span', { i18n: 'col.question' }), q),
+    el('label', {}, el('span', { i18n: 'col.answer' }), a),
+    el('label', {}, el('span', { i18n: 'col.tags' }), tags),
+    el('label', {}, el('span', { i18n: 'col.status' }), status),
+    el('div', { class: 'row' }, el('button', { type: 'submit', id: 'faq-new-save', i18n: 'corpus.create' })), err);
+  const dlg = modal(t('corpus.newfaq'), form);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const created = await api('POST', `${kbPath(app.kb)}/faqs`, {
+        question: q.value.trim(), answer: a.value.trim(), status: status.value,
+        tags: tags.value.split(',').map((x) => x.trim()).filter(Boolean),
+      });
+      dlg.close();
+      view.faqs.rows.unshift(created);
+      view.faqs.page = 0;
+      draw();
+    } catch (e) { clear(err, notice('error', e.message)); }
+  });
 }
 
 function faqActions(x, draw) {

@@ -211,6 +211,19 @@ async fn corpus_page_edits_disables_and_approves_an_faq_entry_through_the_api() 
     let (_, after) = server.call(Method::GET, &format!("/kbs/demo/faqs/{id}"), None).await;
     assert_eq!(after["status"], "approved");
 
+    // A new entry, pending until approved.
+    b.click("#new-faq").await;
+    b.wait_for("document.getElementById('faq-new-question')", "the new-entry form").await;
+    b.type_into("#faq-new-question", "可以开发票吗？").await;
+    b.type_into("#faq-new-answer", "可以，下单时填写抬头即可。").await;
+    b.eval("(() => { const s = document.getElementById('faq-new-status'); s.value = 'pending'; s.dispatchEvent(new Event('change')); })()").await;
+    b.click("#faq-new-save").await;
+    b.wait_for("!document.getElementById('faq-new')", "the form closed").await;
+    b.type_into("#faq-filter", "开发票").await;
+    b.wait_for("[...document.querySelectorAll('#corpus-body tr[data-faq]')].some(r => r.textContent.includes('可以开发票吗？') && r.dataset.status === 'pending')", "the new entry").await;
+    let (_, faqs) = server.call(Method::GET, "/kbs/demo/faqs", None).await;
+    assert!(faqs.as_array().unwrap().iter().any(|f| f["question"] == "可以开发票吗？" && f["status"] == "pending"));
+
     // Documents: view one with its chunk boundaries.
     b.click("#corpus-tab-docs").await;
     b.wait_for("document.querySelector('#corpus-body tr[data-doc] .view-doc')", "the documents table").await;
@@ -407,8 +420,14 @@ async fn ingest_page_uploads_several_files_and_shows_each_files_progress() {
     let summary = b.eval("document.querySelector('.ingest-run .summary').textContent").await;
     assert!(summary.as_str().unwrap().contains("indexed 2") && summary.as_str().unwrap().contains("failed 1"), "{summary}");
     b.screenshot("1-uploaded").await;
+    // The same zone takes a real drag-and-drop (files dragged from outside the page).
+    let dropped = dir.path().join("notes.txt");
+    std::fs::write(&dropped, "Delivery notes: riders call on arrival.").unwrap();
+    b.drop_files("#dropzone", &[dropped]).await;
+    b.wait_for("document.querySelectorAll('.ingest-run').length === 2 && document.querySelector('.ingest-run').dataset.state === 'done'", "the dropped upload").await;
+    assert_eq!(b.eval("document.querySelector('.ingest-run tr[data-file]').dataset.stage").await, "indexed");
     let (_, docs) = server.call(Method::GET, "/kbs/fresh/documents", None).await;
-    assert_eq!(docs.as_array().unwrap().len(), 1);
+    assert_eq!(docs.as_array().unwrap().len(), 2);
     let (_, faqs) = server.call(Method::GET, "/kbs/fresh/faqs", None).await;
     assert_eq!(faqs.as_array().unwrap().len(), 1);
     b.assert_no_page_errors();

@@ -420,6 +420,16 @@ impl Browser {
         self.cmd("DOM.setFileInputFiles", json!({ "files": files, "objectId": object })).await;
     }
 
+    /// Drags files from outside the page onto an element and drops them there.
+    pub async fn drop_files(&self, selector: &str, paths: &[PathBuf]) {
+        let (x, y) = self.centre(selector).await;
+        let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        let data = json!({ "items": [], "files": files, "dragOperationsMask": 1 });
+        for kind in ["dragEnter", "dragOver", "drop"] {
+            self.cmd("Input.dispatchDragEvent", json!({ "type": kind, "x": x, "y": y, "data": data })).await;
+        }
+    }
+
     /// Saves a PNG of the viewport under target/browser-artifacts/.
     pub async fn screenshot(&self, step: &str) -> PathBuf {
         let r = self.cmd("Page.captureScreenshot", json!({ "format": "png" })).await;
