@@ -42,6 +42,8 @@ const ASSETS: &[Asset] = &[
     Asset { name: "corpus.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/corpus.js") },
     Asset { name: "ingest.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/ingest.js") },
     Asset { name: "map.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/map.js") },
+    Asset { name: "widget.css", content_type: "text/css; charset=utf-8", body: include_str!("../assets/widget.css") },
+    Asset { name: "widget-demo.css", content_type: "text/css; charset=utf-8", body: include_str!("../assets/widget-demo.css") },
     Asset { name: "settings.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/settings.js") },
     Asset { name: "insights.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/insights.js") },
 ];
@@ -73,9 +75,17 @@ async fn asset(Path(name): Path<String>) -> Response {
     }
 }
 
-/// The page and its assets (outside `/api`).
+const WIDGET_JS: &str = include_str!("../assets/widget.js");
+const WIDGET_DEMO: &str = include_str!("../assets/widget-demo.html");
+
+/// The page and its assets (outside `/api`), the embeddable chat widget
+/// (`/widget.js`) and a mock shop page showing it (`/widget-demo`).
 pub(crate) fn pages() -> Router<AppState> {
-    Router::new().route("/", get(index)).route("/assets/{name}", get(asset))
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/{name}", get(asset))
+        .route("/widget.js", get(|| async { with_headers("text/javascript; charset=utf-8", WIDGET_JS) }))
+        .route("/widget-demo", get(|| async { with_headers("text/html; charset=utf-8", WIDGET_DEMO) }))
 }
 
 /// Workbench routes under `/api/v1` (listed in the OpenAPI document).

@@ -567,3 +567,27 @@ async fn open_mode_refuses_cross_origin_writes_and_serves_the_page_with_a_strict
     let res = server.client.get(format!("{}/assets/nope.js", server.url)).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_widget_on_the_mock_shop_answers_with_clickable_citations() {
+    let server = start(true).await;
+    server.seed_demo().await;
+    let b = Browser::launch("widget").await;
+    b.goto(&format!("{}/widget-demo", server.url)).await;
+    let inside = |js: &str| format!("(() => {{ const r = document.getElementById('ragscope-widget')?.shadowRoot; return r ? ({js}) : null; }})()");
+    b.wait_for(&inside("r.querySelector('.toggle')"), "the widget button").await;
+    b.eval(&inside("r.querySelector('.toggle').click()")).await;
+    b.wait_for(&inside("!r.querySelector('.panel').hidden"), "the open panel").await;
+    b.eval(&inside("r.querySelector('.ask input').focus()")).await;
+    b.cmd("Input.insertText", json!({ "text": "怎么申请退款" })).await;
+    b.eval(&inside("r.querySelector('.ask').requestSubmit()")).await;
+    b.wait_for(&inside("r.querySelector('.msg.bot')?.dataset.state === 'done' && r.querySelectorAll('.msg.bot .cite').length > 0"), "the answer with citations").await;
+    let answer = b.eval(&inside("r.querySelector('.msg.bot').textContent")).await;
+    assert!(answer.as_str().unwrap().contains("退款"), "{answer}");
+    b.eval(&inside("r.querySelector('.msg.bot .cite').click()")).await;
+    b.wait_for(&inside("!r.querySelector('.card').hidden && r.querySelector('.card-body').textContent.length > 0"), "the cited passage").await;
+    let title = b.eval(&inside("r.querySelector('.card-title').textContent")).await;
+    assert!(title.as_str().unwrap().starts_with('['), "{title}");
+    b.screenshot("1-widget").await;
+    b.assert_no_page_errors();
+}
