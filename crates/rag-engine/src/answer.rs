@@ -208,7 +208,17 @@ impl Engine {
 
     async fn support(&self, answer: &str, sources: &[ContextSource], warnings: &mut Vec<String>) -> Result<Vec<SentenceCheck>, CoreError> {
         let mut pre = None;
-        if let Some(embedder) = self.embedder() {
+        // Embeddings are needed where words cannot match: an answer sentence
+        // in another language than a source it cites. Same-language support
+        // is judged by term overlap, which costs no model calls.
+        let answer_lang = AnswerLanguage::of_source(answer);
+        let across = sources.iter().any(|s| {
+            let l = AnswerLanguage::of_source(&s.passage.body);
+            l.is_some() && answer_lang.is_some() && l != answer_lang
+        }) || answer_lang.is_none();
+        if !across {
+            // Term overlap only (the report notes there was no embedder).
+        } else if let Some(embedder) = self.embedder() {
             match embed_all(&embedder, rag_answer::support_texts(answer, sources)).await {
                 Ok(p) => pre = Some(p),
                 Err(e) => warnings.push(format!("support check without embeddings: {e}")),

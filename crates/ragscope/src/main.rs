@@ -286,7 +286,10 @@ fn main() -> ExitCode {
     init_tracing(&config);
     let data_dir_given = data_dir_given || config.data_dir != Config::default().data_dir;
     let app = App { tenant: TenantId(config.tenant.clone()), config, data_dir_given };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // CPU work goes to blocking threads; a bounded pool keeps memory (stacks,
+    // allocator arenas) flat under many concurrent queries.
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().max_blocking_threads((cpus * 4).max(8)).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
