@@ -504,6 +504,16 @@ pub enum UploadEvent {
         /// Size in bytes.
         bytes: usize,
     },
+    /// A file passed a stage: extracted (format, encoding, characters),
+    /// chunked (chunks, largest in tokens) or embedded (vectors, cached, computed).
+    Stage {
+        /// File name.
+        file: String,
+        /// Stage name.
+        step: String,
+        /// The stage's figures.
+        detail: serde_json::Value,
+    },
     /// A file was indexed.
     Indexed {
         /// File name.
@@ -577,16 +587,25 @@ async fn upload(
     if files.is_empty() {
         return Err(ApiError::bad_request("no_files", "send at least one file in a multipart field"));
     }
-    let (tx, rx) = tokio::sync::mpsc::channel::<UploadEvent>(16);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<UploadEvent>();
     let (engine, tenant) = (state.engine.clone(), caller.tenant.clone());
     tokio::spawn(async move {
         let (mut indexed, mut skipped, mut failed) = (0, 0, 0);
         let n = files.len();
         for (file, bytes) in files {
-            if tx.send(UploadEvent::Received { file: file.clone(), bytes: bytes.len() }).await.is_err() {
+            if tx.send(UploadEvent::Received { file: file.clone(), bytes: bytes.len() }).is_err() {
                 return;
             }
-            let event = match engine.ingest(&tenant, &kb, &file, bytes).await {
+            let (stage_tx, stage_file) = (tx.clone(), file.clone());
+            let mut progress = move |p: rag_engine::IngestProgress| {
+                let detail = serde_json::to_value(&p).unwrap_or_default();
+                let stage = detail.get("stage").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+                if matches!(stage.as_str(), "extracted" | "chunked" | "embedded") {
+                    let _ = stage_tx.send(UploadEvent::Stage { file: stage_file.clone(), step: stage, detail });
+                }
+            };
+            let options = rag_engine::IngestOptions::default();
+            let event = match engine.ingest_with(&tenant, &kb, &file, bytes, &options, &mut progress).await {
                 Ok(o) => match o.status {
                     rag_engine::IngestStatus::Document { chunks, .. } => {
                         indexed += 1;
@@ -611,15 +630,16 @@ async fn upload(
                     UploadEvent::Failed { file, reason: crate::error::ApiError::from(e).message }
                 }
             };
-            if tx.send(event).await.is_err() {
+            if tx.send(event).is_err() {
                 return;
             }
         }
-        let _ = tx.send(UploadEvent::Summary { files: n, indexed, skipped, failed }).await;
+        let _ = tx.send(UploadEvent::Summary { files: n, indexed, skipped, failed });
     });
-    let stream = tokio_stream::wrappers::ReceiverStream::new(rx).map(|e| {
+    let stream = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|e| {
         let kind = match &e {
             UploadEvent::Received { .. } => "received",
+            UploadEvent::Stage { .. } => "stage",
             UploadEvent::Indexed { .. } => "indexed",
             UploadEvent::Skipped { .. } => "skipped",
             UploadEvent::Failed { .. } => "failed",

@@ -228,3 +228,79 @@ async fn a_client_disconnect_closes_the_llm_stream() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A stand-in chat server that answers every request with HTTP 500.
+async fn broken_llm() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let _ = sock.read(&mut buf).await;
+                let body = "{\"error\":{\"message\":\"upstream exploded\"}}";
+                let reply = format!("HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                let _ = sock.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_llm_falls_back_to_the_extractive_answer() {
+    let url = broken_llm().await;
+    let chat = rag_models::OpenAiChat::new(rag_models::ChatConfig {
+        base_url: url,
+        model: "stand-in".into(),
+        max_retries: 1,
+        backoff_ms: 10,
+        ..rag_models::ChatConfig::default()
+    })
+    .unwrap();
+    let server = start_full(Limits::default(), None, Some(Arc::new(chat))).await;
+    let key = seeded(&server).await;
+    let (s, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "退款怎么申请？" })).await;
+    assert_eq!(s, 200);
+    let events = body["events"].as_array().unwrap();
+    let answered = find(events, "answered");
+    assert_eq!(answered["generator"], "extractive", "{answered}");
+    assert!(answered["text"].as_str().unwrap().contains("原路退回"));
+    let warnings = find(events, "done")["warnings"].to_string();
+    assert!(warnings.contains("extractive answer instead"), "{warnings}");
+    assert!(!warnings.contains("rsk_"), "no key in warnings");
+}
+
+/// Reverses the fused order and scores each candidate.
+struct Reverse;
+#[async_trait]
+impl Reranker for Reverse {
+    fn name(&self) -> &str {
+        "reverse"
+    }
+    async fn rerank(&self, _q: &AnalyzedQuery, c: Vec<RerankCandidate>, k: usize) -> Result<Vec<RerankedHit>, CoreError> {
+        let n = c.len();
+        Ok(c.into_iter().rev().take(k).enumerate().map(|(i, c)| RerankedHit { hit: c.hit, score: Some((n - i) as f64) }).collect())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_working_reranker_reorders_and_reports_each_move() {
+    let server = start(Limits::default(), Some(Arc::new(Reverse))).await;
+    let key = seeded(&server).await;
+    let (_, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "保存", "rerank_top_k": 10 })).await;
+    let events = body["events"].as_array().unwrap();
+    let fused: Vec<&Value> = find(events, "fused")["hits"].as_array().unwrap().iter().map(|h| &h["id"]).collect();
+    let reranked = find(events, "reranked");
+    assert_eq!(reranked["reranker"], "reverse");
+    assert!(reranked["skipped"].is_null());
+    let moves = reranked["moves"].as_array().unwrap();
+    assert_eq!(moves.len(), fused.len().min(10));
+    assert!(fused.len() >= 2, "the query finds several entries");
+    assert_eq!(&moves[0]["id"], fused[fused.len() - 1]);
+    assert_eq!(moves[0]["from"].as_u64().unwrap() as usize, fused.len());
+    assert_eq!(moves[0]["to"], 1);
+    assert!(moves[0]["score"].as_f64().is_some());
+    let hits = reranked["hits"].as_array().unwrap();
+    assert_eq!(hits[0]["rank"], 1, "ranks follow the new order");
+}

@@ -410,8 +410,10 @@ async fn faq_and_document_lifecycle_over_the_api() {
         .part("file", reqwest::multipart::Part::bytes(new_doc).file_name("copy-of-new.md"));
     let res = server.client.post(server.api("/kbs/shop/documents")).bearer_auth(&key).multipart(form).send().await.unwrap();
     let events = sse_events(&res.text().await.unwrap());
-    let names: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+    let names: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).filter(|e| *e != "stage").collect();
     assert_eq!(names, ["received", "indexed", "received", "failed", "received", "skipped", "summary"]);
+    let stages: Vec<&str> = events.iter().filter(|(e, _)| e == "stage").map(|(_, d)| d["step"].as_str().unwrap()).collect();
+    assert_eq!(stages[..2], ["extracted", "chunked"], "per-stage progress of the indexed file: {stages:?}");
     assert_eq!(events.last().unwrap().1, json!({ "stage": "summary", "files": 3, "indexed": 1, "skipped": 1, "failed": 1 }));
 }
 
