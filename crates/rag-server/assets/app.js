@@ -11,6 +11,7 @@ import * as settings from './settings.js';
 const PAGES = { ask, lab, corpus, ingest, map, insights, settings };
 const mounted = new Set();
 app.refreshKbs = (select) => refreshKbs(select);
+app.onSessionLost = () => { app.session = null; location.reload(); };
 
 async function loadSession() {
   try {
@@ -69,7 +70,7 @@ function route() {
     PAGES[page].shown();
   }
   // The Ask page marks itself ready when its first pipeline completes; the others once mounted.
-  if (page !== 'ask' && !document.body.dataset.ready) {
+  if (page !== 'ask' && document.body.dataset.ready !== '1') {
     document.body.dataset.readyMs = String(Math.round(performance.now()));
     document.body.dataset.ready = '1';
   }

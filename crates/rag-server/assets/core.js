@@ -305,6 +305,8 @@ function headers(json) {
 async function failure(res) {
   let body = {};
   try { body = await res.json(); } catch { /* not JSON */ }
+  // A browser session that ended (expired, logged out elsewhere, key revoked): back to the login.
+  if (res.status === 401 && app.session && app.session.mode === 'session' && app.onSessionLost) app.onSessionLost();
   return new ApiError(res.status, body.code, body.message);
 }
 

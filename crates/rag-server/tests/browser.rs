@@ -361,7 +361,19 @@ async fn a_keyed_server_logs_in_with_a_session_cookie_and_refuses_writes_without
     b.click("#corpus-body tr[data-faq] .disable-faq").await;
     b.wait_for(&format!("document.querySelector(\"#corpus-body tr[data-faq='{}']\")?.dataset.status === 'disabled'", id.as_str().unwrap()), "disabled through the session").await;
 
+    // Revoking the key ends its session: the next request brings the login back.
+    let (_, keys) = server.call(Method::GET, "/keys", None).await;
+    let rw_id = keys.as_array().unwrap().iter().find(|k| rw.starts_with(k["prefix"].as_str().unwrap()) && k["role"] == "read_write").unwrap()["id"].as_str().unwrap().to_owned();
+    let second = server.key("read_write").await;
+    let (s, _) = server.call(Method::DELETE, &format!("/keys/{rw_id}"), None).await;
+    assert_eq!(s, 204);
+    b.click("#corpus-tab-docs").await;
+    b.wait_for("document.body.dataset.ready === 'login' && !document.getElementById('login').hidden", "the login after revocation").await;
+
     // Logout ends the session on the server.
+    b.type_into("#login-key", &second).await;
+    b.click("#login-form button[type=submit]").await;
+    b.wait_for("document.body.dataset.ready === '1' && document.body.dataset.mode === 'session'", "logged in again").await;
     b.click("#logout").await;
     b.wait_for("document.body.dataset.ready === 'login'", "back at the login").await;
     assert_eq!(b.eval("fetch('/api/v1/kbs').then(r => r.status)").await, 401);
