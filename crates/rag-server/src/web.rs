@@ -154,7 +154,8 @@ pub struct LoginBody {
 /// Exchanges an API key for a browser session: sets an HttpOnly, SameSite=Strict
 /// cookie and returns the CSRF token that writes must send in `x-csrf-token`.
 #[utoipa::path(post, path = "/session", tag = "workbench", request_body = LoginBody,
-    responses((status = 200, body = SessionInfo), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = SessionInfo), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn login(State(state): State<AppState>, headers: HeaderMap, ApiJson(body): ApiJson<LoginBody>) -> Result<Response, ApiError> {
     let key = body.key.trim();
     if key.is_empty() {
@@ -211,7 +212,9 @@ struct Projection {
 
 /// Projections by (tenant, knowledge base id), recomputed when the
 /// knowledge base's commit sequence moves.
-static MAPS: LazyLock<Mutex<HashMap<(String, String), Arc<Projection>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// (tenant, knowledge base id) → its latest projection.
+type MapCache = HashMap<(String, String), Arc<Projection>>;
+static MAPS: LazyLock<Mutex<MapCache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 /// Most cached projections.
 const MAPS_MAX: usize = 64;
 
@@ -412,7 +415,8 @@ pub struct MapParams {
 /// The knowledge base's vectors projected to 2-D by PCA (cached; recomputed
 /// when the knowledge base changes), with an optional query placed on it.
 #[utoipa::path(get, path = "/kbs/{kb}/map", tag = "workbench", params(("kb" = String, Path), MapParams),
-    responses((status = 200, body = EmbeddingMap), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = EmbeddingMap), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
 async fn embedding_map(
     State(state): State<AppState>,
     caller: Caller,
@@ -436,16 +440,20 @@ async fn embedding_map(
         match state.engine.embedder() {
             None => notes.push("no embedder is configured: the query cannot be placed".into()),
             Some(e) => {
-                let v = unit(&e.embed_query(q).await?);
-                if v.len() != p.mean.len() {
-                    notes.push(format!("the embedder's vectors ({}) do not match the stored ones ({})", v.len(), p.mean.len()));
-                } else {
-                    let (x, y) = project(&p, &v);
-                    let k = params.k.unwrap_or(5).clamp(1, 50);
-                    let mut scored: Vec<(usize, f64)> = p.vectors.iter().enumerate().map(|(i, r)| (i, dot(r, &v))).collect();
-                    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-                    let nearest = scored.into_iter().take(k).map(|(point, cosine)| MapNeighbour { point, cosine }).collect();
-                    query = Some(MapQueryPoint { x, y, nearest });
+                // A failing provider is reported, not turned into a server error.
+                match e.embed_query(q).await.map(|v| unit(&v)) {
+                    Err(err) => notes.push(format!("the query could not be embedded: {err}")),
+                    Ok(v) if v.len() != p.mean.len() => {
+                        notes.push(format!("the embedder's vectors ({}) do not match the stored ones ({})", v.len(), p.mean.len()))
+                    }
+                    Ok(v) => {
+                        let (x, y) = project(&p, &v);
+                        let k = params.k.unwrap_or(5).clamp(1, 50);
+                        let mut scored: Vec<(usize, f64)> = p.vectors.iter().enumerate().map(|(i, r)| (i, dot(r, &v))).collect();
+                        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+                        let nearest = scored.into_iter().take(k).map(|(point, cosine)| MapNeighbour { point, cosine }).collect();
+                        query = Some(MapQueryPoint { x, y, nearest });
+                    }
                 }
             }
         }
