@@ -115,6 +115,15 @@ pub struct QueryBody {
     pub conversation_id: Option<String>,
 }
 
+/// One Server-Sent Event as streamed: `event:` names the type, `data:` holds its JSON.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SseEvent {
+    /// The event type (query_received, recall, …; received, stage, indexed, … for uploads).
+    pub event: String,
+    /// The event as JSON text.
+    pub data: String,
+}
+
 /// The events of one query, as one document.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct QueryEvents {
@@ -199,7 +208,7 @@ pub(crate) fn stage_timings(e: &PipelineEvent) -> Option<Vec<(String, f64)>> {
     params(("kb" = String, Path, description = "Knowledge base name")),
     request_body = QueryBody,
     responses(
-        (status = 200, description = "Pipeline events", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Pipeline events", content_type = "text/event-stream", body = SseEvent),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 429, body = ErrorBody)))]
 async fn query_stream(
@@ -554,7 +563,7 @@ pub enum UploadEvent {
 /// progress per file as Server-Sent Events; one bad file does not stop the others.
 #[utoipa::path(post, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
     request_body(content_type = "multipart/form-data", content = String),
-    responses((status = 200, description = "Progress events (`data` is an UploadEvent)", content_type = "text/event-stream", body = String),
+    responses((status = 200, description = "Progress events (`data` is an UploadEvent)", content_type = "text/event-stream", body = SseEvent),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
 async fn upload(
