@@ -76,7 +76,7 @@ pub fn event(e: &PipelineEvent) -> String {
             if !removed_citations.is_empty() {
                 let _ = writeln!(s, "  ! removed citations outside the sources: {removed_citations:?}");
             }
-            for sc in support.iter().filter(|c| c.verdict != "supported") {
+            for sc in support.iter().filter(|c| c.verdict == "unsupported") {
                 let _ = writeln!(s, "  ? {}: «{}»", sc.verdict, snippet(&sc.text, 80));
             }
         }
