@@ -82,9 +82,34 @@ impl Engine {
             best_cosine: top1_cosine.map(|c| c as f32),
         };
         let thresholds = MissThresholds { min_fused: settings.min_fused, min_cosine: settings.min_cosine.map(|c| c as f32) };
-        let miss = rag_answer::decide_miss(&signals, &thresholds);
+        let mut miss = rag_answer::decide_miss(&signals, &thresholds);
         let mut out = AnswerOutcome::default();
         let mut miss_reasons: Vec<String> = miss.reasons.iter().map(|r| serde_json::to_string(r).unwrap_or_default()).collect();
+        // A Chinese question whose best passage (also Chinese) contains fewer
+        // than half of its key terms is a miss even when one common word
+        // matched well: 「火星的大气层由什么组成」 is not answered by a passage
+        // that only shares 组成. Surface containment is reliable for Chinese;
+        // English questions (inflection) and questions across languages keep
+        // the score thresholds only.
+        // Words of two or more characters only: single characters (由, 是) match anything.
+        let words: Vec<&String> = analyzed.key_terms.iter().filter(|k| k.chars().count() >= 2).collect();
+        if !miss.kb_miss && analyzed.language == Language::Zh && words.len() >= 2 {
+            if let Some(top) = sources.first() {
+                let text = rag_text::normalize_for_match(&format!("{}\n{}", top.passage.title, top.passage.body));
+                if AnswerLanguage::of_source(&top.passage.body) != Some(AnswerLanguage::En) {
+                    let covered = words.iter().filter(|k| text.contains(k.as_str())).count();
+                    if covered * 2 < words.len() {
+                        miss.kb_miss = true;
+                        let listed: Vec<&str> = words.iter().map(|w| w.as_str()).collect();
+                        miss_reasons.push(format!(
+                            "the best passage contains {covered} of the question's {} key words ({})",
+                            words.len(),
+                            listed.join(", ")
+                        ));
+                    }
+                }
+            }
+        }
 
         let (text, sources_used): (String, &[ContextSource]) = if miss.kb_miss {
             // Nothing from the knowledge base goes into the answer.
@@ -262,4 +287,48 @@ async fn embed_all(embedder: &CachedEmbedder, texts: Vec<String>) -> Result<Prec
         pre.insert(t, v);
     }
     Ok(pre)
+}
+
+/// Asks the LLM to turn a follow-up into a standalone search query, given the
+/// conversation's earlier turns. `None` when it answers nothing usable (the
+/// caller then uses the heuristic).
+pub(crate) async fn llm_rewrite(
+    generator: &dyn rag_core::Generator,
+    turns: &[rag_answer::Turn],
+    followup: &str,
+) -> Result<Option<String>, CoreError> {
+    let mut history = String::new();
+    for t in turns {
+        history.push_str("User: ");
+        history.push_str(&rag_answer::escape_data(&t.query));
+        history.push('\n');
+        if let Some(a) = &t.answer {
+            let short: String = a.chars().take(300).collect();
+            history.push_str("Assistant: ");
+            history.push_str(&rag_answer::escape_data(&short));
+            history.push('\n');
+        }
+    }
+    let messages = vec![
+        rag_core::ChatMessage::system(
+            "Rewrite the user's last message into one standalone search query, in the same language as that message, \
+             using the earlier turns only to resolve what it refers to. Reply with the query alone, no quotes, no explanation.",
+        ),
+        rag_core::ChatMessage::user(format!("<conversation>\n{history}</conversation>\nLast message: {}", rag_answer::escape_data(followup))),
+    ];
+    let request = GenerateRequest { question: followup.to_owned(), sources: Vec::new(), messages };
+    let mut stream = generator.generate(request).await?;
+    let mut text = String::new();
+    while let Some(ev) = stream.next().await {
+        match ev? {
+            GenEvent::Delta(t) => text.push_str(&t),
+            GenEvent::Done => break,
+            GenEvent::Usage { .. } => {}
+        }
+    }
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").trim_matches(['"', '「', '」', '“', '”']).trim();
+    if line.is_empty() || line.chars().count() > 300 {
+        return Ok(None);
+    }
+    Ok(Some(line.to_owned()))
 }

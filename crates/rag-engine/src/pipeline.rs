@@ -247,7 +247,8 @@ impl Engine {
         let t = Instant::now();
         // A follow-up in a conversation is rewritten into a standalone query
         // from the earlier turns in the query log.
-        let mut rewrite = None;
+        // (standalone query, how it was obtained)
+        let mut rewrite: Option<(String, String)> = None;
         if let Some(conv) = &request.conversation_id {
             let filter = rag_core::LogFilter { conversation_id: Some(conv.clone()), limit: 4, ..Default::default() };
             let mut turns: Vec<rag_answer::Turn> = self
@@ -259,13 +260,26 @@ impl Engine {
                 .collect();
             turns.reverse();
             if !turns.is_empty() {
-                let (engine, q) = (self.clone(), request.query.clone());
-                rewrite = tokio::task::spawn_blocking(move || rag_answer::rewrite_followup(&engine.inner.analyzer, &turns, &q))
-                    .await
-                    .map_err(|e| CoreError::Component { component: "follow-up rewrite".into(), message: e.to_string() })?;
+                if let Some(generator) = self.inner.components.generator.clone() {
+                    match crate::answer::llm_rewrite(generator.as_ref(), &turns, &request.query).await {
+                        Ok(Some(q)) => rewrite = Some((q, "llm".to_owned())),
+                        Ok(None) => {}
+                        Err(e) => warnings.push(format!("the LLM could not rewrite the follow-up, the heuristic did: {e}")),
+                    }
+                }
+                if rewrite.is_none() {
+                    let (engine, q) = (self.clone(), request.query.clone());
+                    rewrite = tokio::task::spawn_blocking(move || rag_answer::rewrite_followup(&engine.inner.analyzer, &turns, &q))
+                        .await
+                        .map_err(|e| CoreError::Component { component: "follow-up rewrite".into(), message: e.to_string() })?
+                        .map(|r| {
+                            let method = serde_json::to_value(r.method).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+                            (r.query, method)
+                        });
+                }
             }
         }
-        let search_query = rewrite.as_ref().map_or_else(|| request.query.clone(), |r| r.query.clone());
+        let search_query = rewrite.as_ref().map_or_else(|| request.query.clone(), |r| r.0.clone());
         let (ix, raw) = (index.clone(), search_query.clone());
         let analyzed = tokio::task::spawn_blocking(move || ix.lexical.analyze_query(&raw))
             .await
@@ -278,7 +292,7 @@ impl Engine {
             language: analyzed.language,
             tokens: analyzed.tokens.clone(),
             rewritten_from: rewrite.as_ref().map(|_| request.query.clone()),
-            rewrite_method: rewrite.as_ref().map(|r| serde_json::to_value(r.method).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()),
+            rewrite_method: rewrite.as_ref().map(|r| r.1.clone()),
             suggested_lexical_interpolation: lambda,
             suggestion_reason: reason.into(),
             elapsed_ms: elapsed,
@@ -465,7 +479,7 @@ impl Engine {
                 conversation_id: request.conversation_id.clone(),
                 created_at: rag_core::now(),
                 query: request.query.clone(),
-                rewritten_query: rewrite.as_ref().map(|r| r.query.clone()),
+                rewritten_query: rewrite.as_ref().map(|r| r.0.clone()),
                 params: params.clone(),
                 filters: request.filters.clone(),
                 fused: fused

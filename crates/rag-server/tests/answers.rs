@@ -304,3 +304,129 @@ async fn a_working_reranker_reorders_and_reports_each_move() {
     let hits = reranked["hits"].as_array().unwrap();
     assert_eq!(hits[0]["rank"], 1, "ranks follow the new order");
 }
+
+/// A loopback stand-in answering every request with `reply(request body)`
+/// after `delay` (the test controls both).
+async fn stand_in<F>(delay: Duration, reply: F) -> String
+where
+    F: Fn(&str) -> (u16, &'static str, String) + Send + Sync + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let reply = Arc::new(reply);
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let reply = reply.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let mut req = Vec::new();
+                let body = loop {
+                    let n = sock.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&req).to_string();
+                    if let Some(h) = text.find("\r\n\r\n") {
+                        let len: usize = text[..h]
+                            .lines()
+                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                            .unwrap_or(0);
+                        if req.len() >= h + 4 + len {
+                            break String::from_utf8_lossy(&req[h + 4..]).to_string();
+                        }
+                    }
+                };
+                tokio::time::sleep(delay).await;
+                let (status, content_type, payload) = reply(&body);
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    payload.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(payload.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+fn http_reranker(url: String) -> Arc<dyn Reranker> {
+    Arc::new(
+        rag_models::HttpReranker::new(rag_models::HttpRerankerConfig {
+            base_url: url,
+            model: "stand-in".into(),
+            timeout_ms: 300,
+            max_retries: 0,
+            ..rag_models::HttpRerankerConfig::default()
+        })
+        .unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerank_server_that_fails_or_is_slow_is_skipped_and_a_working_one_reorders() {
+    // Error.
+    let url = stand_in(Duration::ZERO, |_| (503, "application/json", "{\"error\":\"overloaded\"}".into())).await;
+    let server = start(Limits::default(), Some(http_reranker(url))).await;
+    let key = seeded(&server).await;
+    let (_, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "保存" })).await;
+    let events = body["events"].as_array().unwrap();
+    let reranked = find(events, "reranked");
+    assert!(reranked["skipped"].as_str().unwrap().starts_with("rerank skipped:"), "{reranked}");
+    let fused: Vec<&Value> = find(events, "fused")["hits"].as_array().unwrap().iter().map(|h| &h["id"]).collect();
+    let kept: Vec<&Value> = reranked["hits"].as_array().unwrap().iter().map(|h| &h["id"]).collect();
+    assert_eq!(kept[..], fused[..kept.len()], "the fused order is kept");
+
+    // Slow: answers after the reranker's timeout.
+    let url = stand_in(Duration::from_secs(5), |_| (200, "application/json", "{\"results\":[]}".into())).await;
+    let server = start(Limits::default(), Some(http_reranker(url))).await;
+    let key = seeded(&server).await;
+    let (_, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "保存" })).await;
+    let reranked = find(body["events"].as_array().unwrap(), "reranked").clone();
+    assert!(reranked["skipped"].as_str().unwrap().starts_with("rerank skipped:"), "{reranked}");
+
+    // Working: the stand-in ranks the documents in reverse, with scores.
+    let url = stand_in(Duration::ZERO, |body| {
+        let req: Value = serde_json::from_str(body).unwrap();
+        let n = req["documents"].as_array().unwrap().len();
+        let results: Vec<Value> = (0..n).rev().map(|i| json!({ "index": i, "relevance_score": (i + 1) as f64 / 10.0 })).collect();
+        (200, "application/json", json!({ "results": results }).to_string())
+    })
+    .await;
+    let server = start(Limits::default(), Some(http_reranker(url))).await;
+    let key = seeded(&server).await;
+    let (_, body) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "保存", "rerank_top_k": 10 })).await;
+    let events = body["events"].as_array().unwrap();
+    let fused: Vec<&Value> = find(events, "fused")["hits"].as_array().unwrap().iter().map(|h| &h["id"]).collect();
+    let reranked = find(events, "reranked");
+    assert!(reranked["skipped"].is_null(), "{reranked}");
+    let moves = reranked["moves"].as_array().unwrap();
+    assert!(fused.len() >= 2);
+    assert_eq!(&moves[0]["id"], fused[fused.len() - 1], "the last fused hit moved to the top");
+    assert_eq!(moves[0]["to"], 1);
+    assert!(moves[0]["score"].as_f64().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_llm_a_follow_up_is_rewritten_by_it() {
+    let url = stand_in(Duration::ZERO, |_| {
+        let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"海鲜怎么保存？\"}}]}\n\ndata: [DONE]\n\n".to_string();
+        (200, "text/event-stream", sse)
+    })
+    .await;
+    let chat = rag_models::OpenAiChat::new(rag_models::ChatConfig { base_url: url, model: "stand-in".into(), ..rag_models::ChatConfig::default() })
+        .unwrap();
+    let server = start_full(Limits::default(), None, Some(Arc::new(chat))).await;
+    let key = seeded(&server).await;
+    let (s, _) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "肉类怎么保存？", "conversation_id": "c-llm" })).await;
+    assert_eq!(s, 200);
+    let (_, follow) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "那海鲜呢？", "conversation_id": "c-llm" })).await;
+    let events = follow["events"].as_array().unwrap();
+    let analyzed = find(events, "query_analyzed");
+    assert_eq!(analyzed["rewrite_method"], "llm", "{analyzed}");
+    assert_eq!(analyzed["rewritten_from"], "那海鲜呢？");
+    assert_eq!(find(events, "context_assembled")["sources"][0]["passage"]["title"], "海鲜怎么保存？");
+    let answered = find(events, "answered");
+    assert_ne!(answered["generator"], "extractive", "the configured LLM answered: {answered}");
+}

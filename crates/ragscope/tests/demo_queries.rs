@@ -152,3 +152,34 @@ fn user_dictionary_and_review_flags() {
     assert!(rows.iter().any(|r| r["question"] == "本周特价" && r["expired"] == true));
     assert!(rows.iter().any(|r| r["question"] == "新品试吃" && r["status"] == "pending"));
 }
+
+/// With no LLM configured: a Chinese question over the demo knowledge base
+/// gets a Chinese extractive answer with valid citations; a question outside
+/// it gets the honest miss.
+#[test]
+fn ask_answers_in_chinese_with_citations_or_says_it_does_not_know() {
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let ask = |q: &str| -> Vec<serde_json::Value> {
+        let mut c = cmd(&data);
+        c.args(["ask", "--kb", "demo", "--json", q]);
+        ok(c).stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let events = ask("怎么退款？");
+    let sources = events.iter().find(|e| e["type"] == "context_assembled").unwrap()["sources"].as_array().unwrap().len() as u64;
+    let answered = events.iter().find(|e| e["type"] == "answered").expect("answered event");
+    assert_eq!(answered["generator"], "extractive");
+    assert_eq!(answered["language"], "zh");
+    assert_eq!(answered["kb_miss"], false);
+    assert!(answered["text"].as_str().unwrap().contains("抽取式回答"), "{answered}");
+    let cited = answered["cited"].as_array().unwrap();
+    assert!(!cited.is_empty());
+    assert!(cited.iter().all(|c| (1..=sources).contains(&c["n"].as_u64().unwrap())));
+    assert!(cited.iter().any(|c| c["title"].as_str().unwrap().contains("退款")), "{cited:?}");
+    assert!(answered["removed_citations"].as_array().unwrap().is_empty());
+
+    let events = ask("火星的大气层由什么组成？");
+    let answered = events.iter().find(|e| e["type"] == "answered").expect("answered event");
+    assert_eq!(answered["kb_miss"], true, "{answered}");
+    assert!(answered["text"].as_str().unwrap().starts_with("知识库中没有相关信息"), "{answered}");
+}
