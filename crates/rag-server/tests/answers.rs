@@ -153,6 +153,30 @@ async fn a_failing_reranker_is_skipped_and_the_fused_order_kept() {
     assert_eq!(find(events, "done")["warnings"].as_array().unwrap().len() >= 1, true);
 }
 
+/// Reads one HTTP request from a stand-in's socket; returns its body, or
+/// `None` when the client closed the connection first.
+async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut buf = vec![0u8; 65536];
+    let mut req = Vec::new();
+    loop {
+        let n = sock.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            return None;
+        }
+        req.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&req).to_string();
+        if let Some(h) = text.find("\r\n\r\n") {
+            let len: usize = text[..h]
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                .unwrap_or(0);
+            if req.len() >= h + 4 + len {
+                return Some(String::from_utf8_lossy(&req[h + 4..]).to_string());
+            }
+        }
+    }
+}
+
 /// A stand-in chat server: sends one token, then holds the stream open and
 /// records when the client closes it.
 async fn holding_llm(closed: Arc<AtomicBool>, started: Arc<tokio::sync::Notify>) -> String {
@@ -162,25 +186,10 @@ async fn holding_llm(closed: Arc<AtomicBool>, started: Arc<tokio::sync::Notify>)
         while let Ok((mut sock, _)) = listener.accept().await {
             let (closed, started) = (closed.clone(), started.clone());
             tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let mut req = Vec::new();
-                loop {
-                    let n = sock.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    req.extend_from_slice(&buf[..n]);
-                    let text = String::from_utf8_lossy(&req);
-                    if let Some(h) = text.find("\r\n\r\n") {
-                        let len: usize = text[..h]
-                            .lines()
-                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-                            .unwrap_or(0);
-                        if req.len() >= h + 4 + len {
-                            break;
-                        }
-                    }
+                if read_request(&mut sock).await.is_none() {
+                    return;
                 }
+                let mut buf = vec![0u8; 1024];
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
                 let chunk = "data: {\"choices\":[{\"delta\":{\"content\":\"第一句\"}}]}\n\n";
                 let _ = sock.write_all(head.as_bytes()).await;
@@ -229,27 +238,9 @@ async fn a_client_disconnect_closes_the_llm_stream() {
     }
 }
 
-/// A stand-in chat server that answers every request with HTTP 500.
-async fn broken_llm() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let _ = sock.read(&mut buf).await;
-                let body = "{\"error\":{\"message\":\"upstream exploded\"}}";
-                let reply = format!("HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
-                let _ = sock.write_all(reply.as_bytes()).await;
-            });
-        }
-    });
-    url
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_llm_falls_back_to_the_extractive_answer() {
-    let url = broken_llm().await;
+    let url = stand_in(Duration::ZERO, |_| (500, "application/json", "{\"error\":{\"message\":\"upstream exploded\"}}".into())).await;
     let chat = rag_models::OpenAiChat::new(rag_models::ChatConfig {
         base_url: url,
         model: "stand-in".into(),
@@ -318,25 +309,7 @@ where
         while let Ok((mut sock, _)) = listener.accept().await {
             let reply = reply.clone();
             tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let mut req = Vec::new();
-                let body = loop {
-                    let n = sock.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    req.extend_from_slice(&buf[..n]);
-                    let text = String::from_utf8_lossy(&req).to_string();
-                    if let Some(h) = text.find("\r\n\r\n") {
-                        let len: usize = text[..h]
-                            .lines()
-                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-                            .unwrap_or(0);
-                        if req.len() >= h + 4 + len {
-                            break String::from_utf8_lossy(&req[h + 4..]).to_string();
-                        }
-                    }
-                };
+                let Some(body) = read_request(&mut sock).await else { return };
                 tokio::time::sleep(delay).await;
                 let (status, content_type, payload) = reply(&body);
                 let head = format!(
