@@ -46,6 +46,59 @@ impl Role {
     }
 }
 
+/// Whose owner-restricted documents a caller may see. Documents without an
+/// owner are visible to every caller of their tenant; a document restricted to
+/// an owner is visible to keys issued for that owner only (and to the local
+/// operator's CLI, which reads the data directory anyway).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Viewer {
+    /// A caller with no owner: unrestricted documents only.
+    #[default]
+    Public,
+    /// A caller acting for this owner: unrestricted documents and the owner's own.
+    Owner(String),
+    /// The local operator (CLI): every document.
+    Everything,
+}
+
+/// The owner marker of query-log rows written by [`Viewer::Everything`]; no
+/// key may be issued for it, so such rows are visible to the operator only.
+pub const OPERATOR_OWNER: &str = "*";
+
+impl Viewer {
+    /// The viewer of a key with this owner.
+    pub fn for_owner(owner: Option<&str>) -> Self {
+        match owner {
+            Some(o) => Viewer::Owner(o.to_owned()),
+            None => Viewer::Public,
+        }
+    }
+
+    /// Whether a document with this owner is visible.
+    pub fn sees(&self, owner: Option<&str>) -> bool {
+        match (self, owner) {
+            (_, None) | (Viewer::Everything, _) => true,
+            (Viewer::Owner(me), Some(o)) => me == o,
+            (Viewer::Public, Some(_)) => false,
+        }
+    }
+
+    /// The owner recorded on rows this viewer writes (query log): what was
+    /// seen through an owner's eyes stays that owner's.
+    pub fn row_owner(&self) -> Option<String> {
+        match self {
+            Viewer::Public => None,
+            Viewer::Owner(o) => Some(o.clone()),
+            Viewer::Everything => Some(OPERATOR_OWNER.to_owned()),
+        }
+    }
+
+    /// Whether a valid owner name: 1 to 128 bytes, no control characters, not the operator marker.
+    pub fn valid_owner(owner: &str) -> bool {
+        !owner.is_empty() && owner.len() <= 128 && owner != OPERATOR_OWNER && !owner.chars().any(char::is_control)
+    }
+}
+
 /// An API key as stored (never the key itself).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,10 +24,10 @@ pub mod params;
 pub mod query;
 pub mod seams;
 
-pub use auth::{ApiKeyInfo, KeyStore, Role};
+pub use auth::{ApiKeyInfo, KeyStore, Role, Viewer, OPERATOR_OWNER};
 pub use error::{CoreError, UserError};
 pub use event::{CitedSource, ContextDropped, PipelineEvent, RerankMove, SentenceCheck, StageTiming, TokenUsage};
-pub use log::{LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
+pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
 pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, TenantId};
 pub use model::*;
 pub use params::*;

@@ -1,6 +1,7 @@
 //! The query log: one row per question, enough to replay it, judge it and
 //! find what the knowledge base is missing.
 
+use crate::auth::Viewer;
 use crate::event::{CitedSource, StageTiming, TokenUsage};
 use crate::ids::{KbId, PassageId, TenantId};
 use crate::model::Timestamp;
@@ -73,6 +74,10 @@ pub struct QueryLogRecord {
     pub usage: Option<TokenUsage>,
     /// User feedback: "useful" or "not_useful".
     pub feedback: Option<String>,
+    /// The owner whose restricted documents the run could see (None: a caller
+    /// without owner); the row is visible to that owner's keys only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// Which log rows to list.
@@ -86,6 +91,8 @@ pub struct LogFilter {
     pub since: Option<Timestamp>,
     /// At most this many, newest first.
     pub limit: usize,
+    /// Whose rows may be listed (rows written by an owner are that owner's).
+    pub viewer: crate::auth::Viewer,
 }
 
 /// Storage of the query log, scoped by tenant like everything else.
@@ -95,8 +102,33 @@ pub trait QueryLogStore: Send + Sync {
     async fn log_query(&self, record: &QueryLogRecord) -> crate::error::Result<()>;
     /// Records of a knowledge base, newest first.
     async fn query_log(&self, tenant: &TenantId, kb: KbId, filter: &LogFilter) -> crate::error::Result<Vec<QueryLogRecord>>;
-    /// One record.
-    async fn query_log_entry(&self, tenant: &TenantId, id: &str) -> crate::error::Result<Option<QueryLogRecord>>;
-    /// Sets feedback; `false` when no such record exists for the tenant.
-    async fn set_feedback(&self, tenant: &TenantId, id: &str, feedback: &str) -> crate::error::Result<bool>;
+    /// One record, if it exists for the tenant and the viewer may see it.
+    async fn query_log_entry(&self, tenant: &TenantId, id: &str, viewer: &Viewer) -> crate::error::Result<Option<QueryLogRecord>>;
+    /// Sets feedback; `false` when no such record exists for the tenant and viewer.
+    async fn set_feedback(&self, tenant: &TenantId, id: &str, viewer: &Viewer, feedback: &str) -> crate::error::Result<bool>;
+    /// Conversations of a knowledge base the viewer may see, latest activity first.
+    async fn conversations(&self, tenant: &TenantId, kb: KbId, viewer: &Viewer, limit: usize) -> crate::error::Result<Vec<ConversationSummary>>;
+    /// Forgets a conversation's turns in a knowledge base (the viewer's rows
+    /// only); returns how many turns were removed.
+    async fn delete_conversation(&self, tenant: &TenantId, kb: KbId, id: &str, viewer: &Viewer) -> crate::error::Result<usize>;
+}
+
+/// A conversation as the query log knows it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationSummary {
+    /// Its id, as clients send it with each question.
+    pub id: String,
+    /// Questions asked in it.
+    pub turns: usize,
+    /// The first question.
+    pub first_query: String,
+    /// The latest question.
+    pub last_query: String,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// Its latest activity.
+    pub last_at: Timestamp,
+    /// Turns the knowledge base could not answer.
+    pub misses: usize,
 }

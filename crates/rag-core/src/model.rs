@@ -151,6 +151,9 @@ pub struct Document {
     pub updated_at: Timestamp,
     /// The full extracted text; chunk offsets point into it.
     pub text: String,
+    /// The owner the document is restricted to (None: every caller of the tenant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// A contiguous piece of a document's extracted text.
@@ -264,6 +267,9 @@ pub struct Passage {
     pub valid_until: Option<Timestamp>,
     /// Whether it may be searched at all (FAQ status approved).
     pub searchable: bool,
+    /// The owner its document is restricted to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl Passage {

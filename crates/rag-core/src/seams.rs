@@ -15,6 +15,8 @@ pub struct SearchCtx {
     pub filters: Filters,
     /// The time validity windows are evaluated at.
     pub now: crate::model::Timestamp,
+    /// Whose owner-restricted passages may be returned.
+    pub viewer: crate::auth::Viewer,
 }
 
 /// One recall path.
@@ -214,6 +216,8 @@ pub struct DocumentInfo {
     pub content_hash: String,
     /// Number of chunks.
     pub chunks: usize,
+    /// The owner it is restricted to, if any.
+    pub owner: Option<String>,
 }
 
 /// Read side of a store. Every call is scoped by a tenant.
@@ -231,8 +235,8 @@ pub trait StoreRead: Send + Sync {
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>>;
     /// A document with its chunks in order, if it exists in this tenant's knowledge base.
     async fn document(&self, tenant: &TenantId, kb: KbId, doc: DocId) -> Result<Option<(Document, Vec<Chunk>)>>;
-    /// A document with that content hash, if one exists.
-    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str) -> Result<Option<DocId>>;
+    /// A document with that content hash and owner, if one exists.
+    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str, owner: Option<&str>) -> Result<Option<DocId>>;
     /// FAQ entries of a knowledge base.
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>>;
     /// The embedding space of the knowledge base's vectors, if it has any.

@@ -169,6 +169,16 @@ impl Engine {
         c.embedder.clone().map(|e| CachedEmbedder::new(e, c.cache.clone()))
     }
 
+    /// The configured LLM, if any (the extractive generator answers otherwise).
+    pub fn generator(&self) -> Option<Arc<dyn rag_core::Generator>> {
+        self.inner.components.generator.clone()
+    }
+
+    /// The reranker ([`rag_core::IdentityReranker`] when none is configured).
+    pub fn reranker(&self) -> Arc<dyn Reranker> {
+        self.inner.components.reranker.clone()
+    }
+
     /// The indexes of a knowledge base at its current commit; built (off the
     /// async runtime) when missing or stale.
     pub async fn index(&self, tenant: &TenantId, kb: &KnowledgeBase) -> Result<Arc<KbIndex>, CoreError> {

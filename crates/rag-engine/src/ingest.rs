@@ -141,7 +141,7 @@ impl Engine {
         let store = self.store();
         // The same bytes are already a document: skip before extracting anything.
         let hash = hex_sha256(&bytes);
-        if store.document_by_hash(tenant, kb.id, &hash).await?.is_some() {
+        if store.document_by_hash(tenant, kb.id, &hash, options.owner.as_deref()).await?.is_some() {
             return Ok(Ok(IngestStatus::Skipped { reason: "already ingested (same content)".into() }));
         }
         if options.cancelled() {
@@ -200,7 +200,7 @@ impl Engine {
                     .documents(tenant, kb.id)
                     .await?
                     .into_iter()
-                    .filter(|d| d.source == source)
+                    .filter(|d| d.source == source && d.owner == options.owner)
                     .map(|d| WriteOp::DeleteDocument(d.id))
                     .collect();
                 let replaced = !ops.is_empty();
@@ -216,6 +216,7 @@ impl Engine {
                     created_at: ts,
                     updated_at: ts,
                     text: doc.text,
+                    owner: options.owner.clone(),
                 };
                 // The vectors go in the same atomic write, after the document they belong to.
                 ops.push(WriteOp::PutDocument { document, chunks });

@@ -37,6 +37,9 @@ pub struct IngestOptions {
     /// Set to stop the job: a file not yet committed fails with code
     /// `cancelled` and leaves nothing behind.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Restrict the ingested documents to this owner (FAQ tables stay
+    /// visible to the whole tenant: FAQ entries carry no owner).
+    pub owner: Option<String>,
 }
 
 impl std::fmt::Debug for IngestOptions {
@@ -46,6 +49,7 @@ impl std::fmt::Debug for IngestOptions {
             .field("chunk", &self.chunk)
             .field("media_type", &self.media_type)
             .field("cancel", &self.cancel)
+            .field("owner", &self.owner)
             .finish()
     }
 }

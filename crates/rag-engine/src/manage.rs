@@ -7,7 +7,7 @@
 use crate::engine::Engine;
 use rag_core::{
     Chunk, CoreError, DocId, Document, DocumentInfo, Fact, FactId, FaqEntry, FaqId, FaqStatus, KbSettings, KnowledgeBase,
-    PassageId, PassageKind, SynonymGroup, TenantId, Timestamp, UserError, UserWord, WriteOp,
+    PassageId, PassageKind, SynonymGroup, TenantId, Timestamp, UserError, UserWord, Viewer, WriteOp,
 };
 
 /// A new FAQ entry.
@@ -101,22 +101,28 @@ impl Engine {
         self.kb(tenant, name).await
     }
 
-    /// Documents of a knowledge base.
-    pub async fn documents(&self, tenant: &TenantId, kb: &str) -> Result<Vec<DocumentInfo>, CoreError> {
+    /// Documents of a knowledge base that `viewer` may see.
+    pub async fn documents(&self, tenant: &TenantId, kb: &str, viewer: &Viewer) -> Result<Vec<DocumentInfo>, CoreError> {
         let kb = self.kb(tenant, kb).await?;
-        self.store().documents(tenant, kb.id).await
+        let mut docs = self.store().documents(tenant, kb.id).await?;
+        docs.retain(|d| viewer.sees(d.owner.as_deref()));
+        Ok(docs)
     }
 
-    /// A document with its chunks.
-    pub async fn document(&self, tenant: &TenantId, kb: &str, doc: DocId) -> Result<(Document, Vec<Chunk>), CoreError> {
+    /// A document with its chunks; another owner's restricted document is not found.
+    pub async fn document(&self, tenant: &TenantId, kb: &str, doc: DocId, viewer: &Viewer) -> Result<(Document, Vec<Chunk>), CoreError> {
         let kb = self.kb(tenant, kb).await?;
-        self.store().document(tenant, kb.id, doc).await?.ok_or_else(|| not_found("document", doc))
+        self.store()
+            .document(tenant, kb.id, doc)
+            .await?
+            .filter(|(d, _)| viewer.sees(d.owner.as_deref()))
+            .ok_or_else(|| not_found("document", doc))
     }
 
     /// Deletes a document with its chunks, vectors and index entries.
-    pub async fn delete_document(&self, tenant: &TenantId, kb: &str, doc: DocId) -> Result<(), CoreError> {
+    pub async fn delete_document(&self, tenant: &TenantId, kb: &str, doc: DocId, viewer: &Viewer) -> Result<(), CoreError> {
         let kb = self.kb(tenant, kb).await?;
-        if self.store().document(tenant, kb.id, doc).await?.is_none() {
+        if !self.store().document(tenant, kb.id, doc).await?.is_some_and(|(d, _)| viewer.sees(d.owner.as_deref())) {
             return Err(not_found("document", doc));
         }
         self.store().apply(tenant, kb.id, vec![WriteOp::DeleteDocument(doc)]).await?;
@@ -239,7 +245,7 @@ impl Engine {
 
     /// The FAQ lookup tool for agents: approved FAQ hits for `query` as
     /// "Q: … A: … Source: …", or "No relevant FAQs found for: <query>".
-    pub async fn faq_tool(&self, tenant: &TenantId, kb_name: &str, query: &str) -> Result<String, CoreError> {
+    pub async fn faq_tool(&self, tenant: &TenantId, kb_name: &str, query: &str, viewer: &Viewer) -> Result<String, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let request = rag_core::QueryRequest {
             kb: kb_name.to_owned(),
@@ -249,7 +255,7 @@ impl Engine {
             generate: false,
             conversation_id: None,
         };
-        let options = crate::QueryOptions { views: true, log: false };
+        let options = crate::QueryOptions { views: true, log: false, viewer: viewer.clone() };
         let mut sink = |_e: rag_core::PipelineEvent| {};
         let out = self.run(tenant, request, options, &mut sink).await?;
         let index = self.index(tenant, &kb).await?;

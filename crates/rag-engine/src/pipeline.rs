@@ -15,18 +15,28 @@ use rag_text::normalize_for_match;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// How much a run reports.
-#[derive(Debug, Clone, Copy)]
+/// How much a run reports, and for whom it runs.
+#[derive(Debug, Clone)]
 pub struct QueryOptions {
     /// Attach passage texts with highlights to recall and context events.
     pub views: bool,
     /// Write a query-log row.
     pub log: bool,
+    /// Whose owner-restricted documents the run may see (and whose the
+    /// conversation's earlier turns and the log row are).
+    pub viewer: rag_core::Viewer,
 }
 
 impl Default for QueryOptions {
     fn default() -> Self {
-        QueryOptions { views: true, log: true }
+        QueryOptions { views: true, log: true, viewer: rag_core::Viewer::Public }
+    }
+}
+
+impl QueryOptions {
+    /// Default options for a caller who sees what `viewer` sees.
+    pub fn for_viewer(viewer: rag_core::Viewer) -> Self {
+        QueryOptions { viewer, ..Default::default() }
     }
 }
 
@@ -81,7 +91,7 @@ impl Retriever for DenseRetriever {
             .into());
         }
         let vector = self.embedder.embed_query(&query.raw).await?;
-        let (index, filter) = (self.index.clone(), Filter::new(&ctx.filters, ctx.now));
+        let (index, filter) = (self.index.clone(), Filter::new(&ctx.filters, ctx.now, &ctx.viewer));
         tokio::task::spawn_blocking(move || {
             let dense = index.dense.as_ref().and_then(|d| d.as_ref().ok()).expect("checked above");
             dense.search(&vector, k, &filter, &index.lexical)
@@ -100,7 +110,7 @@ impl Retriever for LexicalRetriever {
 
     async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList, CoreError> {
         let (index, path, params, query) = (self.index.clone(), self.path, self.params.clone(), query.clone());
-        let filter = Filter::new(&ctx.filters, ctx.now);
+        let filter = Filter::new(&ctx.filters, ctx.now, &ctx.viewer);
         tokio::task::spawn_blocking(move || {
             let index = &index.lexical;
             match path {
@@ -250,7 +260,8 @@ impl Engine {
         // (standalone query, how it was obtained)
         let mut rewrite: Option<(String, String)> = None;
         if let Some(conv) = &request.conversation_id {
-            let filter = rag_core::LogFilter { conversation_id: Some(conv.clone()), limit: 4, ..Default::default() };
+            let filter =
+                rag_core::LogFilter { conversation_id: Some(conv.clone()), limit: 4, viewer: options.viewer.clone(), ..Default::default() };
             let mut turns: Vec<rag_answer::Turn> = self
                 .store()
                 .query_log(tenant, kb.id, &filter)
@@ -299,7 +310,7 @@ impl Engine {
         });
 
         // Recall: every path in parallel.
-        let ctx = SearchCtx { filters: request.filters.clone(), now: rag_core::now() };
+        let ctx = SearchCtx { filters: request.filters.clone(), now: rag_core::now(), viewer: options.viewer.clone() };
         let mut retrievers: Vec<Arc<dyn Retriever>> = Vec::new();
         for p in &params.paths {
             if *p != PathKind::Dense {
@@ -504,6 +515,7 @@ impl Engine {
                 total_ms,
                 usage: answer.as_ref().and_then(|a| a.usage),
                 feedback: None,
+                owner: options.viewer.row_owner(),
             };
             if let Err(e) = self.store().log_query(&record).await {
                 warnings.push(format!("the query log could not be written: {e}"));

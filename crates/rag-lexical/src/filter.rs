@@ -1,10 +1,11 @@
 //! Which passages a query may see.
 
-use rag_core::{Filters, Passage, Timestamp};
+use rag_core::{Filters, Passage, Timestamp, Viewer};
 
-/// A compiled filter: status, validity window, tags and creation time.
+/// A compiled filter: status, validity window, tags, creation time and owner.
 #[derive(Debug, Clone)]
 pub struct Filter {
+    viewer: Viewer,
     tags: Vec<String>,
     created_after: Option<Timestamp>,
     created_before: Option<Timestamp>,
@@ -12,9 +13,11 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// From request filters, evaluating validity windows at `now` (or `as_of`).
-    pub fn new(filters: &Filters, now: Timestamp) -> Self {
+    /// From request filters, evaluating validity windows at `now` (or `as_of`),
+    /// for a caller who sees what `viewer` sees.
+    pub fn new(filters: &Filters, now: Timestamp, viewer: &Viewer) -> Self {
         Filter {
+            viewer: viewer.clone(),
             tags: filters.tags.iter().map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()).collect(),
             created_after: filters.created_after,
             created_before: filters.created_before,
@@ -24,12 +27,12 @@ impl Filter {
 
     /// Every searchable passage, whatever its validity window (for tests and evaluation).
     pub fn everything() -> Self {
-        Filter { tags: Vec::new(), created_after: None, created_before: None, now: None }
+        Filter { viewer: Viewer::Everything, tags: Vec::new(), created_after: None, created_before: None, now: None }
     }
 
     /// Whether the passage passes.
     pub fn allows(&self, p: &Passage) -> bool {
-        if !p.searchable {
+        if !p.searchable || !self.viewer.sees(p.owner.as_deref()) {
             return false;
         }
         if let Some(now) = self.now {

@@ -1,5 +1,5 @@
 // Embedding map: the knowledge base's vectors projected to 2-D by the server
-// (PCA), coloured by document or kind; a query is a star with lines to its
+// (PCA), coloured by document, kind or language; a query is a star with lines to its
 // nearest passages. SVG built with DOM calls; titles are text nodes.
 import { app, api, el, clear, t, fmt, notice, kbPath, table } from './core.js';
 
@@ -26,7 +26,8 @@ export function mount(node) {
   const form = el('form', { id: 'map-form', class: 'askbar' }, q, el('button', { id: 'map-run', type: 'submit', i18n: 'map.place' }));
   form.addEventListener('submit', (ev) => { ev.preventDefault(); load(q.value.trim()); });
   const by = el('select', { id: 'map-colour', 'aria-label': 'colour' },
-    el('option', { value: 'group', i18n: 'map.bydoc' }), el('option', { value: 'kind', i18n: 'map.bykind' }));
+    el('option', { value: 'group', i18n: 'map.bydoc' }), el('option', { value: 'kind', i18n: 'map.bykind' }),
+    el('option', { value: 'language', i18n: 'map.bylang' }));
   by.addEventListener('change', () => { colourBy = by.value; draw(); });
   clear(root, form,
     el('div', { class: 'row' }, el('span', { i18n: 'map.colour' }), by, el('span', { id: 'map-info', class: 'hint' })),
@@ -63,7 +64,7 @@ function draw() {
   const [y0, y1] = [Math.min(...ys), Math.max(...ys)];
   const sx = (x) => PAD + ((x - x0) / (x1 - x0 || 1)) * (W - 2 * PAD);
   const sy = (y) => H - PAD - ((y - y0) / (y1 - y0 || 1)) * (H - 2 * PAD);
-  const key = (p) => (colourBy === 'kind' ? p.kind : p.group);
+  const key = (p) => (colourBy === 'kind' ? p.kind : colourBy === 'language' ? p.language : p.group);
   const groups = [...new Set(pts.map(key))].sort();
   const colour = (g) => PALETTE[groups.indexOf(g) % PALETTE.length];
   const hover = document.getElementById('map-hover');

@@ -1,5 +1,5 @@
-// Settings: what the server runs with, a real connection test of the
-// embedder, and the knowledge base's settings (retrieval, fusion, answer
+// Settings: what the server runs with, real connection tests of the
+// embedder, the LLM and the reranker, and the knowledge base's settings (retrieval, fusion, answer
 // thresholds) edited as JSON and validated by the server.
 import { app, api, el, clear, t, notice, kbPath, jsonView } from './core.js';
 
@@ -19,24 +19,32 @@ async function render() {
   clear(root, sys, kb);
   try {
     const info = await api('GET', '/system');
-    const result = el('div', { id: 'embedder-test-result' });
-    const test = app.session.role === 'admin'
-      ? el('button', { type: 'button', id: 'test-embedder', i18n: 'set.test', onclick: async () => {
-        clear(result, el('span', { class: 'hint', i18n: 'running' }));
-        try {
-          const r = await api('POST', '/system/test-embedder');
-          result.dataset.ok = String(r.ok);
-          clear(result, notice(r.ok ? 'info' : 'error', `${r.ok ? '✓' : '✗'} ${r.detail} (${r.ms.toFixed(1)} ms)`));
-        } catch (e) { clear(result, notice('error', e.message)); }
-      } })
-      : null;
+    // One real request per provider; admin only (it may cost money).
+    const tester = (name, path) => {
+      const result = el('div', { id: `${name}-test-result`, class: 'test-result' });
+      const button = app.session.role === 'admin'
+        ? el('button', { type: 'button', id: `test-${name}`, i18n: 'set.test', onclick: async () => {
+          clear(result, el('span', { class: 'hint', i18n: 'running' }));
+          try {
+            const r = await api('POST', path);
+            result.dataset.ok = String(r.ok);
+            clear(result, notice(r.ok ? 'info' : 'error', `${r.ok ? '✓' : '✗'} ${r.detail} (${r.ms.toFixed(1)} ms)`));
+          } catch (e) { clear(result, notice('error', e.message)); }
+        } })
+        : null;
+      return el('dd', {}, button, result);
+    };
     sys.append(el('h2', { i18n: 'set.system' }),
       el('dl', { class: 'kv' },
         el('dt', { text: 'version' }), el('dd', { text: info.version }),
         el('dt', { i18n: 'set.embedder' }), el('dd', { id: 'embedder-info', text: info.embedder ? `${info.embedder.model_id} · ${info.embedder.dimensions}d` : t('set.noembedder') }),
+        el('dt', {}), tester('embedder', '/system/test-embedder'),
+        el('dt', { i18n: 'set.llm' }), el('dd', { id: 'llm-info', text: info.llm || t('set.nollm') }),
+        el('dt', {}), tester('llm', '/system/test-llm'),
+        el('dt', { i18n: 'set.reranker' }), el('dd', { id: 'reranker-info', text: info.reranker === 'identity' ? t('set.noreranker') : info.reranker }),
+        el('dt', {}), tester('reranker', '/system/test-reranker'),
         el('dt', { text: 'max_top_k' }), el('dd', { text: info.max_top_k }),
-        el('dt', { text: 'max_upload_bytes' }), el('dd', { text: info.max_upload_bytes })),
-      el('div', { class: 'row' }, test), result);
+        el('dt', { text: 'max_upload_bytes' }), el('dd', { text: info.max_upload_bytes })));
   } catch (e) { sys.append(notice('error', e.message)); }
   if (!app.kb) return;
   try {

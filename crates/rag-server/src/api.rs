@@ -54,6 +54,8 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(crate::ops::replay))
         .routes(routes!(crate::ops::faq_tool))
         .routes(routes!(crate::ops::analytics))
+        .routes(routes!(crate::ops::list_conversations))
+        .routes(routes!(crate::ops::get_conversation, crate::ops::delete_conversation))
         .merge(crate::web::api_routes())
 }
 
@@ -224,7 +226,7 @@ async fn query_stream(
     }
     let metrics = state.metrics.clone();
     let mut missed = false;
-    let events = state.engine.query(&caller.tenant, request).map(move |e| {
+    let events = state.engine.query_with(&caller.tenant, request, caller.query_options()).map(move |e| {
         let _held = &permit;
         missed |= is_miss(&e);
         if let Some(t) = stage_timings(&e) {
@@ -251,7 +253,7 @@ async fn query_json(
 ) -> Result<Json<QueryEvents>, ApiError> {
     let _permit = state.query_slot(&caller.key_id)?;
     let request = to_request(&state, &caller, &kb, body, true).await?;
-    let events: Vec<PipelineEvent> = state.engine.query(&caller.tenant, request).collect().await;
+    let events: Vec<PipelineEvent> = state.engine.query_with(&caller.tenant, request, caller.query_options()).collect().await;
     if let Some(t) = events.last().and_then(stage_timings) {
         state.metrics.query(&t, events.iter().any(is_miss));
     }
@@ -286,7 +288,7 @@ async fn retrieve(
 ) -> Result<Json<Retrieval>, ApiError> {
     let _permit = state.query_slot(&caller.key_id)?;
     let request = to_request(&state, &caller, &kb, body, false).await?;
-    let events: Vec<PipelineEvent> = state.engine.query(&caller.tenant, request).collect().await;
+    let events: Vec<PipelineEvent> = state.engine.query_with(&caller.tenant, request, caller.query_options()).collect().await;
     if let Some(PipelineEvent::Error { code, message }) = events.last() {
         let status = if code == "unknown_kb" { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
         let code: &'static str = if code == "unknown_kb" { "unknown_kb" } else { "query_failed" };
@@ -301,6 +303,7 @@ async fn retrieve(
         .collect();
     let candidates_id = state.keep_candidates(CachedCandidates {
         tenant: caller.tenant.clone(),
+        viewer: caller.viewer(),
         kb,
         lists,
         created: std::time::Instant::now(),
@@ -354,7 +357,7 @@ async fn refuse(
         map.get(&body.candidates_id).cloned()
     };
     let cached = cached
-        .filter(|c| c.tenant == caller.tenant && c.kb == kb && c.created.elapsed() < CANDIDATES_TTL)
+        .filter(|c| c.tenant == caller.tenant && c.viewer == caller.viewer() && c.kb == kb && c.created.elapsed() < CANDIDATES_TTL)
         .ok_or_else(|| ApiError::not_found("no cached candidates with that id (they expire; run /retrieve again)"))?;
     let kb_row = state.engine.kb(&caller.tenant, &kb).await?;
     let mut fusion = kb_row.settings.retrieval.fusion;
@@ -449,11 +452,13 @@ pub struct DocumentSummary {
     pub content_hash: String,
     /// Number of chunks.
     pub chunks: usize,
+    /// The owner it is restricted to, if any.
+    pub owner: Option<String>,
 }
 
 impl From<DocumentInfo> for DocumentSummary {
     fn from(d: DocumentInfo) -> Self {
-        DocumentSummary { id: d.id, title: d.title, source: d.source, content_hash: d.content_hash, chunks: d.chunks }
+        DocumentSummary { id: d.id, title: d.title, source: d.source, content_hash: d.content_hash, chunks: d.chunks, owner: d.owner }
     }
 }
 
@@ -478,7 +483,7 @@ fn parse_faq(id: &str) -> Result<FaqId, ApiError> {
 #[utoipa::path(get, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
     responses((status = 200, body = Vec<DocumentSummary>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn list_documents(State(state): State<AppState>, caller: Caller, Path(kb): Path<String>) -> Result<Json<Vec<DocumentSummary>>, ApiError> {
-    Ok(Json(state.engine.documents(&caller.tenant, &kb).await?.into_iter().map(Into::into).collect()))
+    Ok(Json(state.engine.documents(&caller.tenant, &kb, &caller.viewer()).await?.into_iter().map(Into::into).collect()))
 }
 
 /// A document with its text and chunk boundaries.
@@ -489,7 +494,7 @@ async fn get_document(
     caller: Caller,
     Path((kb, id)): Path<(String, String)>,
 ) -> Result<Json<DocumentWithChunks>, ApiError> {
-    let (document, chunks) = state.engine.document(&caller.tenant, &kb, parse_doc(&id)?).await?;
+    let (document, chunks) = state.engine.document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer()).await?;
     Ok(Json(DocumentWithChunks { document, chunks }))
 }
 
@@ -498,7 +503,7 @@ async fn get_document(
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_document(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
     caller.require_write()?;
-    state.engine.delete_document(&caller.tenant, &kb, parse_doc(&id)?).await?;
+    state.engine.delete_document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -561,6 +566,8 @@ pub enum UploadEvent {
 
 /// Uploads files (multipart, field name `file`, several allowed) and streams
 /// progress per file as Server-Sent Events; one bad file does not stop the others.
+/// A text field `owner` restricts the documents to that owner; documents
+/// uploaded with a key issued for an owner are always restricted to it.
 #[utoipa::path(post, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
     request_body(content_type = "multipart/form-data", content = String),
     responses((status = 200, description = "Progress events (`data` is an UploadEvent)", content_type = "text/event-stream", body = SseEvent),
@@ -575,6 +582,7 @@ async fn upload(
     caller.require_write()?;
     state.engine.kb(&caller.tenant, &kb).await?;
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut owner_field: Option<String> = None;
     loop {
         let field = multipart.next_field().await.map_err(|e| {
             let status = e.status();
@@ -582,6 +590,14 @@ async fn upload(
             ApiError::new(status, code, e.body_text())
         })?;
         let Some(field) = field else { break };
+        if field.name() == Some("owner") && field.file_name().is_none() {
+            let text = field.text().await.map_err(|e| ApiError::new(e.status(), "bad_multipart", e.body_text()))?;
+            let text = text.trim().to_owned();
+            if !text.is_empty() {
+                owner_field = Some(text);
+            }
+            continue;
+        }
         if files.len() >= state.config.limits.max_files_per_upload {
             return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -596,6 +612,16 @@ async fn upload(
     if files.is_empty() {
         return Err(ApiError::bad_request("no_files", "send at least one file in a multipart field"));
     }
+    let owner = match (&caller.owner, owner_field) {
+        (Some(mine), Some(asked)) if *mine != asked => {
+            return Err(ApiError::forbidden("a key issued for an owner uploads that owner's documents only"));
+        }
+        (Some(mine), _) => Some(mine.clone()),
+        (None, Some(asked)) if !rag_core::Viewer::valid_owner(&asked) => {
+            return Err(ApiError::bad_request("invalid_param", "owner has 1 to 128 bytes, no control characters, and is not \"*\""));
+        }
+        (None, asked) => asked,
+    };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<UploadEvent>();
     let (engine, tenant) = (state.engine.clone(), caller.tenant.clone());
     tokio::spawn(async move {
@@ -613,7 +639,7 @@ async fn upload(
                     let _ = stage_tx.send(UploadEvent::Stage { file: stage_file.clone(), step: stage, detail });
                 }
             };
-            let options = rag_engine::IngestOptions::default();
+            let options = rag_engine::IngestOptions { owner: owner.clone(), ..Default::default() };
             let event = match engine.ingest_with(&tenant, &kb, &file, bytes, &options, &mut progress).await {
                 Ok(o) => match o.status {
                     rag_engine::IngestStatus::Document { chunks, .. } => {
@@ -961,8 +987,8 @@ async fn create_api_key(State(state): State<AppState>, caller: Caller, ApiJson(b
         return Err(ApiError::not_found(format!("tenant {:?} not found; create it first", tenant.0)));
     }
     if let Some(o) = &b.owner {
-        if o.is_empty() || o.len() > 128 {
-            return Err(ApiError::bad_request("invalid_param", "owner has 1 to 128 bytes"));
+        if !rag_core::Viewer::valid_owner(o) {
+            return Err(ApiError::bad_request("invalid_param", "owner has 1 to 128 bytes, no control characters, and is not \"*\""));
         }
     }
     let (key, info) = create_key(state.keys.as_ref(), &tenant, b.role, b.owner, b.label.as_deref().unwrap_or("")).await?;

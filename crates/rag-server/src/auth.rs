@@ -32,6 +32,14 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// Whose owner-restricted documents this caller sees: its key's owner's.
+    pub fn viewer(&self) -> rag_core::Viewer {
+        rag_core::Viewer::for_owner(self.owner.as_deref())
+    }
+    /// Query options for this caller.
+    pub fn query_options(&self) -> rag_engine::QueryOptions {
+        rag_engine::QueryOptions::for_viewer(self.viewer())
+    }
     /// Refuses read-only keys.
     pub fn require_write(&self) -> Result<(), ApiError> {
         if self.role.can_write() {
@@ -71,7 +79,9 @@ pub async fn create_key(
 ) -> Result<(String, ApiKeyInfo), rag_core::CoreError> {
     let secret = fresh_secret();
     let info = ApiKeyInfo {
-        id: uuid::Uuid::now_v7().simple().to_string()[..16].to_owned(),
+        // Random, not time-ordered: two keys made in the same millisecond
+        // must not share an id (60 random bits).
+        id: uuid::Uuid::new_v4().simple().to_string()[..16].to_owned(),
         tenant: tenant.clone(),
         role,
         owner,

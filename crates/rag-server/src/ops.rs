@@ -1,6 +1,6 @@
 //! Knowledge-ops routes: the query log (filters, feedback, replay under new
 //! settings), the FAQ tool for agents, and analytics (hit rates,
-//! never-retrieved entries, misses, score distribution).
+//! never-retrieved entries, misses, score distribution), and conversations.
 
 use crate::api::{to_request, QueryBody, QueryEvents};
 use crate::auth::Caller;
@@ -11,7 +11,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use futures::StreamExt;
-use rag_core::{LogFilter, PassageId, PipelineEvent, QueryLogRecord};
+use rag_core::{ConversationSummary, LogFilter, PassageId, PipelineEvent, QueryLogRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use utoipa::{IntoParams, ToSchema};
@@ -40,12 +40,18 @@ pub(crate) async fn list_log(
     Query(q): Query<LogQuery>,
 ) -> Result<Json<Vec<QueryLogRecord>>, ApiError> {
     let kb = state.engine.kb(&caller.tenant, &kb).await?;
-    let filter = LogFilter { kb_miss: q.kb_miss, conversation_id: q.conversation_id, since: q.since, limit: q.limit.unwrap_or(100).clamp(1, 1000) };
+    let filter = LogFilter {
+        kb_miss: q.kb_miss,
+        conversation_id: q.conversation_id,
+        since: q.since,
+        limit: q.limit.unwrap_or(100).clamp(1, 1000),
+        viewer: caller.viewer(),
+    };
     Ok(Json(state.engine.store().query_log(&caller.tenant, kb.id, &filter).await?))
 }
 
 async fn entry(state: &AppState, caller: &Caller, id: &str) -> Result<QueryLogRecord, ApiError> {
-    state.engine.store().query_log_entry(&caller.tenant, id).await?.ok_or_else(|| ApiError::not_found(format!("query {id:?} not found")))
+    state.engine.store().query_log_entry(&caller.tenant, id, &caller.viewer()).await?.ok_or_else(|| ApiError::not_found(format!("query {id:?} not found")))
 }
 
 /// One query-log row.
@@ -75,7 +81,7 @@ pub(crate) async fn feedback(
     if b.feedback != "useful" && b.feedback != "not_useful" {
         return Err(ApiError::bad_request("invalid_param", "feedback is \"useful\" or \"not_useful\""));
     }
-    if state.engine.store().set_feedback(&caller.tenant, &id, &b.feedback).await? {
+    if state.engine.store().set_feedback(&caller.tenant, &id, &caller.viewer(), &b.feedback).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("query {id:?} not found")))
@@ -145,7 +151,7 @@ pub(crate) async fn replay(
         conversation_id: None,
     };
     let request = to_request(&state, &caller, &kb.name, body, true).await?;
-    let events: Vec<PipelineEvent> = state.engine.query(&caller.tenant, request).collect().await;
+    let events: Vec<PipelineEvent> = state.engine.query_with(&caller.tenant, request, caller.query_options()).collect().await;
     Ok(Json(QueryEvents { events }))
 }
 
@@ -175,7 +181,7 @@ pub(crate) async fn faq_tool(
     ApiJson(b): ApiJson<FaqToolBody>,
 ) -> Result<Json<FaqToolText>, ApiError> {
     state.engine.check_query(&b.query)?;
-    Ok(Json(FaqToolText { text: state.engine.faq_tool(&caller.tenant, &kb, &b.query).await? }))
+    Ok(Json(FaqToolText { text: state.engine.faq_tool(&caller.tenant, &kb, &b.query, &caller.viewer()).await? }))
 }
 
 /// A passage nobody's question reached.
@@ -218,9 +224,10 @@ pub(crate) async fn analytics(State(state): State<AppState>, caller: Caller, Pat
     let log = state
         .engine
         .store()
-        .query_log(&caller.tenant, kb.id, &LogFilter { limit: 10_000, ..Default::default() })
+        .query_log(&caller.tenant, kb.id, &LogFilter { limit: 10_000, viewer: caller.viewer(), ..Default::default() })
         .await?;
     let index = state.engine.index(&caller.tenant, &kb).await?;
+    let viewer = caller.viewer();
     let mut seen: HashSet<PassageId> = HashSet::new();
     let mut hist = vec![0usize; 10];
     let (mut hits, mut misses, mut useful, mut not_useful) = (0, 0, 0, 0);
@@ -248,7 +255,7 @@ pub(crate) async fn analytics(State(state): State<AppState>, caller: Caller, Pat
         .lexical
         .passages()
         .iter()
-        .filter(|p| p.searchable && !seen.contains(&p.id))
+        .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()) && !seen.contains(&p.id))
         .take(500)
         .map(|p| NeverRetrieved { id: p.id, title: p.title.clone() })
         .collect();
@@ -264,4 +271,107 @@ pub(crate) async fn analytics(State(state): State<AppState>, caller: Caller, Pat
         never_retrieved,
         top_score_histogram: hist,
     }))
+}
+
+// ---------------------------------------------------------------- conversations
+
+/// How many conversations to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ConversationsQuery {
+    /// At most this many, latest activity first (default 100, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// Conversations of a knowledge base (questions sent with a
+/// `conversation_id`), latest activity first.
+#[utoipa::path(get, path = "/kbs/{kb}/conversations", tag = "ops", params(("kb" = String, Path), ConversationsQuery),
+    responses((status = 200, body = Vec<ConversationSummary>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn list_conversations(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+    Query(q): Query<ConversationsQuery>,
+) -> Result<Json<Vec<ConversationSummary>>, ApiError> {
+    let kb = state.engine.kb(&caller.tenant, &kb).await?;
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    Ok(Json(state.engine.store().conversations(&caller.tenant, kb.id, &caller.viewer(), limit).await?))
+}
+
+/// One turn of a conversation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationTurn {
+    /// The query-log row of the turn.
+    pub query_id: String,
+    /// When.
+    pub created_at: i64,
+    /// The question as asked.
+    pub query: String,
+    /// The standalone question searched, when the follow-up was rewritten.
+    pub rewritten_query: Option<String>,
+    /// The answer, if one was generated.
+    pub answer: Option<String>,
+    /// Sources the answer cited.
+    pub cited: Vec<rag_core::CitedSource>,
+    /// The knowledge base could not answer.
+    pub kb_miss: bool,
+    /// User feedback.
+    pub feedback: Option<String>,
+}
+
+/// A conversation with its turns, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Conversation {
+    /// Its id.
+    pub id: String,
+    /// Turns, oldest first (at most the latest 1,000).
+    pub turns: Vec<ConversationTurn>,
+}
+
+/// A conversation's turns.
+#[utoipa::path(get, path = "/kbs/{kb}/conversations/{id}", tag = "ops", params(("kb" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = Conversation), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn get_conversation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<Conversation>, ApiError> {
+    let kb = state.engine.kb(&caller.tenant, &kb).await?;
+    let filter = LogFilter { conversation_id: Some(id.clone()), limit: 1000, viewer: caller.viewer(), ..Default::default() };
+    let mut rows = state.engine.store().query_log(&caller.tenant, kb.id, &filter).await?;
+    if rows.is_empty() {
+        return Err(ApiError::not_found(format!("conversation {id:?} not found")));
+    }
+    rows.reverse();
+    let turns = rows
+        .into_iter()
+        .map(|r| ConversationTurn {
+            query_id: r.id,
+            created_at: r.created_at,
+            query: r.query,
+            rewritten_query: r.rewritten_query,
+            answer: r.answer,
+            cited: r.cited,
+            kb_miss: r.kb_miss,
+            feedback: r.feedback,
+        })
+        .collect();
+    Ok(Json(Conversation { id, turns }))
+}
+
+/// Forgets a conversation: its turns leave the query log, and a question sent
+/// with its id afterwards starts afresh.
+#[utoipa::path(delete, path = "/kbs/{kb}/conversations/{id}", tag = "ops", params(("kb" = String, Path), ("id" = String, Path)),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn delete_conversation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_write()?;
+    let kb = state.engine.kb(&caller.tenant, &kb).await?;
+    if state.engine.store().delete_conversation(&caller.tenant, kb.id, &id, &caller.viewer()).await? == 0 {
+        return Err(ApiError::not_found(format!("conversation {id:?} not found")));
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -66,6 +66,8 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone)]
 pub(crate) struct CachedCandidates {
     pub tenant: rag_core::TenantId,
+    /// The lists hold what this viewer may see; other viewers may not re-fuse them.
+    pub viewer: rag_core::Viewer,
     pub kb: String,
     pub lists: Vec<RankedList>,
     pub created: Instant,

@@ -93,6 +93,8 @@ pub(crate) fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(whoami, login, logout)).routes(routes!(embedding_map))
         .routes(routes!(system_info))
         .routes(routes!(test_embedder))
+        .routes(routes!(test_llm))
+        .routes(routes!(test_reranker))
 }
 
 /// How the browser is authenticated.
@@ -293,9 +295,17 @@ fn unit(v: &[f32]) -> Vec<f32> {
     }
 }
 
-async fn projection(state: &AppState, tenant: &TenantId, kb: &rag_core::KnowledgeBase) -> Result<Option<Arc<Projection>>, ApiError> {
-    let key = (tenant.0.clone(), kb.id.to_string());
+/// The projection of the passages `viewer` may see: owner-restricted
+/// documents appear on their owner's map only (one cached map per owner).
+async fn projection(
+    state: &AppState,
+    tenant: &TenantId,
+    kb: &rag_core::KnowledgeBase,
+    viewer: &rag_core::Viewer,
+) -> Result<Option<Arc<Projection>>, ApiError> {
+    let key = (tenant.0.clone(), format!("{}/{}", kb.id, viewer.row_owner().unwrap_or_default()));
     let snapshot = state.engine.store().snapshot(tenant, kb.id).await?;
+    let viewer = viewer.clone();
     if let Some(p) = MAPS.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         if p.seq == snapshot.seq {
             return Ok(Some(p.clone()));
@@ -306,7 +316,7 @@ async fn projection(state: &AppState, tenant: &TenantId, kb: &rag_core::Knowledg
         let vectors: HashMap<PassageId, &rag_core::PassageVector> = snapshot.vectors.iter().map(|v| (v.id, v)).collect();
         let mut rows = Vec::new();
         let mut points = Vec::new();
-        for p in snapshot.passages.iter().filter(|p| p.searchable) {
+        for p in snapshot.passages.iter().filter(|p| p.searchable && viewer.sees(p.owner.as_deref())) {
             let Some(v) = vectors.get(&p.id) else { continue };
             if v.vector.len() != space.dims {
                 continue;
@@ -323,7 +333,14 @@ async fn projection(state: &AppState, tenant: &TenantId, kb: &rag_core::Knowledg
                 (Some(s), _) => s.clone(),
                 (None, k) => k.to_owned(),
             };
-            points.push(MapPoint { id: p.id, kind, title: p.title.clone(), group, x: 0.0, y: 0.0 });
+            let language = match rag_text::detect_language(&format!("{} {}", p.title, p.body)) {
+                rag_core::Language::Zh => "zh",
+                rag_core::Language::En => "en",
+                rag_core::Language::Mixed => "mixed",
+                _ => "other",
+            }
+            .to_owned();
+            points.push(MapPoint { id: p.id, kind, title: p.title.clone(), group, language, x: 0.0, y: 0.0 });
         }
         if rows.is_empty() {
             return None;
@@ -362,6 +379,8 @@ pub struct MapPoint {
     pub title: String,
     /// Colour group: the document's source, or `FAQ`.
     pub group: String,
+    /// Language of the passage's text: `zh`, `en`, `mixed` or `other`.
+    pub language: String,
     /// First principal coordinate.
     pub x: f32,
     /// Second principal coordinate.
@@ -424,7 +443,7 @@ async fn embedding_map(
     Query(params): Query<MapParams>,
 ) -> Result<Json<EmbeddingMap>, ApiError> {
     let kb_row = state.engine.kb(&caller.tenant, &kb).await?;
-    let Some(p) = projection(&state, &caller.tenant, &kb_row).await? else {
+    let Some(p) = projection(&state, &caller.tenant, &kb_row, &caller.viewer()).await? else {
         return Ok(Json(EmbeddingMap {
             model_id: None,
             explained: [0.0, 0.0],
@@ -505,6 +524,10 @@ pub struct SystemInfo {
     pub open: bool,
     /// The embedder of the dense path, if any.
     pub embedder: Option<EmbedderInfo>,
+    /// The LLM answering questions (its name), if any; answers are extractive otherwise.
+    pub llm: Option<String>,
+    /// The reranker (`identity` when none is configured).
+    pub reranker: String,
     /// Largest query, in bytes.
     pub max_query_bytes: usize,
     /// Largest upload, in bytes.
@@ -521,6 +544,8 @@ async fn system_info(State(state): State<AppState>, _caller: Caller) -> Json<Sys
         version: env!("CARGO_PKG_VERSION").to_owned(),
         open: state.config.open,
         embedder,
+        llm: state.engine.generator().map(|g| g.name().to_owned()),
+        reranker: state.engine.reranker().name().to_owned(),
         max_query_bytes: state.engine.config().max_query_bytes,
         max_upload_bytes: state.config.limits.max_upload_bytes,
         max_top_k: state.config.limits.max_top_k,
@@ -558,5 +583,102 @@ async fn test_embedder(State(state): State<AppState>, caller: Caller) -> Result<
         }
         Ok(v) => ConnectionTest { ok: false, ms, detail: format!("expected {} dimensions, got {} (or non-finite values)", e.model().dimensions(), v.len()) },
         Err(err) => ConnectionTest { ok: false, ms, detail: err.to_string() },
+    }))
+}
+
+/// Asks the configured LLM a one-line question (a real request to the
+/// provider) and reports the time, the model that answered and the reply's
+/// start. Admin only: it may cost money.
+#[utoipa::path(post, path = "/system/test-llm", tag = "workbench",
+    responses((status = 200, body = ConnectionTest), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+async fn test_llm(State(state): State<AppState>, caller: Caller) -> Result<Json<ConnectionTest>, ApiError> {
+    caller.require_admin()?;
+    let Some(g) = state.engine.generator() else {
+        return Ok(Json(ConnectionTest {
+            ok: false,
+            ms: 0.0,
+            detail: "no LLM is configured: answers are extractive (quoted from the sources)".into(),
+        }));
+    };
+    let request = rag_core::GenerateRequest {
+        question: "connection test".into(),
+        sources: Vec::new(),
+        messages: vec![
+            rag_core::ChatMessage::system("You are a connection test. Reply with the single word OK."),
+            rag_core::ChatMessage::user("Reply with OK."),
+        ],
+    };
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let mut stream = g.generate(request).await?;
+        let (mut text, mut model) = (String::new(), None);
+        while let Some(ev) = futures::StreamExt::next(&mut stream).await {
+            match ev? {
+                rag_core::GenEvent::Delta(d) => text.push_str(&d),
+                rag_core::GenEvent::Usage { model: m, .. } => model = Some(m),
+                rag_core::GenEvent::Done => break,
+            }
+        }
+        Ok::<_, rag_core::CoreError>((text, model))
+    })
+    .await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(Json(match outcome {
+        Err(_) => ConnectionTest { ok: false, ms, detail: "no complete answer within 60 s".into() },
+        Ok(Err(e)) => ConnectionTest { ok: false, ms, detail: e.to_string() },
+        Ok(Ok((text, _))) if text.trim().is_empty() => ConnectionTest { ok: false, ms, detail: format!("{} answered with no text", g.name()) },
+        Ok(Ok((text, model))) => {
+            let reply: String = text.trim().chars().take(80).collect();
+            let who = model.unwrap_or_else(|| g.name().to_owned());
+            ConnectionTest { ok: true, ms, detail: format!("{who} replied {reply:?}") }
+        }
+    }))
+}
+
+/// Reranks two short passages with the configured reranker (a real request
+/// to the provider) and checks that the relevant one comes first. Admin only.
+#[utoipa::path(post, path = "/system/test-reranker", tag = "workbench",
+    responses((status = 200, body = ConnectionTest), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+async fn test_reranker(State(state): State<AppState>, caller: Caller) -> Result<Json<ConnectionTest>, ApiError> {
+    caller.require_admin()?;
+    let r = state.engine.reranker();
+    if r.name() == "identity" {
+        return Ok(Json(ConnectionTest { ok: false, ms: 0.0, detail: "no reranker is configured: the fused order is kept".into() }));
+    }
+    let raw = "How long does a refund take?";
+    // Rerankers read the raw question; the analysis is not needed here.
+    let query = rag_core::AnalyzedQuery {
+        raw: raw.into(),
+        normalized: raw.to_lowercase(),
+        language: rag_core::Language::En,
+        tokens: Vec::new(),
+        key_terms: Vec::new(),
+    };
+    let candidate = |n: usize, text: &str| rag_core::RerankCandidate {
+        hit: rag_core::FusedHit {
+            id: PassageId::Faq(rag_core::FaqId::generate()),
+            rank: n as u32,
+            score: 0.0,
+            normalized: 0.0,
+            contributions: Vec::new(),
+        },
+        text: text.to_owned(),
+    };
+    let candidates = vec![
+        candidate(1, "The shop opens at nine every morning and closes at ten."),
+        candidate(2, "Refunds reach the original payment method within three working days."),
+    ];
+    let relevant = candidates[1].hit.id;
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), r.rerank(&query, candidates, 2)).await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(Json(match outcome {
+        Err(_) => ConnectionTest { ok: false, ms, detail: "no answer within 60 s".into() },
+        Ok(Err(e)) => ConnectionTest { ok: false, ms, detail: e.to_string() },
+        Ok(Ok(out)) if out.first().map(|h| h.hit.id) == Some(relevant) => {
+            ConnectionTest { ok: true, ms, detail: format!("{} put the relevant passage first", r.name()) }
+        }
+        Ok(Ok(out)) if out.is_empty() => ConnectionTest { ok: false, ms, detail: format!("{} returned no passages", r.name()) },
+        Ok(Ok(_)) => ConnectionTest { ok: false, ms, detail: format!("{} answered, but ranked the irrelevant passage first", r.name()) },
     }))
 }

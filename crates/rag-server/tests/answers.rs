@@ -403,3 +403,111 @@ async fn with_an_llm_a_follow_up_is_rewritten_by_it() {
     let answered = find(events, "answered");
     assert_ne!(answered["generator"], "extractive", "the configured LLM answered: {answered}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_tests_make_a_real_request_to_the_llm_and_the_reranker() {
+    let post = |server: &common::Server, path: &'static str| {
+        let (url, key) = (server.api(path), server.admin_key.clone());
+        let client = server.client.clone();
+        async move {
+            let res = client.post(url).bearer_auth(key).send().await.unwrap();
+            assert_eq!(res.status().as_u16(), 200);
+            res.json::<Value>().await.unwrap()
+        }
+    };
+    // Nothing configured: said plainly, not an error.
+    let server = start(Limits::default(), None).await;
+    let t = post(&server, "/system/test-llm").await;
+    assert_eq!(t["ok"], false);
+    assert!(t["detail"].as_str().unwrap().contains("no LLM is configured"), "{t}");
+    let t = post(&server, "/system/test-reranker").await;
+    assert_eq!(t["ok"], false);
+    assert!(t["detail"].as_str().unwrap().contains("no reranker is configured"), "{t}");
+    // A tenant key may not spend the provider's money.
+    let key = server.tenant("acme").await;
+    let res = server.client.post(server.api("/system/test-llm")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+
+    // Working providers: the stand-ins see the request.
+    let asked = Arc::new(AtomicBool::new(false));
+    let seen = asked.clone();
+    let llm = stand_in(Duration::ZERO, move |body| {
+        seen.store(body.contains("Reply with OK"), std::sync::atomic::Ordering::SeqCst);
+        let sse = "data: {\"model\":\"stand-in-7b\",\"choices\":[{\"delta\":{\"content\":\"OK\"}}]}\n\n\
+                   data: {\"model\":\"stand-in-7b\",\"choices\":[],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n";
+        (200, "text/event-stream", sse.to_string())
+    })
+    .await;
+    let rerank = stand_in(Duration::ZERO, |body| {
+        // Scores by whether the document mentions refunds.
+        let req: Value = serde_json::from_str(body).unwrap();
+        let results: Vec<Value> = req["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, d)| json!({ "index": i, "relevance_score": if d.as_str().unwrap().contains("Refund") { 0.9 } else { 0.1 } }))
+            .collect();
+        (200, "application/json", json!({ "results": results }).to_string())
+    })
+    .await;
+    let chat = rag_models::OpenAiChat::new(rag_models::ChatConfig { base_url: llm, model: "stand-in".into(), ..rag_models::ChatConfig::default() })
+        .unwrap();
+    let server = start_full(Limits::default(), Some(http_reranker(rerank)), Some(Arc::new(chat))).await;
+    let t = post(&server, "/system/test-llm").await;
+    assert_eq!(t["ok"], true, "{t}");
+    assert!(t["detail"].as_str().unwrap().contains("OK"), "{t}");
+    assert!(asked.load(std::sync::atomic::Ordering::SeqCst), "the LLM received the test prompt");
+    let t = post(&server, "/system/test-reranker").await;
+    assert_eq!(t["ok"], true, "{t}");
+
+    // Broken providers: the failure is reported with its reason, the server keeps serving.
+    let llm = stand_in(Duration::ZERO, |_| (401, "application/json", "{\"error\":{\"message\":\"invalid api key\"}}".into())).await;
+    let rerank = stand_in(Duration::ZERO, |_| (500, "application/json", "{\"error\":\"boom\"}".into())).await;
+    let chat = rag_models::OpenAiChat::new(rag_models::ChatConfig {
+        base_url: llm,
+        model: "stand-in".into(),
+        max_retries: 0,
+        ..rag_models::ChatConfig::default()
+    })
+    .unwrap();
+    let server = start_full(Limits::default(), Some(http_reranker(rerank)), Some(Arc::new(chat))).await;
+    let t = post(&server, "/system/test-llm").await;
+    assert_eq!(t["ok"], false, "{t}");
+    assert!(t["detail"].as_str().unwrap().contains("401"), "{t}");
+    let t = post(&server, "/system/test-reranker").await;
+    assert_eq!(t["ok"], false, "{t}");
+    let (s, _) = server.get("/kbs", &server.admin_key).await;
+    assert_eq!(s, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_are_listed_shown_and_forgotten() {
+    let server = start(Limits::default(), None).await;
+    let key = seeded(&server).await;
+    for (q, conv) in [("肉类怎么保存？", "c-1"), ("那海鲜呢？", "c-1"), ("怎么申请退款？", "c-2")] {
+        let (s, _) = server.post("/kbs/shop/query/sync", &key, json!({ "query": q, "conversation_id": conv })).await;
+        assert_eq!(s, 200);
+    }
+    let (s, list) = server.get("/kbs/shop/conversations", &key).await;
+    assert_eq!(s, 200);
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["c-2", "c-1"], "latest activity first");
+    assert_eq!(list[1]["turns"], 2);
+    assert_eq!(list[1]["first_query"], "肉类怎么保存？");
+    let (s, conv) = server.get("/kbs/shop/conversations/c-1", &key).await;
+    assert_eq!(s, 200);
+    let turns = conv["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1]["query"], "那海鲜呢？");
+    assert!(turns[1]["rewritten_query"].as_str().is_some_and(|q| q.contains("海鲜")), "{conv}");
+    assert!(turns[1]["answer"].as_str().is_some());
+    let res = server.client.delete(server.api("/kbs/shop/conversations/c-1")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+    let (s, _) = server.get("/kbs/shop/conversations/c-1", &key).await;
+    assert_eq!(s, 404);
+    // A question sent with the forgotten id starts afresh (nothing to rewrite from).
+    let (_, again) = server.post("/kbs/shop/query/sync", &key, json!({ "query": "那海鲜呢？", "conversation_id": "c-1" })).await;
+    let analyzed = find(again["events"].as_array().unwrap(), "query_analyzed");
+    assert!(analyzed["rewritten_from"].is_null(), "{analyzed}");
+}

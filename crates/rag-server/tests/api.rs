@@ -175,7 +175,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/tenants") => json!({ "name": "intruder" }),
         ("post", "/keys") => json!({ "tenant": "alpha", "role": "read_write" }),
         ("post", "/session") => json!({ "key": "rsk_probe" }),
-        ("post", "/system/test-embedder") => return None,
+        ("post", "/system/test-embedder") | ("post", "/system/test-llm") | ("post", "/system/test-reranker") => return None,
         ("post", "/log/{id}/feedback") => json!({ "feedback": "useful" }),
         ("post", "/log/{id}/replay") => json!({ "lexical_interpolation": 0.5 }),
         ("post", "/kbs/{kb}/faq-tool") => json!({ "query": "退款" }),
@@ -300,6 +300,115 @@ async fn no_route_reveals_another_tenants_data() {
     // Alpha's data is intact after beta's attempts.
     let (_, faqs_after) = server.get("/kbs/shop/faqs", &alpha).await;
     assert_eq!(faqs_after, faqs);
+}
+
+async fn key_for(server: &common::Server, tenant: &str, owner: Option<&str>) -> String {
+    let (s, body) = server.post("/keys", &server.admin_key, json!({ "tenant": tenant, "role": "read_write", "owner": owner })).await;
+    assert_eq!(s, 201, "{body}");
+    body["key"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_route_reveals_an_owners_restricted_document() {
+    let server = start(Limits::default(), None).await;
+    let plain = server.tenant("alpha").await;
+    let alice = key_for(&server, "alpha", Some("alice")).await;
+    let bob = key_for(&server, "alpha", Some("bob")).await;
+    seed(&server, &plain, "shop", "PUBLIC").await;
+    // Alice's upload is restricted to her; she may not upload as someone else.
+    let doc = "# 体检报告\n\n血压正常，ALICE-PRIVATE 需要复查胆固醇。\n";
+    let text = server.upload("shop", &alice, "report.md", doc.as_bytes().to_vec()).await;
+    assert!(text.contains("event: indexed"), "{text}");
+    let form = reqwest::multipart::Form::new()
+        .text("owner", "bob")
+        .part("file", reqwest::multipart::Part::bytes(b"bob's notes".to_vec()).file_name("b.txt"));
+    let res = server.client.post(server.api("/kbs/shop/documents")).bearer_auth(&alice).multipart(form).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+
+    // Alice sees her document, finds it, and her conversation is hers.
+    let (_, docs) = server.get("/kbs/shop/documents", &alice).await;
+    let mine = docs.as_array().unwrap().iter().find(|d| d["owner"] == "alice").expect("alice lists her document");
+    let doc_id = mine["id"].as_str().unwrap().to_owned();
+    let (s, _) = server.get(&format!("/kbs/shop/documents/{doc_id}"), &alice).await;
+    assert_eq!(s, 200);
+    let ask = json!({ "query": "ALICE-PRIVATE 需要复查什么", "conversation_id": "alice-chat" });
+    let (_, asked) = server.post("/kbs/shop/query/sync", &alice, ask).await;
+    assert!(asked.to_string().contains("ALICE-PRIVATE"), "{asked}");
+    let log_id = asked["events"][0]["query_id"].as_str().unwrap().to_owned();
+    let (_, retrieval) = server.post("/kbs/shop/retrieve", &alice, json!({ "query": "ALICE-PRIVATE 胆固醇" })).await;
+    let cand = retrieval["candidates_id"].as_str().unwrap().to_owned();
+    let (s, conv) = server.get("/kbs/shop/conversations/alice-chat", &alice).await;
+    assert_eq!((s, conv["turns"].as_array().map(Vec::len)), (200, Some(1)), "{conv}");
+
+    let openapi: Value = server.client.get(format!("{}/api/openapi.json", server.url)).send().await.unwrap().json().await.unwrap();
+    let mut checked = 0;
+    for (who, key) in [("bob", &bob), ("a key without owner", &plain)] {
+        for (path, item) in openapi["paths"].as_object().unwrap() {
+            for method in ["get", "post", "put", "patch", "delete"] {
+                if item.get(method).is_none() || path.starts_with("/tenants") || path.starts_with("/keys") {
+                    continue;
+                }
+                if method == "delete" && !path.contains("{id}") {
+                    continue; // deleting the whole knowledge base is allowed to any writer
+                }
+                let id = if path.contains("/documents/") {
+                    doc_id.as_str()
+                } else if path.starts_with("/log/") {
+                    log_id.as_str()
+                } else if path.contains("/conversations/") {
+                    "alice-chat"
+                } else {
+                    "not-a-foreign-id"
+                };
+                let concrete = path.replace("{kb}", "shop").replace("{id}", id);
+                let (status, text) = if method == "post" && path == "/kbs/{kb}/documents" {
+                    // Same file name as hers: it must not replace her document.
+                    let form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(b"# notes\n\nnothing here".to_vec()).file_name("report.md"));
+                    let res = server.client.post(server.api(&concrete)).bearer_auth(key).multipart(form).send().await.unwrap();
+                    (res.status().as_u16(), res.text().await.unwrap())
+                } else {
+                    let body = body_for(method, path).map(|b| serde_json::from_str::<Value>(&b.to_string().replace("{cand}", &cand)).unwrap());
+                    let body = match path.as_str() {
+                        "/kbs/{kb}/query" | "/kbs/{kb}/query/sync" | "/kbs/{kb}/retrieve" | "/kbs/{kb}/faq-tool" => {
+                            // Her passage's words (echoes of the query are not leaks).
+                            Some(json!({ "query": "血压 复查 胆固醇" }))
+                        }
+                        _ => body,
+                    };
+                    let m = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+                    let mut req = server.client.request(m, server.api(&concrete)).bearer_auth(key);
+                    if let Some(b) = body {
+                        req = req.json(&b);
+                    }
+                    let res = req.send().await.unwrap();
+                    (res.status().as_u16(), res.text().await.unwrap())
+                };
+                checked += 1;
+                assert!(!text.contains("ALICE-PRIVATE") && !text.contains("体检报告"), "{who}: {method} {concrete} leaked: {text}");
+                if concrete.contains(&doc_id) || concrete.contains(&log_id) || concrete.contains("alice-chat") || path.ends_with("/refuse") {
+                    assert_eq!(status, 404, "{who}: {method} {concrete}: {text}");
+                }
+            }
+        }
+    }
+    assert!(checked >= 50, "checked {checked} requests");
+    // The analytics and the conversation list of others do not name her document or chat.
+    for key in [&bob, &plain] {
+        let (_, a) = server.get("/kbs/shop/analytics", key).await;
+        assert!(!a.to_string().contains("体检报告"), "{a}");
+        let (_, c) = server.get("/kbs/shop/conversations", key).await;
+        assert!(!c.to_string().contains("alice-chat"), "{c}");
+    }
+    // A follow-up sent with her conversation id by someone else is not
+    // rewritten from her turns.
+    let (_, follow) = server.post("/kbs/shop/query/sync", &bob, json!({ "query": "那要复查什么？", "conversation_id": "alice-chat" })).await;
+    assert!(!follow.to_string().contains("ALICE-PRIVATE") && !follow.to_string().contains("胆固醇"), "{follow}");
+    // Nothing of hers was changed by the attempts.
+    let (s, after) = server.get(&format!("/kbs/shop/documents/{doc_id}"), &alice).await;
+    assert_eq!(s, 200, "{after}");
+    let (s, row) = server.get(&format!("/log/{log_id}"), &alice).await;
+    assert_eq!(s, 200, "{row}");
+    assert!(row["feedback"].is_null(), "{row}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

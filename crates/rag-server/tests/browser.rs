@@ -472,6 +472,12 @@ async fn embedding_map_projects_the_vectors_and_places_a_query_with_its_nearest_
     b.wait_for("document.getElementById('map-hover').textContent.length > 0", "the hover text").await;
     b.eval("(() => { const s = document.getElementById('map-colour'); s.value = 'kind'; s.dispatchEvent(new Event('change')); })()").await;
     b.wait_for("new Set([...document.querySelectorAll('#map-svg circle.pt')].map(c => c.dataset.group)).size <= 3", "coloured by kind").await;
+    b.eval("(() => { const s = document.getElementById('map-colour'); s.value = 'language'; s.dispatchEvent(new Event('change')); })()").await;
+    b.wait_for(
+        "(() => { const g = new Set([...document.querySelectorAll('#map-svg circle.pt')].map(c => c.dataset.group)); return g.has('zh') && g.has('en') && [...g].every(x => ['zh', 'en', 'mixed', 'other'].includes(x)); })()",
+        "coloured by language (the demo knowledge base holds Chinese and English passages)",
+    )
+    .await;
     b.screenshot("1-map").await;
     // A change to the knowledge base recomputes the projection.
     let text = server.upload("demo", vec![("extra.md".into(), "# Extra\n\nA brand new passage about zebracorn desks.\n".as_bytes().to_vec())]).await;
@@ -537,6 +543,11 @@ async fn settings_page_tests_the_embedder_and_saves_validated_knowledge_base_set
     b.wait_for("document.getElementById('embedder-info')?.textContent.includes('test-hash-bigram-64')", "the embedder").await;
     b.click("#test-embedder").await;
     b.wait_for("document.getElementById('embedder-test-result').dataset.ok === 'true'", "the connection test").await;
+    // No LLM in this server: the test says so instead of failing silently.
+    b.click("#test-llm").await;
+    b.wait_for("document.getElementById('llm-test-result').dataset.ok === 'false'", "the LLM connection test").await;
+    let said = b.eval("document.getElementById('llm-test-result').textContent").await;
+    assert!(said.as_str().unwrap().contains("no LLM is configured"), "{said}");
     b.wait_for("document.getElementById('settings-json')?.value.includes('\"fusion\"')", "the settings").await;
     // An invalid value is refused by the server and shown.
     let edit = |k: &str| format!("(() => {{ const t = document.getElementById('settings-json'); const s = JSON.parse(t.value); s.retrieval.fusion.k = {k}; t.value = JSON.stringify(s, null, 2); }})()");

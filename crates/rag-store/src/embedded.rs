@@ -2,7 +2,7 @@
 
 use crate::error::StoreError;
 use crate::lock::DirLock;
-use crate::schema::{FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2};
+use crate::schema::{FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, V3_COLUMNS};
 use async_trait::async_trait;
 use rag_core::{
     failpoint, Chunk, ChunkId, Document, CoreError, DocId, DocumentInfo, EmbeddingSpace, FactId, PassageVector, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
@@ -123,6 +123,14 @@ impl EmbeddedStore {
         // Format 1 is the first; future formats migrate here, step by step.
         conn.execute_batch(SCHEMA_V1)?;
         conn.execute_batch(SCHEMA_V2)?;
+        for (table, column, decl) in V3_COLUMNS {
+            let present: bool = conn
+                .query_row(&format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"), [column], |r| r.get::<_, i64>(0))?
+                > 0;
+            if !present {
+                conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+            }
+        }
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('format_version', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [FORMAT_VERSION.to_string()],
@@ -225,8 +233,8 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
         WriteOp::PutDocument { document: d, chunks } => {
             delete_document(tx, &kb_s, &d.id.to_string())?;
             tx.execute(
-                "INSERT INTO documents (id, kb_id, title, source, content_hash, tags, created_at, updated_at, text)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO documents (id, kb_id, title, source, content_hash, tags, created_at, updated_at, text, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     d.id.to_string(),
                     kb_s,
@@ -236,7 +244,8 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                     serde_json::to_string(&d.tags).unwrap_or_default(),
                     d.created_at,
                     d.updated_at,
-                    d.text
+                    d.text,
+                    d.owner
                 ],
             )
             .map_err(sql)?;
@@ -377,7 +386,7 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
 
     let mut stmt = conn
         .prepare(
-            "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at
+            "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner
              FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = ?1 ORDER BY d.created_at, d.id, c.ordinal",
         )
         .map_err(sql)?;
@@ -394,11 +403,12 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
                 r.get::<_, i64>(7)?,
                 r.get::<_, i64>(8)?,
                 r.get::<_, i64>(9)?,
+                r.get::<_, Option<String>>(10)?,
             ))
         })
         .map_err(sql)?;
     for row in rows {
-        let (id, doc, title, headings, text, tags, source, start, end, created_at) = row.map_err(sql)?;
+        let (id, doc, title, headings, text, tags, source, start, end, created_at, owner) = row.map_err(sql)?;
         let headings = json_vec(&headings, "chunks", "heading_path")?;
         // The title field carries the document title and the headings above the chunk.
         let full_title = rag_core::chunk_title(&title, &headings);
@@ -415,6 +425,7 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
             valid_from: None,
             valid_until: None,
             searchable: true,
+            owner,
         });
     }
 
@@ -432,6 +443,7 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
             valid_from: f.valid_from,
             valid_until: f.valid_until,
             searchable: f.status == FaqStatus::Approved,
+            owner: None,
         });
     }
 
@@ -454,6 +466,7 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
             valid_from: None,
             valid_until: None,
             searchable: true,
+            owner: None,
         });
     }
 
@@ -597,19 +610,26 @@ impl StoreRead for EmbeddedStore {
             owned(c, &tenant, kb)?;
             let mut stmt = c
                 .prepare(
-                    "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
+                    "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner
                      FROM documents d WHERE d.kb_id = ?1 ORDER BY d.created_at, d.id",
                 )
                 .map_err(sql)?;
             let rows = stmt
                 .query_map([kb.to_string()], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)?))
+                    Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)?, r.get(5)?))
                 })
                 .map_err(sql)?;
             let mut out = Vec::new();
             for row in rows {
-                let (id, title, source, content_hash, chunks) = row.map_err(sql)?;
-                out.push(DocumentInfo { id: parse_id(&id, "documents", DocId::parse)?, title, source, content_hash, chunks: chunks as usize });
+                let (id, title, source, content_hash, chunks, owner) = row.map_err(sql)?;
+                out.push(DocumentInfo {
+                    id: parse_id(&id, "documents", DocId::parse)?,
+                    title,
+                    source,
+                    content_hash,
+                    chunks: chunks as usize,
+                    owner,
+                });
             }
             Ok(out)
         })
@@ -622,7 +642,7 @@ impl StoreRead for EmbeddedStore {
             owned(c, &tenant, kb)?;
             let row = c
                 .query_row(
-                    "SELECT title, source, content_hash, tags, created_at, updated_at, text FROM documents WHERE id = ?1 AND kb_id = ?2",
+                    "SELECT title, source, content_hash, tags, created_at, updated_at, text, owner FROM documents WHERE id = ?1 AND kb_id = ?2",
                     params![doc.to_string(), kb.to_string()],
                     |r| {
                         Ok((
@@ -633,12 +653,13 @@ impl StoreRead for EmbeddedStore {
                             r.get::<_, i64>(4)?,
                             r.get::<_, i64>(5)?,
                             r.get::<_, String>(6)?,
+                            r.get::<_, Option<String>>(7)?,
                         ))
                     },
                 )
                 .optional()
                 .map_err(sql)?;
-            let Some((title, source, content_hash, tags, created_at, updated_at, text)) = row else { return Ok(None) };
+            let Some((title, source, content_hash, tags, created_at, updated_at, text, owner)) = row else { return Ok(None) };
             let document = Document {
                 id: doc,
                 kb,
@@ -649,6 +670,7 @@ impl StoreRead for EmbeddedStore {
                 created_at,
                 updated_at,
                 text,
+                owner,
             };
             let mut stmt = c
                 .prepare("SELECT id, ordinal, heading_path, text, start_byte, end_byte FROM chunks WHERE doc_id = ?1 ORDER BY ordinal")
@@ -683,14 +705,14 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
-    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str) -> Result<Option<DocId>, CoreError> {
-        let (tenant, hash) = (tenant.clone(), hash.to_owned());
+    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str, owner: Option<&str>) -> Result<Option<DocId>, CoreError> {
+        let (tenant, hash, owner) = (tenant.clone(), hash.to_owned(), owner.map(str::to_owned));
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
             let id: Option<String> = c
                 .query_row(
-                    "SELECT id FROM documents WHERE kb_id = ?1 AND content_hash = ?2 LIMIT 1",
-                    params![kb.to_string(), hash],
+                    "SELECT id FROM documents WHERE kb_id = ?1 AND content_hash = ?2 AND owner IS ?3 LIMIT 1",
+                    params![kb.to_string(), hash, owner],
                     |r| r.get(0),
                 )
                 .optional()

@@ -4,7 +4,7 @@
 use crate::embedded::{sql, EmbeddedStore};
 use crate::error::StoreError;
 use async_trait::async_trait;
-use rag_core::{CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId};
+use rag_core::{ConversationSummary, CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId, Viewer};
 use rusqlite::{params, OptionalExtension};
 
 fn decode(json: String, feedback: Option<String>) -> Result<QueryLogRecord, CoreError> {
@@ -14,6 +14,17 @@ fn decode(json: String, feedback: Option<String>) -> Result<QueryLogRecord, Core
     Ok(r)
 }
 
+/// The SQL parameters of the visibility condition
+/// `(?a = 1 OR owner IS NULL OR owner = ?b)`: everything, or rows without an
+/// owner and the viewer's own.
+fn visibility(viewer: &Viewer) -> (i64, Option<String>) {
+    match viewer {
+        Viewer::Everything => (1, None),
+        Viewer::Public => (0, None),
+        Viewer::Owner(o) => (0, Some(o.clone())),
+    }
+}
+
 #[async_trait]
 impl QueryLogStore for EmbeddedStore {
     async fn log_query(&self, record: &QueryLogRecord) -> Result<(), CoreError> {
@@ -21,8 +32,8 @@ impl QueryLogStore for EmbeddedStore {
         let json = serde_json::to_string(&record).map_err(|e| CoreError::Store(format!("query log record: {e}")))?;
         self.with_conn(move |c| {
             c.execute(
-                "INSERT INTO query_log (id, tenant, kb_id, created_at, query, conversation, kb_miss, feedback, record)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 WHERE EXISTS (SELECT 1 FROM kbs WHERE id = ?3 AND tenant = ?2)",
+                "INSERT INTO query_log (id, tenant, kb_id, created_at, query, conversation, kb_miss, feedback, record, owner)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE EXISTS (SELECT 1 FROM kbs WHERE id = ?3 AND tenant = ?2)",
                 params![
                     record.id,
                     record.tenant.0,
@@ -32,7 +43,8 @@ impl QueryLogStore for EmbeddedStore {
                     record.conversation_id,
                     record.kb_miss as i64,
                     record.feedback,
-                    json
+                    json,
+                    record.owner
                 ],
             )
             .map_err(sql)?;
@@ -43,6 +55,7 @@ impl QueryLogStore for EmbeddedStore {
 
     async fn query_log(&self, tenant: &TenantId, kb: KbId, filter: &LogFilter) -> Result<Vec<QueryLogRecord>, CoreError> {
         let (tenant, filter) = (tenant.clone(), filter.clone());
+        let (all, owner) = visibility(&filter.viewer);
         self.with_conn(move |c| {
             let mut stmt = c
                 .prepare(
@@ -51,6 +64,7 @@ impl QueryLogStore for EmbeddedStore {
                        AND (?3 IS NULL OR kb_miss = ?3)
                        AND (?4 IS NULL OR conversation = ?4)
                        AND (?5 IS NULL OR created_at >= ?5)
+                       AND (?7 = 1 OR owner IS NULL OR owner = ?8)
                      ORDER BY created_at DESC, id DESC LIMIT ?6",
                 )
                 .map_err(sql)?;
@@ -62,7 +76,9 @@ impl QueryLogStore for EmbeddedStore {
                         filter.kb_miss.map(|b| b as i64),
                         filter.conversation_id,
                         filter.since,
-                        filter.limit.clamp(1, 10_000) as i64
+                        filter.limit.clamp(1, 10_000) as i64,
+                        all,
+                        owner
                     ],
                     |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
                 )
@@ -77,13 +93,14 @@ impl QueryLogStore for EmbeddedStore {
         .await
     }
 
-    async fn query_log_entry(&self, tenant: &TenantId, id: &str) -> Result<Option<QueryLogRecord>, CoreError> {
+    async fn query_log_entry(&self, tenant: &TenantId, id: &str, viewer: &Viewer) -> Result<Option<QueryLogRecord>, CoreError> {
         let (tenant, id) = (tenant.clone(), id.to_owned());
+        let (all, owner) = visibility(viewer);
         self.with_conn(move |c| {
             let row = c
                 .query_row(
-                    "SELECT record, feedback FROM query_log WHERE id = ?1 AND tenant = ?2",
-                    params![id, tenant.0],
+                    "SELECT record, feedback FROM query_log WHERE id = ?1 AND tenant = ?2 AND (?3 = 1 OR owner IS NULL OR owner = ?4)",
+                    params![id, tenant.0, all, owner],
                     |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
                 )
                 .optional()
@@ -93,13 +110,66 @@ impl QueryLogStore for EmbeddedStore {
         .await
     }
 
-    async fn set_feedback(&self, tenant: &TenantId, id: &str, feedback: &str) -> Result<bool, CoreError> {
+    async fn set_feedback(&self, tenant: &TenantId, id: &str, viewer: &Viewer, feedback: &str) -> Result<bool, CoreError> {
         let (tenant, id, feedback) = (tenant.clone(), id.to_owned(), feedback.to_owned());
+        let (all, owner) = visibility(viewer);
         self.with_conn(move |c| {
             let n = c
-                .execute("UPDATE query_log SET feedback = ?1 WHERE id = ?2 AND tenant = ?3", params![feedback, id, tenant.0])
+                .execute(
+                    "UPDATE query_log SET feedback = ?1 WHERE id = ?2 AND tenant = ?3 AND (?4 = 1 OR owner IS NULL OR owner = ?5)",
+                    params![feedback, id, tenant.0, all, owner],
+                )
                 .map_err(sql)?;
             Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn conversations(&self, tenant: &TenantId, kb: KbId, viewer: &Viewer, limit: usize) -> Result<Vec<ConversationSummary>, CoreError> {
+        let tenant = tenant.clone();
+        let (all, owner) = visibility(viewer);
+        self.with_conn(move |c| {
+            let mut stmt = c
+                .prepare(
+                    "SELECT conversation, count(*), min(created_at), max(created_at), sum(kb_miss),
+                            (SELECT f.query FROM query_log f WHERE f.tenant = q.tenant AND f.kb_id = q.kb_id AND f.conversation = q.conversation
+                               AND (?3 = 1 OR f.owner IS NULL OR f.owner = ?4) ORDER BY f.created_at, f.id LIMIT 1),
+                            (SELECT l.query FROM query_log l WHERE l.tenant = q.tenant AND l.kb_id = q.kb_id AND l.conversation = q.conversation
+                               AND (?3 = 1 OR l.owner IS NULL OR l.owner = ?4) ORDER BY l.created_at DESC, l.id DESC LIMIT 1)
+                     FROM query_log q
+                     WHERE q.tenant = ?1 AND q.kb_id = ?2 AND q.conversation IS NOT NULL
+                       AND (?3 = 1 OR q.owner IS NULL OR q.owner = ?4)
+                     GROUP BY q.conversation
+                     ORDER BY max(created_at) DESC, max(id) DESC LIMIT ?5",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(params![tenant.0, kb.to_string(), all, owner, limit.clamp(1, 10_000) as i64], |r| {
+                    Ok(ConversationSummary {
+                        id: r.get(0)?,
+                        turns: r.get::<_, i64>(1)? as usize,
+                        started_at: r.get(2)?,
+                        last_at: r.get(3)?,
+                        misses: r.get::<_, i64>(4)? as usize,
+                        first_query: r.get(5)?,
+                        last_query: r.get(6)?,
+                    })
+                })
+                .map_err(sql)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+        })
+        .await
+    }
+
+    async fn delete_conversation(&self, tenant: &TenantId, kb: KbId, id: &str, viewer: &Viewer) -> Result<usize, CoreError> {
+        let (tenant, id) = (tenant.clone(), id.to_owned());
+        let (all, owner) = visibility(viewer);
+        self.with_conn(move |c| {
+            c.execute(
+                "DELETE FROM query_log WHERE tenant = ?1 AND kb_id = ?2 AND conversation = ?3 AND (?4 = 1 OR owner IS NULL OR owner = ?5)",
+                params![tenant.0, kb.to_string(), id, all, owner],
+            )
+            .map_err(sql)
         })
         .await
     }

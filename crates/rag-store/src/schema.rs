@@ -1,8 +1,8 @@
-//! The on-disk schema, format version 1.
+//! The on-disk schema and its format versions.
 
 /// Bumped whenever the schema changes incompatibly; older data is migrated,
 /// newer data refused.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 pub(crate) const SCHEMA_V1: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (
@@ -119,6 +119,11 @@ CREATE TABLE IF NOT EXISTS query_log (
 CREATE INDEX IF NOT EXISTS query_log_by_kb ON query_log (kb_id, created_at);
 CREATE INDEX IF NOT EXISTS query_log_by_conversation ON query_log (tenant, conversation, created_at);
 "#;
+
+/// Format 3 adds owners: documents restricted to an owner, and query-log rows
+/// written through an owner's key. Columns added to existing tables (SQLite
+/// has no `ADD COLUMN IF NOT EXISTS`; the migration checks first).
+pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] = &[("documents", "owner", "TEXT"), ("query_log", "owner", "TEXT")];
 
 /// The embedding cache, a separate database shared across data directories.
 pub(crate) const CACHE_SCHEMA: &str = r#"

@@ -74,6 +74,7 @@ fn failed_write_changes_nothing_and_data_survives_reopen() {
             created_at: 1,
             updated_at: 1,
             text: "text".into(),
+            owner: None,
         };
         let chunk = Chunk { id: ChunkId::generate(), doc: doc.id, ordinal: 0, heading_path: vec![], text: "text".into(), start: 0, end: 4 };
         let bad = vec![
@@ -117,4 +118,129 @@ fn read_only_open_of_an_empty_directory_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = EmbeddedStore::open(dir.path(), OpenMode::ReadOnly).unwrap_err();
     assert!(err.to_string().contains("no ragscope data"), "{err}");
+}
+
+fn document(kb: KbId, hash: &str, owner: Option<&str>) -> (Document, Vec<Chunk>) {
+    let doc = Document {
+        id: DocId::generate(),
+        kb,
+        title: format!("doc {hash}"),
+        source: "notes.md".into(),
+        content_hash: hash.into(),
+        tags: vec![],
+        created_at: 1,
+        updated_at: 1,
+        text: "some text".into(),
+        owner: owner.map(str::to_owned),
+    };
+    let chunk = Chunk { id: ChunkId::generate(), doc: doc.id, ordinal: 0, heading_path: vec![], text: "some text".into(), start: 0, end: 9 };
+    (doc, vec![chunk])
+}
+
+fn logged(tenant: &TenantId, kb: KbId, query: &str, conversation: Option<&str>, at: i64, owner: Option<&str>) -> QueryLogRecord {
+    QueryLogRecord {
+        id: format!("q-{query}"),
+        tenant: tenant.clone(),
+        kb,
+        kb_name: "kb".into(),
+        conversation_id: conversation.map(str::to_owned),
+        created_at: at,
+        query: query.into(),
+        rewritten_query: None,
+        params: RetrievalParams::default(),
+        filters: Filters::default(),
+        fused: vec![],
+        answer: None,
+        generator: None,
+        model: None,
+        top1_cosine: None,
+        top_fused_score: None,
+        cited: vec![],
+        kb_miss: query.contains("miss"),
+        timings: vec![],
+        total_ms: 1.0,
+        usage: None,
+        feedback: None,
+        owner: owner.map(str::to_owned),
+    }
+}
+
+#[test]
+fn owners_restrict_documents_and_log_rows_and_old_stores_gain_the_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let tenant = TenantId::default_tenant();
+    // A format-2 store: no owner columns yet.
+    {
+        let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
+        drop(store);
+        let c = rusqlite::Connection::open(dir.path().join("ragscope.sqlite3")).unwrap();
+        c.execute_batch(
+            "ALTER TABLE documents DROP COLUMN owner; ALTER TABLE query_log DROP COLUMN owner;
+             UPDATE meta SET value = '2' WHERE key = 'format_version';",
+        )
+        .unwrap();
+    }
+    let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
+    assert_eq!(store.info().format_version, 3);
+    rt().block_on(async {
+        let kb = store.create_kb(&tenant, "kb", KbSettings::default()).await.unwrap();
+        let (public, pc) = document(kb.id, "same", None);
+        let (alice, ac) = document(kb.id, "same", Some("alice"));
+        store
+            .apply(&tenant, kb.id, vec![WriteOp::PutDocument { document: public.clone(), chunks: pc }, WriteOp::PutDocument { document: alice.clone(), chunks: ac }])
+            .await
+            .unwrap();
+        // The owner is stored and carried to the passages the indexes see.
+        let docs = store.documents(&tenant, kb.id).await.unwrap();
+        assert_eq!(docs.iter().find(|d| d.id == alice.id).unwrap().owner.as_deref(), Some("alice"));
+        assert_eq!(store.document(&tenant, kb.id, alice.id).await.unwrap().unwrap().0.owner.as_deref(), Some("alice"));
+        let snap = store.snapshot(&tenant, kb.id).await.unwrap();
+        let owners: Vec<Option<&str>> = snap.passages.iter().map(|p| p.owner.as_deref()).collect();
+        assert!(owners.contains(&Some("alice")) && owners.contains(&None), "{owners:?}");
+        // The same content is a duplicate only for the same owner.
+        assert_eq!(store.document_by_hash(&tenant, kb.id, "same", None).await.unwrap(), Some(public.id));
+        assert_eq!(store.document_by_hash(&tenant, kb.id, "same", Some("alice")).await.unwrap(), Some(alice.id));
+        assert_eq!(store.document_by_hash(&tenant, kb.id, "same", Some("bob")).await.unwrap(), None);
+
+        // Query-log rows written through an owner's key are that owner's.
+        for r in [
+            logged(&tenant, kb.id, "public first", Some("c1"), 10, None),
+            logged(&tenant, kb.id, "public miss", Some("c1"), 11, None),
+            logged(&tenant, kb.id, "alice private", Some("c2"), 12, Some("alice")),
+            logged(&tenant, kb.id, "operator", None, 13, Some(OPERATOR_OWNER)),
+        ] {
+            store.log_query(&r).await.unwrap();
+        }
+        let ids = |v: Viewer| {
+            let (store, tenant) = (&store, &tenant);
+            async move {
+                let f = LogFilter { limit: 100, viewer: v, ..Default::default() };
+                store.query_log(tenant, kb.id, &f).await.unwrap().into_iter().map(|r| r.query).collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(ids(Viewer::Public).await, ["public miss", "public first"]);
+        assert_eq!(ids(Viewer::Owner("bob".into())).await, ["public miss", "public first"]);
+        assert_eq!(ids(Viewer::Owner("alice".into())).await, ["alice private", "public miss", "public first"]);
+        assert_eq!(ids(Viewer::Everything).await.len(), 4);
+        assert!(store.query_log_entry(&tenant, "q-alice private", &Viewer::Owner("bob".into())).await.unwrap().is_none());
+        assert!(store.query_log_entry(&tenant, "q-alice private", &Viewer::Owner("alice".into())).await.unwrap().is_some());
+        assert!(!store.set_feedback(&tenant, "q-alice private", &Viewer::Public, "useful").await.unwrap());
+        assert!(store.set_feedback(&tenant, "q-alice private", &Viewer::Owner("alice".into()), "useful").await.unwrap());
+
+        // Conversations: grouped, ordered by latest activity, scoped by viewer.
+        let convs = store.conversations(&tenant, kb.id, &Viewer::Owner("alice".into()), 10).await.unwrap();
+        assert_eq!(convs.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c2", "c1"]);
+        let c1 = &convs[1];
+        assert_eq!((c1.turns, c1.misses, c1.first_query.as_str(), c1.last_query.as_str()), (2, 1, "public first", "public miss"));
+        assert_eq!((c1.started_at, c1.last_at), (10, 11));
+        assert_eq!(store.conversations(&tenant, kb.id, &Viewer::Public, 10).await.unwrap().len(), 1);
+        // Another tenant sees none of it.
+        let other = TenantId("other".into());
+        assert!(store.conversations(&other, kb.id, &Viewer::Everything, 10).await.unwrap().is_empty());
+        assert_eq!(store.delete_conversation(&other, kb.id, "c1", &Viewer::Everything).await.unwrap(), 0);
+        // Bob cannot delete alice's conversation; alice can.
+        assert_eq!(store.delete_conversation(&tenant, kb.id, "c2", &Viewer::Owner("bob".into())).await.unwrap(), 0);
+        assert_eq!(store.delete_conversation(&tenant, kb.id, "c2", &Viewer::Owner("alice".into())).await.unwrap(), 1);
+        assert_eq!(ids(Viewer::Everything).await.len(), 3);
+    });
 }

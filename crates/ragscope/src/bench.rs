@@ -60,6 +60,7 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
             valid_from: None,
             valid_until: None,
             searchable: true,
+            owner: None,
         })
         .collect();
     let snapshot = KbSnapshot { seq: 1, passages, ..Default::default() };
@@ -105,7 +106,7 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
         for q in &texts {
             let request = QueryRequest { kb: "bench".into(), query: q.clone(), params: Some(params.clone()), filters: Default::default(), generate: false, conversation_id: None };
             let t = Instant::now();
-            let _ = engine.run(&app.tenant, request, QueryOptions { views: false, log: false }, &mut |_| {}).await;
+            let _ = engine.run(&app.tenant, request, QueryOptions { views: false, log: false, viewer: rag_core::Viewer::Everything }, &mut |_| {}).await;
             if round > 0 {
                 pipeline_samples.push(t.elapsed().as_secs_f64() * 1000.0);
             }

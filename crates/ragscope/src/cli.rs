@@ -411,7 +411,7 @@ pub async fn dict(app: &App, args: TsvArgs) -> anyhow::Result<()> {
 pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
     let engine = app.engine(OpenMode::ReadOnly)?;
     if let Some(q) = &args.question {
-        let text = engine.faq_tool(&app.tenant, &args.kb, q).await.map_err(core_err)?;
+        let text = engine.faq_tool(&app.tenant, &args.kb, q, &rag_core::Viewer::Everything).await.map_err(core_err)?;
         println!("{text}");
         return Ok(());
     }
@@ -478,7 +478,7 @@ pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
         conversation_id: None,
     };
     // The store is open read-only here (a server may hold it): no query-log row.
-    let mut events = engine.query_with(&app.tenant, request, rag_engine::QueryOptions { views: true, log: false });
+    let mut events = engine.query_with(&app.tenant, request, rag_engine::QueryOptions { views: true, log: false, viewer: rag_core::Viewer::Everything });
     let mut error = None;
     while let Some(event) = events.next().await {
         if args.json {
@@ -553,7 +553,7 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
         generate: true,
         conversation_id: args.conversation.clone(),
     };
-    let mut events = engine.query(&app.tenant, request);
+    let mut events = engine.query_with(&app.tenant, request, rag_engine::QueryOptions::for_viewer(rag_core::Viewer::Everything));
     let mut error = None;
     while let Some(event) = events.next().await {
         if args.json {

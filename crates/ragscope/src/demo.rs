@@ -33,7 +33,7 @@ pub async fn run(app: &App, args: DemoArgs) -> anyhow::Result<()> {
     }
     println!("{synonyms} synonym groups and {facts} facts added or updated\n");
     let request = QueryRequest { kb: args.kb.clone(), query: args.query.clone(), params: None, filters: Default::default(), generate: true, conversation_id: None };
-    let mut events = engine.query(&app.tenant, request);
+    let mut events = engine.query_with(&app.tenant, request, rag_engine::QueryOptions::for_viewer(rag_core::Viewer::Everything));
     while let Some(e) = events.next().await {
         print!("{}", render::event(&e));
     }

@@ -117,6 +117,7 @@ pub async fn load_corpus(engine: &Engine, tenant: &TenantId, kb: &KnowledgeBase,
                 created_at: ts,
                 updated_at: ts,
                 text: d.text,
+                owner: None,
             },
             chunks: vec![chunk],
         });
@@ -216,7 +217,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             continue;
         };
         let request = QueryRequest { kb: kb_name.clone(), query: text.clone(), params: Some(params.clone()), filters: Default::default(), generate: false, conversation_id: None };
-        let ranked: Vec<String> = match engine.run(&tenant, request, QueryOptions { views: false, log: false }, &mut |_| {}).await {
+        let ranked: Vec<String> = match engine.run(&tenant, request, QueryOptions { views: false, log: false, viewer: rag_core::Viewer::Everything }, &mut |_| {}).await {
             Ok(out) if needs_dense && !out.lists.iter().any(|l| l.path == PathKind::Dense) => {
                 anyhow::bail!("the dense path did not run for query {qid}; refusing to report {} figures as if it had", args.mode)
             }
