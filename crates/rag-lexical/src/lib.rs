@@ -25,6 +25,7 @@
 //! let faq = |q: &str, a: &str| Passage {
 //!     id: PassageId::Faq(FaqId::generate()), title: q.into(), body: a.into(), tags: vec![], aliases: vec![],
 //!     doc: None, source: None, span: None, created_at: 0, valid_from: None, valid_until: None, searchable: true,
+//!     owner: None,
 //! };
 //! let snapshot = KbSnapshot { passages: vec![faq("怎么退款", "在订单页申请退款"), faq("营业时间", "16:00 开门")], ..Default::default() };
 //! let index = LexicalIndex::build(&Analyzer::new(), &snapshot);
