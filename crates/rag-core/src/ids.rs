@@ -114,3 +114,7 @@ impl fmt::Display for PassageId {
         }
     }
 }
+id_type!(
+    /// A URL source: a start page and the same-site pages crawled from it.
+    SourceId
+);

@@ -23,12 +23,14 @@ pub mod model;
 pub mod params;
 pub mod query;
 pub mod seams;
+pub mod source;
 
 pub use auth::{ApiKeyInfo, KeyStore, Role, Viewer, OPERATOR_OWNER};
 pub use error::{CoreError, UserError};
 pub use event::{CitedSource, ContextDropped, PipelineEvent, RerankMove, SentenceCheck, StageTiming, TokenUsage};
 pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
-pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, TenantId};
+pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, SourceId, TenantId};
+pub use source::{FetchError, FetchedPage, Fetcher, PageOutcome, Source, SourcePage, SourceStatus};
 pub use model::*;
 pub use params::*;
 pub use query::*;

@@ -201,6 +201,11 @@ pub enum WriteOp {
     PutSettings(KbSettings),
     /// Forget every vector and the embedding space (before re-embedding with another model).
     ClearVectors,
+    /// Insert or replace a URL source (its record; its pages' documents are
+    /// written with `PutDocument`).
+    PutSource(crate::source::Source),
+    /// Delete a URL source's record (its documents are deleted with `DeleteDocument`).
+    DeleteSource(crate::ids::SourceId),
 }
 
 /// Document metadata without its text.
@@ -239,6 +244,8 @@ pub trait StoreRead: Send + Sync {
     async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str, owner: Option<&str>) -> Result<Option<DocId>>;
     /// FAQ entries of a knowledge base.
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>>;
+    /// URL sources of a knowledge base, oldest first.
+    async fn sources(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<crate::source::Source>>;
     /// The embedding space of the knowledge base's vectors, if it has any.
     async fn embedding_space(&self, tenant: &TenantId, kb: KbId) -> Result<Option<crate::model::EmbeddingSpace>>;
 }

@@ -25,12 +25,14 @@ pub struct Components {
     pub cache: Option<Arc<dyn EmbeddingCache>>,
     /// The LLM answering questions; `None` uses the extractive generator.
     pub generator: Option<Arc<dyn rag_core::Generator>>,
+    /// Reads web pages for URL sources; `None`: URL sources cannot sync.
+    pub fetcher: Option<Arc<dyn rag_core::Fetcher>>,
 }
 
 impl Components {
     /// Store and reranker only: the lexical paths.
     pub fn lexical(store: Arc<dyn Store>) -> Self {
-        Components { store, reranker: Arc::new(rag_core::IdentityReranker), embedder: None, cache: None, generator: None }
+        Components { store, reranker: Arc::new(rag_core::IdentityReranker), embedder: None, cache: None, generator: None, fetcher: None }
     }
 }
 
@@ -77,6 +79,8 @@ pub struct EngineConfig {
     pub vectors: rag_ann::VectorIndexParams,
     /// Texts per embedding call.
     pub embed_batch: usize,
+    /// Caps on URL sources.
+    pub sources: crate::sources::SourceLimits,
 }
 
 impl Default for EngineConfig {
@@ -87,6 +91,7 @@ impl Default for EngineConfig {
             chunk: ChunkParams::default(),
             vectors: rag_ann::VectorIndexParams::default(),
             embed_batch: 16,
+            sources: crate::sources::SourceLimits::default(),
         }
     }
 }

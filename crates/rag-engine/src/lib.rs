@@ -27,6 +27,7 @@ mod engine;
 mod ingest;
 mod job;
 mod manage;
+mod sources;
 pub mod parse;
 pub mod pipeline;
 
@@ -38,5 +39,6 @@ pub use ingest::{IngestOutcome, IngestStatus};
 pub use job::{FailedFile, IngestOptions, IngestProgress, IngestSummary, TokenCountFn};
 pub use rag_ingest;
 pub use manage::{FaqPatch, Lexicon, NewFaq};
+pub use sources::{NewSource, SourceLimits};
 pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError};
 pub use pipeline::{error_code, PipelineOutput, QueryOptions};

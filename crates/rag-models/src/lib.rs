@@ -11,7 +11,9 @@
 //! OpenAI-compatible `/chat/completions` endpoint with SSE streaming
 //! (OpenRouter via [`ChatConfig::openrouter`]). [`HttpReranker`] implements
 //! [`rag_core::Reranker`] over a Jina/Cohere-compatible `/rerank` API, and
-//! [`LlmListwiseReranker`] over any generator.
+//! [`LlmListwiseReranker`] over any generator. [`HttpFetcher`] implements
+//! [`rag_core::Fetcher`] for URL sources, within time, size and redirect
+//! limits, refusing private addresses unless allowed.
 //!
 //! This is the only crate of the workspace that makes outbound HTTP calls.
 //!
@@ -33,10 +35,12 @@ mod bert;
 mod chat;
 mod e5;
 mod error;
+mod fetch;
 mod openai;
 mod rerank;
 
 pub use bert::BertEmbedder;
+pub use fetch::{is_private, FetchConfig, HttpFetcher};
 pub use chat::{ChatCompletion, ChatConfig, ChatUsage, OpenAiChat, OPENROUTER_BASE_URL, OPENROUTER_DEFAULT_MODEL};
 pub use e5::{E5Embedder, E5_MODEL_ID};
 pub use error::ModelError;

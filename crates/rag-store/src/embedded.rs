@@ -2,7 +2,7 @@
 
 use crate::error::StoreError;
 use crate::lock::DirLock;
-use crate::schema::{FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, V3_COLUMNS};
+use crate::schema::{FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, V3_COLUMNS};
 use async_trait::async_trait;
 use rag_core::{
     failpoint, Chunk, ChunkId, Document, CoreError, DocId, DocumentInfo, EmbeddingSpace, FactId, PassageVector, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
@@ -123,6 +123,7 @@ impl EmbeddedStore {
         // Format 1 is the first; future formats migrate here, step by step.
         conn.execute_batch(SCHEMA_V1)?;
         conn.execute_batch(SCHEMA_V2)?;
+        conn.execute_batch(SCHEMA_V3)?;
         for (table, column, decl) in V3_COLUMNS {
             let present: bool = conn
                 .query_row(&format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"), [column], |r| r.get::<_, i64>(0))?
@@ -356,6 +357,8 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                 stmt.execute(params![v.id.to_string(), kb_s, v.text_hash, vector_bytes(&v.vector)]).map_err(sql)?;
             }
         }
+        WriteOp::PutSource(source) => crate::sources::put(tx, kb, &source)?,
+        WriteOp::DeleteSource(id) => crate::sources::delete(tx, kb, id)?,
         WriteOp::ClearVectors => {
             tx.execute("DELETE FROM vectors WHERE kb_id = ?1", [&kb_s]).map_err(sql)?;
             tx.execute("UPDATE kbs SET embed_model = NULL, embed_dims = NULL WHERE id = ?1", [&kb_s]).map_err(sql)?;
@@ -727,6 +730,15 @@ impl StoreRead for EmbeddedStore {
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
             read_faqs(c, kb)
+        })
+        .await
+    }
+
+    async fn sources(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<rag_core::Source>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            crate::sources::read(c, kb)
         })
         .await
     }

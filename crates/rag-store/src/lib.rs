@@ -30,6 +30,7 @@ mod keys;
 mod log;
 mod lock;
 mod schema;
+mod sources;
 
 pub use cache::SqliteEmbeddingCache;
 pub use embedded::{EmbeddedStore, OpenMode, StoreInfo};

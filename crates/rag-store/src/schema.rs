@@ -125,6 +125,24 @@ CREATE INDEX IF NOT EXISTS query_log_by_conversation ON query_log (tenant, conve
 /// has no `ADD COLUMN IF NOT EXISTS`; the migration checks first).
 pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] = &[("documents", "owner", "TEXT"), ("query_log", "owner", "TEXT")];
 
+/// Format 3 also adds URL sources (their pages' documents live in `documents`).
+pub(crate) const SCHEMA_V3: &str = r#"
+CREATE TABLE IF NOT EXISTS sources (
+    id         TEXT PRIMARY KEY,
+    kb_id      TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    url        TEXT NOT NULL,
+    depth      INTEGER NOT NULL,
+    max_pages  INTEGER NOT NULL,
+    owner      TEXT,
+    status     TEXT NOT NULL,
+    reason     TEXT,
+    created_at INTEGER NOT NULL,
+    last_sync  INTEGER,
+    pages      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sources_by_kb ON sources (kb_id);
+"#;
+
 /// The embedding cache, a separate database shared across data directories.
 pub(crate) const CACHE_SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS embeddings (

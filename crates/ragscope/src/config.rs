@@ -28,6 +28,30 @@ pub struct Config {
     pub providers: ProvidersConfig,
     /// The embedder of the dense path.
     pub embedder: EmbedderConfig,
+    /// Fetching URL sources.
+    pub sources: SourcesConfig,
+}
+
+/// Fetching URL sources.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SourcesConfig {
+    /// Whole request per page, in milliseconds.
+    pub timeout_ms: u64,
+    /// Largest page, in bytes.
+    pub max_page_bytes: u64,
+    /// Most redirects followed per page.
+    pub max_redirects: usize,
+    /// Allow loopback, private and link-local addresses (an intranet wiki,
+    /// a local test site). Off by default: a server that fetches URLs for its
+    /// users must not become a way into the network it runs in.
+    pub allow_private: bool,
+}
+
+impl Default for SourcesConfig {
+    fn default() -> Self {
+        SourcesConfig { timeout_ms: 15_000, max_page_bytes: 10 * 1024 * 1024, max_redirects: 5, allow_private: false }
+    }
 }
 
 /// Which embedder the dense path uses.
@@ -173,6 +197,7 @@ impl Default for Config {
             server: ServerConfig::default(),
             providers: ProvidersConfig::default(),
             embedder: EmbedderConfig::default(),
+            sources: SourcesConfig::default(),
         }
     }
 }

@@ -167,7 +167,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     };
     let store = EmbeddedStore::open(&dir, OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
     let engine = Engine::new(
-        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker), embedder, cache, generator: None },
+        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker), embedder, cache, generator: None, fetcher: None },
         EngineConfig { max_query_bytes: 1 << 20, ..EngineConfig::default() },
     );
     let kb_name = format!("eval-{}", args.corpus.file_stem().and_then(|s| s.to_str()).unwrap_or("corpus"));

@@ -85,7 +85,7 @@ impl App {
     pub(crate) fn engine_over(&self, store: EmbeddedStore) -> anyhow::Result<Engine> {
         let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
-            Components { store: Arc::new(store), reranker: self.reranker()?, embedder, cache, generator: self.generator()? },
+            Components { store: Arc::new(store), reranker: self.reranker()?, embedder, cache, generator: self.generator()?, fetcher: Some(self.fetcher()?) },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
                 max_file_bytes: self.config.limits.max_file_bytes,
@@ -110,6 +110,19 @@ impl App {
         }
         let chat = rag_models::OpenAiChat::new(config).map_err(|e| UserFacing(e.to_string()))?;
         Ok(Some(Arc::new(chat)))
+    }
+
+    /// The fetcher of URL sources, within the configured limits.
+    pub(crate) fn fetcher(&self) -> anyhow::Result<Arc<dyn rag_core::Fetcher>> {
+        let s = &self.config.sources;
+        let f = rag_models::HttpFetcher::new(rag_models::FetchConfig {
+            timeout_ms: s.timeout_ms,
+            max_bytes: s.max_page_bytes,
+            max_redirects: s.max_redirects,
+            allow_private: s.allow_private,
+        })
+        .map_err(|e| UserFacing(e.to_string()))?;
+        Ok(Arc::new(f))
     }
 
     /// The configured reranker ([`IdentityReranker`] when none).
