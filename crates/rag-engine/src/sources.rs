@@ -156,9 +156,9 @@ impl Engine {
         viewer: &Viewer,
         progress: &mut (dyn FnMut(&SourcePage) + Send),
     ) -> Result<Source, CoreError> {
-        let fetcher = self.fetcher().ok_or_else(|| invalid("no fetcher is configured: URL sources cannot be read"))?;
         let kb = self.kb(tenant, kb_name).await?;
         let mut source = self.source(tenant, kb_name, id, viewer).await?;
+        let fetcher = self.fetcher().ok_or_else(|| invalid("no fetcher is configured: URL sources cannot be read"))?;
         let root = url::Url::parse(&source.url).map_err(|e| invalid(format!("stored URL: {e}")))?;
         // The documents this source wrote, by URL (only those: another page or
         // file with the same content is not ours to delete).

@@ -54,6 +54,9 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(crate::ops::replay))
         .routes(routes!(crate::ops::faq_tool))
         .routes(routes!(crate::ops::analytics))
+        .routes(routes!(crate::sources::list_sources, crate::sources::add_source))
+        .routes(routes!(crate::sources::get_source, crate::sources::delete_source))
+        .routes(routes!(crate::sources::sync_source))
         .routes(routes!(crate::ops::list_conversations))
         .routes(routes!(crate::ops::get_conversation, crate::ops::delete_conversation))
         .merge(crate::web::api_routes())
@@ -612,16 +615,7 @@ async fn upload(
     if files.is_empty() {
         return Err(ApiError::bad_request("no_files", "send at least one file in a multipart field"));
     }
-    let owner = match (&caller.owner, owner_field) {
-        (Some(mine), Some(asked)) if *mine != asked => {
-            return Err(ApiError::forbidden("a key issued for an owner uploads that owner's documents only"));
-        }
-        (Some(mine), _) => Some(mine.clone()),
-        (None, Some(asked)) if !rag_core::Viewer::valid_owner(&asked) => {
-            return Err(ApiError::bad_request("invalid_param", "owner has 1 to 128 bytes, no control characters, and is not \"*\""));
-        }
-        (None, asked) => asked,
-    };
+    let owner = crate::sources::owner_for(&caller, owner_field)?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<UploadEvent>();
     let (engine, tenant) = (state.engine.clone(), caller.tenant.clone());
     tokio::spawn(async move {

@@ -16,6 +16,7 @@ mod error;
 mod extract;
 mod metrics;
 mod ops;
+mod sources;
 mod state;
 mod web;
 

@@ -34,6 +34,8 @@ async fn seed(server: &common::Server, key: &str, kb: &str, marker: &str) {
     assert_eq!(s, 200);
     let (s, _) = server.post(&format!("/kbs/{kb}/synonyms"), key, json!([{ "terms": ["退款", "退钱"] }])).await;
     assert_eq!(s, 200);
+    let (s, b) = server.post(&format!("/kbs/{kb}/sources"), key, json!({ "url": format!("https://example.invalid/{marker}/help") })).await;
+    assert_eq!(s, 201, "{b}");
 }
 
 /// A reranker that waits for the test before it answers, and records whether
@@ -179,6 +181,8 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/log/{id}/feedback") => json!({ "feedback": "useful" }),
         ("post", "/log/{id}/replay") => json!({ "lexical_interpolation": 0.5 }),
         ("post", "/kbs/{kb}/faq-tool") => json!({ "query": "退款" }),
+        ("post", "/kbs/{kb}/sources") => json!({ "url": "https://example.invalid/probe" }),
+        ("post", "/kbs/{kb}/sources/{id}/sync") => return None,
         ("post", "/kbs/{kb}/documents") => return None, // multipart: handled apart
         ("get", _) | ("delete", _) => return None,
         ("post", p) if p.ends_with("/approve") || p.ends_with("/disable") => return None,
@@ -203,6 +207,8 @@ async fn no_route_reveals_another_tenants_data() {
     let faq_id = faqs[0]["id"].as_str().unwrap().to_owned();
     let (_, lex) = server.get("/kbs/shop/lexicon", &alpha).await;
     let fact_id = lex["facts"][0]["id"].as_str().unwrap().to_owned();
+    let (_, sources) = server.get("/kbs/shop/sources", &alpha).await;
+    let source_id = sources[0]["id"].as_str().unwrap().to_owned();
     let (_, retrieval) = server.post("/kbs/shop/retrieve", &alpha, json!({ "query": "退款" })).await;
     let cand = retrieval["candidates_id"].as_str().unwrap().to_owned();
     let (_, asked) = server.post("/kbs/shop/query/sync", &alpha, json!({ "query": "ALPHA-SECRET 的暗号是什么" })).await;
@@ -244,6 +250,8 @@ async fn no_route_reveals_another_tenants_data() {
                     &doc_id
                 } else if path.contains("/facts/") {
                     &fact_id
+                } else if path.contains("/sources/") {
+                    &source_id
                 } else if path.contains("/keys/") {
                     "anything"
                 } else if path.starts_with("/log/") {
@@ -409,6 +417,37 @@ async fn no_route_reveals_an_owners_restricted_document() {
     let (s, row) = server.get(&format!("/log/{log_id}"), &alice).await;
     assert_eq!(s, 200, "{row}");
     assert!(row["feedback"].is_null(), "{row}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_sources_over_the_api_never_reach_private_addresses_by_default() {
+    let server = start(Limits::default(), None).await;
+    let key = server.tenant("acme").await;
+    let (s, _) = server.post("/kbs", &key, json!({ "name": "shop" })).await;
+    assert_eq!(s, 201);
+    // The server's own port: a user must not be able to make it fetch from its network.
+    let internal = format!("{}/api/openapi.json", server.url);
+    let (s, src) = server.post("/kbs/shop/sources", &key, json!({ "url": internal, "depth": 1 })).await;
+    assert_eq!(s, 201, "{src}");
+    assert_eq!(src["status"], "pending");
+    let id = src["id"].as_str().unwrap();
+    let (s, synced) = server.post(&format!("/kbs/shop/sources/{id}/sync"), &key, json!(null)).await;
+    assert_eq!(s, 200, "{synced}");
+    assert_eq!(synced["status"], "failed");
+    assert!(synced["reason"].as_str().unwrap().contains("private or loopback address"), "{synced}");
+    let (_, docs) = server.get("/kbs/shop/documents", &key).await;
+    assert_eq!(docs, json!([]));
+    // Bad input is refused with a clear error.
+    let (s, e) = server.post("/kbs/shop/sources", &key, json!({ "url": "file:///etc/passwd" })).await;
+    assert_eq!((s, e["code"].as_str()), (400, Some("invalid_param")), "{e}");
+    let (s, e) = server.post("/kbs/shop/sources", &key, json!({ "url": "https://example.invalid/", "max_pages": 100000 })).await;
+    assert_eq!(s, 400, "{e}");
+    let (s, list) = server.get("/kbs/shop/sources", &key).await;
+    assert_eq!((s, list.as_array().map(Vec::len)), (200, Some(1)));
+    let res = server.client.delete(server.api(&format!("/kbs/shop/sources/{id}"))).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+    let (s, _) = server.get(&format!("/kbs/shop/sources/{id}"), &key).await;
+    assert_eq!(s, 404);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

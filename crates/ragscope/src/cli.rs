@@ -44,6 +44,11 @@ pub enum Command {
     },
     /// Add files to a knowledge base: .txt and .md documents, FAQ entries from .jsonl or .csv.
     Ingest(IngestArgs),
+    /// URL sources: add a web page (and its same-site links), sync, list, remove.
+    Source {
+        #[command(subcommand)]
+        command: crate::source_cmd::SourceCommand,
+    },
     /// Add synonym groups from a TSV file (one group per line, tab-separated).
     Synonyms(TsvArgs),
     /// Add structured facts from a TSV file (key, value, key synonyms separated by |).

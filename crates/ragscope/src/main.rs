@@ -14,6 +14,7 @@ mod eval;
 mod ingest_cmd;
 mod render;
 mod serve;
+mod source_cmd;
 
 use anyhow::Context;
 use clap::Parser;
@@ -232,6 +233,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             }
         },
         Command::Ingest(args) => ingest_cmd::run(&app, args).await,
+        Command::Source { command } => source_cmd::run(&app, command).await,
         Command::Synonyms(args) => cli::synonyms(&app, args).await,
         Command::Facts(args) => cli::facts(&app, args).await,
         Command::Dict(args) => cli::dict(&app, args).await,

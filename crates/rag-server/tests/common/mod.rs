@@ -28,6 +28,8 @@ pub async fn start_full(limits: Limits, reranker: Option<Arc<dyn Reranker>>, gen
         components.reranker = r;
     }
     components.generator = generator;
+    // The production default: private and loopback addresses are refused.
+    components.fetcher = Some(Arc::new(rag_models::HttpFetcher::new(rag_models::FetchConfig::default()).unwrap()));
     let engine = Engine::new(components, EngineConfig::default());
     let keys: Arc<dyn KeyStore> = Arc::new(store);
     let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
