@@ -4,7 +4,7 @@
 
 mod browser_support;
 
-use browser_support::{start, start_with, Browser};
+use browser_support::{small_site, start, start_with, Browser};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -442,6 +442,26 @@ async fn ingest_page_uploads_several_files_and_shows_each_files_progress() {
     assert_eq!(docs.as_array().unwrap().len(), 2);
     let (_, faqs) = server.call(Method::GET, "/kbs/fresh/faqs", None).await;
     assert_eq!(faqs.as_array().unwrap().len(), 1);
+
+    // A web page with its same-site links: added, synced, each page's outcome shown.
+    let site = small_site().await;
+    b.type_into("#source-url", &format!("{site}/")).await;
+    b.eval("(() => { const s = document.getElementById('source-depth'); s.value = '1'; })()").await;
+    b.click("#source-add").await;
+    b.wait_for("document.querySelector('#source-result .ingest-run')?.dataset.state === 'synced'", "the URL sync").await;
+    let outcomes: Value = b.eval("[...document.querySelectorAll('#source-result tr[data-url]')].map(r => r.dataset.outcome)").await;
+    assert_eq!(outcomes, json!(["indexed", "indexed"]));
+    b.wait_for("document.querySelector('#source-list tr[data-status=\"synced\"]')", "the source in the list").await;
+    // Syncing again changes nothing.
+    b.click("#source-list .source-sync").await;
+    b.wait_for(
+        "[...document.querySelectorAll('#source-result tr[data-url]')].map(r => r.dataset.outcome).join() === 'unchanged,unchanged'",
+        "the second sync",
+    )
+    .await;
+    b.screenshot("2-url-source").await;
+    let (_, docs) = server.call(Method::GET, "/kbs/fresh/documents", None).await;
+    assert_eq!(docs.as_array().unwrap().len(), 4);
     b.assert_no_page_errors();
 }
 

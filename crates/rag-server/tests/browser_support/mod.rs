@@ -87,6 +87,9 @@ pub async fn start_with(open: bool, embedder: bool) -> Server {
     if embedder {
         components.embedder = Some(Arc::new(HashEmbedder));
     }
+    // The ingest test serves a small site on loopback.
+    let fetch = rag_models::FetchConfig { allow_private: true, timeout_ms: 5_000, ..rag_models::FetchConfig::default() };
+    components.fetcher = Some(Arc::new(rag_models::HttpFetcher::new(fetch).unwrap()));
     let engine = Engine::new(components, EngineConfig::default());
     let keys: Arc<dyn KeyStore> = Arc::new(store);
     let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
@@ -450,4 +453,29 @@ impl Browser {
         let r = self.cmd("Network.getCookies", json!({ "urls": [url] })).await;
         r["cookies"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// Serves a two-page site on loopback until the test ends; returns its base URL.
+pub async fn small_site() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                let body = match head.split_whitespace().nth(1) {
+                    Some("/") => "<html><body><nav><a href=\"/warranty\">保修</a></nav><main><h1>帮助中心</h1><p>欢迎来到斑马角书桌的帮助中心。</p></main></body></html>",
+                    Some("/warranty") => "<html><body><main><h1>保修政策</h1><p>书桌的保修期为两年，自签收之日起计算。</p></main></body></html>",
+                    _ => "",
+                };
+                let status = if body.is_empty() { "404 Not Found" } else { "200 OK" };
+                let reply = format!("HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                let _ = sock.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    base
 }
