@@ -87,6 +87,12 @@ pub trait Embedder: Send + Sync {
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
     /// Embeds passages.
     async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// How many tokens of the model's own tokenizer a piece of passage text
+    /// takes (no prefix or special tokens), when the model can tell locally;
+    /// chunk sizes are measured with it. Remote embedders say `None`.
+    fn count_tokens(&self, _text: &str) -> Option<usize> {
+        None
+    }
 }
 
 /// Who speaks in a chat message.

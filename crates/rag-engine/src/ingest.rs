@@ -165,7 +165,17 @@ impl Engine {
                     pages: (!doc.pages.is_empty()).then_some(doc.pages.len()),
                     entries: None,
                 });
-                let (params, counter) = (options.chunk, options.token_counter.clone());
+                // Chunk sizes in tokens of the active embedder's own tokenizer
+                // when it can count locally (e5, BERT-family), else the caller's
+                // or the approximate counter.
+                let counter = options.token_counter.clone().or_else(|| {
+                    let model = self.embedder()?.model().clone();
+                    model.count_tokens("probe")?;
+                    let approx = rag_ingest::ApproxTokenCounter;
+                    Some(std::sync::Arc::new(move |s: &str| model.count_tokens(s).unwrap_or_else(|| rag_ingest::TokenCounter::count_tokens(&approx, s)))
+                        as crate::job::TokenCountFn)
+                });
+                let params = options.chunk;
                 let (doc, pieces) = blocking(move || {
                     let pieces = split(&doc, &params, counter.as_ref());
                     (doc, pieces)

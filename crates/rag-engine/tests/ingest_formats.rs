@@ -574,3 +574,43 @@ async fn a_changed_file_replaces_its_document_and_unchanged_chunks_keep_their_ve
     let hits = kb.search("ten seconds").await;
     assert!(hits[0].contains("ten seconds"), "{hits:?}");
 }
+
+/// An embedder whose tokenizer counts four tokens per character.
+struct DenseTokens;
+
+#[async_trait]
+impl Embedder for DenseTokens {
+    fn model_id(&self) -> &str {
+        "test/four-per-char"
+    }
+    fn dimensions(&self) -> usize {
+        16
+    }
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, CoreError> {
+        Ok(char_bag(text))
+    }
+    async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, CoreError> {
+        Ok(texts.iter().map(|t| char_bag(t)).collect())
+    }
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        Some(text.chars().count() * 4)
+    }
+}
+
+#[tokio::test]
+async fn chunks_are_measured_in_the_active_embedders_tokens() {
+    let text: String = (0..60).map(|i| format!("第{i}条：会员每月可以领取两张优惠券，有效期三十天。")).collect::<Vec<_>>().join("");
+    let options = IngestOptions::new(ChunkParams::default());
+    // Without a local tokenizer: the approximate counter (about a token per Chinese character).
+    let plain = kb_with(Some(Arc::new(CountingEmbedder { embedded: AtomicUsize::new(0) }))).await;
+    plain.ingest("c.txt", text.as_bytes(), &options).await;
+    let (_, approx_chunks) = plain.stored("c.txt").await;
+    // With one: chunks fit the model's window in its own tokens.
+    let dense = kb_with(Some(Arc::new(DenseTokens))).await;
+    dense.ingest("c.txt", text.as_bytes(), &options).await;
+    let (_, chunks) = dense.stored("c.txt").await;
+    assert!(chunks.len() > approx_chunks.len() * 2, "{} vs {}", chunks.len(), approx_chunks.len());
+    for c in &chunks {
+        assert!(c.text.chars().count() * 4 <= ChunkParams::default().target_tokens, "{} tokens: {}", c.text.chars().count() * 4, c.text);
+    }
+}

@@ -61,6 +61,11 @@ impl Embedder for BertEmbedder {
         Ok(e.vector)
     }
 
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        // [CLS] and [SEP] are not the text's.
+        Some(self.model.encode(text).untruncated_len.saturating_sub(2))
+    }
+
     async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, CoreError> {
         let (model, threads) = (self.model.clone(), self.threads);
         let texts: Vec<String> = texts.iter().map(|t| (*t).to_owned()).collect();

@@ -58,6 +58,11 @@ impl Embedder for E5Embedder {
         Ok(e.vector)
     }
 
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        // The prefixed text's tokens less those of the prefix and <s> </s> alone.
+        Some(self.model.token_count(text, Kind::Passage).saturating_sub(self.model.token_count("", Kind::Passage)))
+    }
+
     async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, CoreError> {
         let (model, threads) = (self.model.clone(), self.threads);
         let texts: Vec<String> = texts.iter().map(|t| (*t).to_owned()).collect();
