@@ -112,6 +112,10 @@ pub struct ApiKeyInfo {
     /// The owner it acts for inside the tenant: documents restricted to an
     /// owner are visible to keys of that owner only.
     pub owner: Option<String>,
+    /// The one knowledge base the key may reach (by name), when scoped: a
+    /// widget's public read-only key reaches nothing else of its tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kb: Option<String>,
     /// A label for people.
     pub label: String,
     /// The first characters of the key, so a person can tell keys apart.

@@ -948,6 +948,10 @@ pub struct NewKeyBody {
     /// Owner inside the tenant.
     #[serde(default)]
     pub owner: Option<String>,
+    /// Scope the key to this one knowledge base (by name): it reaches
+    /// `/kbs/{kb}/…` only. Use for the chat widget's public read-only key.
+    #[serde(default)]
+    pub kb: Option<String>,
     /// Label for people.
     #[serde(default)]
     pub label: Option<String>,
@@ -985,7 +989,11 @@ async fn create_api_key(State(state): State<AppState>, caller: Caller, ApiJson(b
             return Err(ApiError::bad_request("invalid_param", "owner has 1 to 128 bytes, no control characters, and is not \"*\""));
         }
     }
-    let (key, info) = create_key(state.keys.as_ref(), &tenant, b.role, b.owner, b.label.as_deref().unwrap_or("")).await?;
+    if let Some(kb) = &b.kb {
+        // The knowledge base must exist in that tenant (its name is the scope).
+        state.engine.kb(&tenant, kb).await?;
+    }
+    let (key, info) = create_key(state.keys.as_ref(), &tenant, b.role, b.owner, b.kb, b.label.as_deref().unwrap_or("")).await?;
     tracing::info!(key_id = %info.id, tenant = %info.tenant, role = info.role.as_str(), "API key created");
     Ok((StatusCode::CREATED, Json(CreatedKey { key, info })))
 }

@@ -29,6 +29,8 @@ pub struct Caller {
     pub role: Role,
     /// The owner the key acts for, if any.
     pub owner: Option<String>,
+    /// The one knowledge base the key may reach, when scoped.
+    pub kb: Option<String>,
 }
 
 impl Caller {
@@ -75,6 +77,7 @@ pub async fn create_key(
     tenant: &TenantId,
     role: Role,
     owner: Option<String>,
+    kb: Option<String>,
     label: &str,
 ) -> Result<(String, ApiKeyInfo), rag_core::CoreError> {
     let secret = fresh_secret();
@@ -85,6 +88,7 @@ pub async fn create_key(
         tenant: tenant.clone(),
         role,
         owner,
+        kb,
         label: label.to_owned(),
         prefix: secret[..10].to_owned(),
         created_at: rag_core::now(),
@@ -102,7 +106,7 @@ pub async fn ensure_admin_key(keys: &dyn KeyStore) -> Result<Option<String>, rag
     }
     let tenant = TenantId::default_tenant();
     keys.create_tenant(&tenant, rag_core::now()).await?;
-    let (secret, _) = create_key(keys, &tenant, Role::Admin, None, "admin (created on first start)").await?;
+    let (secret, _) = create_key(keys, &tenant, Role::Admin, None, None, "admin (created on first start)").await?;
     Ok(Some(secret))
 }
 
@@ -219,7 +223,7 @@ fn cross_origin(parts: &Parts) -> bool {
 
 async fn caller_for_hash(state: &AppState, hash: &str) -> Result<Caller, ApiError> {
     match state.keys.key_by_hash(hash).await.map_err(ApiError::from)? {
-        Some(k) if !k.revoked => Ok(Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner }),
+        Some(k) if !k.revoked => Ok(Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner, kb: k.kb }),
         Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "key_revoked", "this API key was revoked")),
         None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_key", "unknown API key")),
     }
@@ -267,6 +271,15 @@ async fn session_caller(parts: &Parts, state: &AppState) -> Result<Option<Caller
     caller.map(Some)
 }
 
+/// Whether a request path stays inside knowledge base `kb`: `/kbs/{kb}` or
+/// below it (with or without the `/api/v1` prefix; the name percent-decoded).
+pub(crate) fn kb_path_allowed(path: &str, kb: &str) -> bool {
+    let p = path.strip_prefix("/api/v1").unwrap_or(path);
+    let Some(rest) = p.strip_prefix("/kbs/") else { return false };
+    let segment = rest.split('/').next().unwrap_or("");
+    percent_encoding::percent_decode_str(segment).decode_utf8().is_ok_and(|name| name == kb)
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -282,7 +295,7 @@ impl FromRequestParts<AppState> for Caller {
                     if !is_safe(&parts.method) && cross_origin(parts) {
                         return Err(ApiError::forbidden("cross-origin writes are refused in open mode"));
                     }
-                    Caller { key_id: "open".into(), tenant: TenantId::default_tenant(), role: Role::Admin, owner: None }
+                    Caller { key_id: "open".into(), tenant: TenantId::default_tenant(), role: Role::Admin, owner: None, kb: None }
                 }
                 None => {
                     return Err(ApiError::new(
@@ -293,6 +306,12 @@ impl FromRequestParts<AppState> for Caller {
                 }
             },
         };
+        if let Some(kb) = &caller.kb {
+            let path = parts.extensions.get::<axum::extract::OriginalUri>().map_or_else(|| parts.uri.path().to_owned(), |u| u.path().to_owned());
+            if !kb_path_allowed(&path, kb) {
+                return Err(ApiError::not_found("not found for this key (it is scoped to one knowledge base)"));
+            }
+        }
         parts.extensions.insert(caller.clone());
         Ok(caller)
     }
@@ -301,6 +320,16 @@ impl FromRequestParts<AppState> for Caller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scoped_key_stays_inside_its_knowledge_base() {
+        assert!(kb_path_allowed("/api/v1/kbs/shop/query", "shop"));
+        assert!(kb_path_allowed("/kbs/shop", "shop"));
+        assert!(kb_path_allowed("/api/v1/kbs/%E5%95%86%E5%BA%97/faqs", "商店"));
+        for p in ["/api/v1/kbs", "/api/v1/kbs/shop2/query", "/api/v1/kbs/sho/query", "/api/v1/log/x", "/api/v1/system", "/kbs/%ZZ/faqs", "/api/v1/kbsshop"] {
+            assert!(!kb_path_allowed(p, "shop"), "{p}");
+        }
+    }
 
     fn session(age: Duration, idle: Duration) -> Option<(Session, Instant)> {
         let now = Instant::now();

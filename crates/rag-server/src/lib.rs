@@ -62,6 +62,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (v1, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(api::routes()).split_for_parts();
     let doc_json = serde_json::to_value(&doc).unwrap_or_default();
     let limits = state.config.limits.clone();
+    let cors = cors_layer(&state.config.cors_origins);
     let app = Router::new()
         .nest("/api/v1", v1.layer(DefaultBodyLimit::max(limits.max_json_bytes.max(limits.max_upload_bytes))))
         .route("/api/openapi.json", get(move || async move { Json(doc_json.clone()) }))
@@ -72,8 +73,22 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(axum::middleware::from_fn_with_state(state.clone(), json_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), request_context))
+        .layer(cors)
         .with_state(state);
     (app, doc)
+}
+
+/// Cross-origin access for the listed origins only (bearer keys, no cookies):
+/// the chat widget on a customer's site calls the API from the browser.
+fn cors_layer(origins: &[String]) -> tower_http::cors::CorsLayer {
+    use axum::http::{header, HeaderValue, Method};
+    let allowed: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok()).collect();
+    tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::AllowOrigin::list(allowed))
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+        .expose_headers([header::HeaderName::from_static("x-request-id")])
+        .max_age(std::time::Duration::from_secs(600))
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {

@@ -49,6 +49,9 @@ pub struct ServerConfig {
     pub log_queries: bool,
     /// Limits.
     pub limits: Limits,
+    /// Web origins (e.g. `https://shop.example`) whose pages may call the API
+    /// from the browser (the chat widget on a customer's site). None by default.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +61,7 @@ impl Default for ServerConfig {
             open: false,
             log_queries: false,
             limits: Limits::default(),
+            cors_origins: Vec::new(),
         }
     }
 }

@@ -173,7 +173,7 @@ async fn login(State(state): State<AppState>, headers: HeaderMap, ApiJson(body):
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "key_revoked", "this API key was revoked"));
     }
     auth::end_session(&headers);
-    let caller = Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner };
+    let caller = Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner, kb: k.kb };
     let (id, csrf) = auth::start_session(hash);
     tracing::info!(key_id = %caller.key_id, "browser session started");
     let cookie = format!("{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", SESSION_MAX.as_secs());

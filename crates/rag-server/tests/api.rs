@@ -619,3 +619,66 @@ async fn metrics_health_and_concurrency_limit() {
     assert!(metrics.contains("ragscope_kb_miss_total"));
     assert!(!metrics.contains(&key), "no secret in metrics");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_widget_key_reaches_one_knowledge_base_from_an_allowed_origin_only() {
+    let server = start(Limits::default(), None).await;
+    let writer = server.tenant("shopco").await;
+    seed(&server, &writer, "shop", "SHOP").await;
+    seed(&server, &writer, "internal", "INTERNAL-ONLY").await;
+    // A read-only key scoped to the shop's knowledge base, for the public widget.
+    let (s, created) = server.post("/keys", &server.admin_key, json!({ "tenant": "shopco", "role": "read_only", "kb": "shop", "label": "widget" })).await;
+    assert_eq!(s, 201, "{created}");
+    assert_eq!(created["info"]["kb"], "shop");
+    let widget = created["key"].as_str().unwrap().to_owned();
+    let (s, _) = server.post("/keys", &server.admin_key, json!({ "tenant": "shopco", "role": "read_only", "kb": "nope" })).await;
+    assert_eq!(s, 404, "the scope must name an existing knowledge base");
+
+    let (s, body) = server.post("/kbs/shop/query/sync", &widget, json!({ "query": "退款" })).await;
+    assert_eq!(s, 200, "{body}");
+    for (method, path) in [
+        (Method::POST, "/kbs/internal/query/sync"),
+        (Method::GET, "/kbs"),
+        (Method::GET, "/kbs/internal/documents"),
+        (Method::GET, "/kbs/shop2/faqs"),
+        (Method::GET, "/system"),
+        (Method::GET, "/kbs/%E5%86%85/faqs"),
+    ] {
+        let (s, body) = server.call(method.clone(), path, &widget, Some(json!({ "query": "退款" }))).await;
+        assert_eq!(s, 404, "{method} {path}: {body}");
+        assert!(!body.to_string().contains("INTERNAL-ONLY"), "{body}");
+    }
+    let (s, _) = server.call(Method::POST, "/kbs/shop/faqs", &widget, Some(json!({ "question": "q?", "answer": "a" }))).await;
+    assert_eq!(s, 403, "read-only");
+
+    // CORS: the configured shop origin may call from the browser; others get no grant.
+    let preflight = |origin: &'static str| {
+        let c = server.client.clone();
+        let url = server.api("/kbs/shop/query");
+        async move {
+            c.request(Method::OPTIONS, url)
+                .header("origin", origin)
+                .header("access-control-request-method", "POST")
+                .header("access-control-request-headers", "authorization,content-type")
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let ok = preflight("https://shop.example").await;
+    assert!(ok.status().is_success(), "{}", ok.status());
+    assert_eq!(ok.headers()["access-control-allow-origin"], "https://shop.example");
+    assert!(ok.headers()["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
+    let other = preflight("https://evil.example").await;
+    assert!(other.headers().get("access-control-allow-origin").is_none());
+    let res = server
+        .client
+        .post(server.api("/kbs/shop/query/sync"))
+        .header("origin", "https://shop.example")
+        .bearer_auth(&widget)
+        .json(&json!({ "query": "退款" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["access-control-allow-origin"], "https://shop.example");
+}

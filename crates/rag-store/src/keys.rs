@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use rag_core::{ApiKeyInfo, CoreError, KeyStore, Role, TenantId, Timestamp};
 use rusqlite::{params, OptionalExtension};
 
-const KEY_COLUMNS: &str = "id, tenant, role, owner, label, prefix, created_at, revoked";
+const KEY_COLUMNS: &str = "id, tenant, role, owner, label, prefix, created_at, revoked, kb";
 
 fn key_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyInfo> {
     let role: String = r.get(2)?;
@@ -19,6 +19,7 @@ fn key_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyInfo> {
         prefix: r.get(5)?,
         created_at: r.get(6)?,
         revoked: r.get::<_, i64>(7)? != 0,
+        kb: r.get(8)?,
     })
 }
 
@@ -48,8 +49,8 @@ impl KeyStore for EmbeddedStore {
         let (key, hash) = (key.clone(), hash.to_owned());
         self.with_conn(move |c| {
             c.execute(
-                "INSERT INTO api_keys(id, hash, tenant, role, owner, label, prefix, created_at, revoked) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![key.id, hash, key.tenant.0, key.role.as_str(), key.owner, key.label, key.prefix, key.created_at, key.revoked as i64],
+                "INSERT INTO api_keys(id, hash, tenant, role, owner, label, prefix, created_at, revoked, kb) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![key.id, hash, key.tenant.0, key.role.as_str(), key.owner, key.label, key.prefix, key.created_at, key.revoked as i64, key.kb],
             )
             .map_err(sql)?;
             Ok(())

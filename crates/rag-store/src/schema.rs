@@ -123,7 +123,8 @@ CREATE INDEX IF NOT EXISTS query_log_by_conversation ON query_log (tenant, conve
 /// Format 3 adds owners: documents restricted to an owner, and query-log rows
 /// written through an owner's key. Columns added to existing tables (SQLite
 /// has no `ADD COLUMN IF NOT EXISTS`; the migration checks first).
-pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] = &[("documents", "owner", "TEXT"), ("query_log", "owner", "TEXT")];
+pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] =
+    &[("documents", "owner", "TEXT"), ("query_log", "owner", "TEXT"), ("api_keys", "kb", "TEXT")];
 
 /// Format 3 also adds URL sources (their pages' documents live in `documents`).
 pub(crate) const SCHEMA_V3: &str = r#"

@@ -158,6 +158,9 @@ pub struct ServerConfig {
     pub max_top_k: usize,
     /// Queries one key may run at once.
     pub max_concurrent_queries_per_key: usize,
+    /// Web origins whose pages may call the API from the browser (the chat
+    /// widget on a customer's site), e.g. ["https://shop.example"].
+    pub cors_origins: Vec<String>,
 }
 
 /// Model providers.
@@ -225,6 +228,7 @@ impl Default for ServerConfig {
             max_files_per_upload: l.max_files_per_upload,
             max_top_k: l.max_top_k,
             max_concurrent_queries_per_key: l.max_concurrent_queries_per_key,
+            cors_origins: Vec::new(),
         }
     }
 }

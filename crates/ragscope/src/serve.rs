@@ -37,6 +37,7 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
             max_top_k: c.max_top_k,
             max_concurrent_queries_per_key: c.max_concurrent_queries_per_key,
         },
+        cors_origins: c.cors_origins.clone(),
     };
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;

@@ -95,7 +95,7 @@ pub async fn start_with(open: bool, embedder: bool) -> Server {
     let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = AppState::new(engine, keys, ServerConfig { addr, open, log_queries: false, limits: Limits::default() });
+    let state = AppState::new(engine, keys, ServerConfig { addr, open, log_queries: false, limits: Limits::default(), cors_origins: Vec::new() });
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(rag_server::serve(listener, state, async move {
         let _ = rx.await;

@@ -35,7 +35,7 @@ pub async fn start_full(limits: Limits, reranker: Option<Arc<dyn Reranker>>, gen
     let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let config = ServerConfig { addr, open: false, log_queries: false, limits };
+    let config = ServerConfig { addr, open: false, log_queries: false, limits, cors_origins: vec!["https://shop.example".into()] };
     let state = AppState::new(engine, keys, config);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(rag_server::serve(listener, state, async move {
