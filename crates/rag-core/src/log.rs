@@ -74,6 +74,9 @@ pub struct QueryLogRecord {
     pub usage: Option<TokenUsage>,
     /// User feedback: "useful" or "not_useful".
     pub feedback: Option<String>,
+    /// The synonym groups that fired (each as its terms), for "synonyms that never fire".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fired_synonyms: Vec<Vec<String>>,
     /// The owner whose restricted documents the run could see (None: a caller
     /// without owner); the row is visible to that owner's keys only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

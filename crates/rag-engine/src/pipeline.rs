@@ -515,6 +515,7 @@ impl Engine {
                 total_ms,
                 usage: answer.as_ref().and_then(|a| a.usage),
                 feedback: None,
+                fired_synonyms: fired_groups(&lists),
                 owner: options.viewer.row_owner(),
             };
             if let Err(e) = self.store().log_query(&record).await {
@@ -524,6 +525,18 @@ impl Engine {
         emit(PipelineEvent::Done { timings, paths: path_timings, total_ms, warnings });
         Ok(PipelineOutput { analyzed, lists, fused, reranked })
     }
+}
+
+/// The synonym groups the synonym path fired, from its notes
+/// ("said → other, other").
+fn fired_groups(lists: &[RankedList]) -> Vec<Vec<String>> {
+    lists
+        .iter()
+        .filter(|l| l.path == PathKind::Synonym)
+        .flat_map(|l| l.notes.iter())
+        .filter_map(|n| n.split_once(" → "))
+        .map(|(said, others)| std::iter::once(said.trim().to_owned()).chain(others.split(", ").map(|o| o.trim().to_owned())).collect())
+        .collect()
 }
 
 /// A query id: a time-ordered UUID.

@@ -41,24 +41,66 @@ function figure(label, value, id) {
   return el('div', { class: 'figure', id }, el('div', { class: 'fig-value', text: value }), el('div', { class: 'fig-label', i18n: label }));
 }
 
-function renderFigures(box, a) {
-  const max = Math.max(1, ...a.top_score_histogram);
-  const bars = a.top_score_histogram.map((n, i) => {
+// Ten buckets over [0, 1] with the miss threshold drawn where it falls.
+function histogram(id, counts, threshold) {
+  const max = Math.max(1, ...counts);
+  const bars = counts.map((n, i) => {
     const bar = el('div', { class: 'bar', title: `${(i / 10).toFixed(1)}–${((i + 1) / 10).toFixed(1)}: ${n}` });
     bar.style.height = `${Math.round((100 * n) / max)}%`;
     return el('div', { class: 'bar-slot' }, bar, el('span', { class: 'bar-label', text: (i / 10).toFixed(1) }));
   });
+  const box = el('div', { class: 'histogram', id }, bars);
+  if (typeof threshold === 'number') {
+    const line = el('div', { class: 'threshold', title: `${t('ins.threshold')} ${threshold}`, dataset: { threshold: String(threshold) } },
+      el('span', { text: `${t('ins.threshold')} ${threshold}` }));
+    line.style.left = `${Math.min(100, Math.max(0, threshold * 100))}%`;
+    box.append(line);
+  }
+  return box;
+}
+
+// Hits and misses per day, stacked.
+function timeline(days) {
+  const max = Math.max(1, ...days.map((d) => d.queries));
+  return el('div', { class: 'histogram timeline', id: 'ins-by-day' }, days.map((d) => {
+    const day = new Date(d.day * 1000).toISOString().slice(5, 10);
+    const hit = el('div', { class: 'bar' });
+    hit.style.height = `${(100 * d.hits) / max}%`;
+    const miss = el('div', { class: 'bar miss' });
+    miss.style.height = `${(100 * d.misses) / max}%`;
+    return el('div', { class: 'bar-slot', title: `${day}: ${d.queries} · ${d.hits} / ${d.misses}`, dataset: { day: String(d.day), queries: String(d.queries) } },
+      miss, hit, el('span', { class: 'bar-label', text: day }));
+  }));
+}
+
+function renderFigures(box, a) {
+  const usefulness = a.usefulness === null || a.usefulness === undefined ? '–' : `${(100 * a.usefulness).toFixed(0)}%`;
   clear(box,
-    el('h2', { i18n: 'ins.figures' }),
+    el('h2', {}, el('span', { i18n: 'ins.figures' }), ` · ${a.days} `, el('span', { i18n: 'ins.days' })),
     el('div', { class: 'figures' },
       figure('ins.queries', String(a.queries), 'fig-queries'),
       figure('ins.hitrate', `${(100 * a.hit_rate).toFixed(1)}%`, 'fig-hitrate'),
       figure('ins.misses', String(a.misses), 'fig-misses'),
-      figure('ins.useful', `${a.useful} / ${a.not_useful}`, 'fig-feedback'),
-      figure('ins.never', String(a.never_retrieved.length), 'fig-never')),
-    el('h3', { i18n: 'ins.hist' }), el('div', { class: 'histogram' }, bars),
-    el('details', {}, el('summary', {}, el('span', { i18n: 'ins.never' }), ` (${a.never_retrieved.length})`),
-      el('ul', {}, a.never_retrieved.slice(0, 100).map((p) => el('li', { text: p.title })))));
+      figure('ins.useful', `${a.useful} / ${a.not_useful} (${usefulness})`, 'fig-feedback'),
+      figure('ins.never', String(a.never_retrieved.length), 'fig-never'),
+      figure('ins.unreviewed', String(a.unreviewed.length), 'fig-unreviewed'),
+      figure('ins.deadsyn', String(a.synonyms_never_fired.length), 'fig-deadsyn')),
+    el('h3', { i18n: 'ins.overtime' }), timeline(a.by_day),
+    el('div', { class: 'two' },
+      el('div', {}, el('h3', { i18n: 'ins.hist' }), histogram('ins-fused-hist', a.top_score_histogram, a.min_fused)),
+      el('div', {}, el('h3', { i18n: 'ins.cosinehist' }), histogram('ins-cosine-hist', a.top_cosine_histogram, a.min_cosine))),
+    el('h3', { i18n: 'ins.top' }),
+    table([
+      { i18n: 'col.question', cell: (r) => r.query },
+      { i18n: 'ins.count', cell: (r) => r.count },
+      { i18n: 'ins.misses', cell: (r) => (r.misses ? el('span', { class: 'stage-badge st-failed', text: r.misses }) : '0') },
+    ], a.top_queries, { rowAttrs: (r) => ({ dataset: { query: r.query } }) }),
+    el('details', { id: 'ins-never' }, el('summary', {}, el('span', { i18n: 'ins.never' }), ` (${a.never_retrieved.length})`),
+      el('ul', {}, a.never_retrieved.slice(0, 100).map((p) => el('li', { text: p.title })))),
+    el('details', { id: 'ins-unreviewed' }, el('summary', {}, el('span', { i18n: 'ins.unreviewed' }), ` (${a.unreviewed.length}, > ${a.review_days} `, el('span', { i18n: 'ins.days' }), ')'),
+      el('ul', {}, a.unreviewed.slice(0, 100).map((u) => el('li', { text: `${u.question} — ${new Date(u.updated_at * 1000).toLocaleDateString()}` })))),
+    el('details', { id: 'ins-deadsyn' }, el('summary', {}, el('span', { i18n: 'ins.deadsyn' }), ` (${a.synonyms_never_fired.length})`),
+      el('ul', {}, a.synonyms_never_fired.slice(0, 100).map((g) => el('li', { text: g.join(' = ') })))));
 }
 
 function renderMisses(box, rows) {

@@ -525,6 +525,15 @@ async fn insights_turn_a_missed_question_into_an_faq_entry_and_replay_a_logged_q
     assert_eq!(b.eval("document.querySelector('#fig-queries .fig-value').textContent").await, "2");
     assert_eq!(b.eval("document.querySelector('#fig-hitrate .fig-value').textContent").await, "50.0%");
     assert_eq!(b.eval("document.querySelectorAll('#insights-misses tbody tr').length").await, 1);
+    // Today's bar holds both questions; the miss threshold is drawn on the score histogram.
+    assert_eq!(b.eval("[...document.querySelectorAll('#ins-by-day .bar-slot')].map(s => Number(s.dataset.queries)).reduce((a, b) => a + b, 0)").await, 2);
+    assert_eq!(b.eval("document.querySelector('#ins-fused-hist .threshold').dataset.threshold").await, "0.05");
+    assert_eq!(b.eval("document.querySelectorAll('#insights-figures tr[data-query]').length").await, 2);
+    // The demo's synonym groups did not fire for these two questions, except the refund one.
+    let dead = b.eval("Number(document.querySelector('#fig-deadsyn .fig-value').textContent)").await;
+    let (_, lex) = server.call(Method::GET, "/kbs/demo/lexicon", None).await;
+    let groups = lex["synonyms"].as_array().unwrap().len() as u64;
+    assert!(dead.as_u64().unwrap() < groups, "the refund question fired a group: {dead} of {groups}");
     b.screenshot("1-insights").await;
 
     // The miss becomes an approved FAQ entry in one step.

@@ -161,6 +161,7 @@ fn logged(tenant: &TenantId, kb: KbId, query: &str, conversation: Option<&str>, 
         total_ms: 1.0,
         usage: None,
         feedback: None,
+        fired_synonyms: vec![],
         owner: owner.map(str::to_owned),
     }
 }
