@@ -59,6 +59,28 @@ pub struct AnswerSettings {
     pub prompt_user: Option<String>,
 }
 
+impl AnswerSettings {
+    /// Checks the values: a known profile, thresholds in [0, 1], templates of
+    /// at most 20,000 bytes.
+    pub fn validate(&self) -> Result<(), crate::error::UserError> {
+        let bad = |name: &'static str, reason: String| Err(crate::error::UserError::InvalidParam { name, reason });
+        if !matches!(self.profile.as_str(), "auto" | "faq" | "document") {
+            return bad("answer.profile", format!("{:?} is not auto, faq or document", self.profile));
+        }
+        for (name, v) in [("answer.min_fused", self.min_fused), ("answer.min_cosine", self.min_cosine)] {
+            if v.is_some_and(|x| !(0.0..=1.0).contains(&x)) {
+                return bad(name, "a threshold is between 0 and 1".into());
+            }
+        }
+        for (name, v) in [("answer.prompt_system", &self.prompt_system), ("answer.prompt_user", &self.prompt_user)] {
+            if v.as_ref().is_some_and(|t| t.len() > 20_000) {
+                return bad(name, "a template has at most 20,000 bytes".into());
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for AnswerSettings {
     fn default() -> Self {
         AnswerSettings { profile: "auto".into(), min_fused: Some(0.05), min_cosine: Some(0.80), prompt_system: None, prompt_user: None }

@@ -96,6 +96,7 @@ impl Engine {
     /// Replaces a knowledge base's settings.
     pub async fn update_kb_settings(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
         settings.retrieval.validate()?;
+        settings.answer.validate()?;
         let kb = self.kb(tenant, name).await?;
         self.store().apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)]).await?;
         self.kb(tenant, name).await

@@ -585,6 +585,19 @@ async fn settings_page_tests_the_embedder_and_saves_validated_knowledge_base_set
     b.wait_for("document.querySelector('#settings-result .notice.error')", "the refusal").await;
     let (_, kb) = server.call(Method::GET, "/kbs/demo", None).await;
     assert_eq!(kb["settings"]["retrieval"]["fusion"]["k"], 60.0);
+    // The form: an out-of-range threshold is refused (by the page, and by the
+    // server when the page is bypassed), a valid one saved.
+    b.eval("(() => { const i = document.getElementById('set-min-fused'); i.value = '7'; })()").await;
+    assert_eq!(b.eval("document.getElementById('set-min-fused').validity.valid").await, false);
+    b.eval("document.getElementById('answer-form').dispatchEvent(new Event('submit', { cancelable: true }))").await;
+    b.wait_for("document.querySelector('#answer-form-result .notice.error')?.textContent.includes('min_fused')", "the server's refusal").await;
+    b.eval("(() => { const i = document.getElementById('set-min-fused'); i.value = '0.2'; document.getElementById('set-profile').value = 'faq'; })()").await;
+    b.click("#answer-save").await;
+    b.wait_for("document.getElementById('answer-form-result').dataset.saved", "the form saved").await;
+    let (_, kb) = server.call(Method::GET, "/kbs/demo", None).await;
+    assert_eq!(kb["settings"]["answer"]["min_fused"], 0.2);
+    assert_eq!(kb["settings"]["answer"]["profile"], "faq");
+    assert_eq!(kb["settings"]["retrieval"]["fusion"]["k"], 60.0, "fields not on the form are kept");
     b.eval(&edit("30")).await;
     b.click("#settings-save").await;
     b.wait_for("document.getElementById('settings-result').dataset.saved", "saved").await;
