@@ -226,9 +226,9 @@ impl Engine {
                 if reached.contains(url) || old.outcome == PageOutcome::Removed {
                     continue;
                 }
-                if let Some(doc) = ours(&docs, url) {
-                    ops.push(WriteOp::DeleteDocument(doc));
-                }
+                // A page that never had a document (it always failed) just drops out.
+                let Some(doc) = ours(&docs, url) else { continue };
+                ops.push(WriteOp::DeleteDocument(doc));
                 let page = SourcePage { url: url.clone(), outcome: PageOutcome::Removed, reason: Some("no longer linked".into()), doc: None, depth: old.depth };
                 progress(&page);
                 pages.push(page);
