@@ -152,6 +152,7 @@ impl Engine {
     pub async fn create_kb(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
         validate_kb_name(name)?;
         settings.retrieval.validate()?;
+        settings.drafts.validate()?;
         self.store().create_kb(tenant, name, settings).await
     }
 

@@ -269,6 +269,7 @@ impl Engine {
                         updated_at: ts,
                         valid_from: r.valid_from,
                         valid_until: r.valid_until,
+                        source_doc: None,
                     }));
                 }
                 let added = ops.len();

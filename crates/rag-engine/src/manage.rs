@@ -96,6 +96,7 @@ impl Engine {
     /// Replaces a knowledge base's settings.
     pub async fn update_kb_settings(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
         settings.retrieval.validate()?;
+        settings.drafts.validate()?;
         let kb = self.kb(tenant, name).await?;
         self.store().apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)]).await?;
         self.kb(tenant, name).await
@@ -159,6 +160,7 @@ impl Engine {
             updated_at: ts,
             valid_from: new.valid_from,
             valid_until: new.valid_until,
+            source_doc: None,
         };
         let mut ops = vec![WriteOp::PutFaq(entry.clone())];
         let text = vec![(PassageId::Faq(entry.id), format!("{}: {}", entry.question, entry.answer))];

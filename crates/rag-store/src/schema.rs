@@ -121,9 +121,12 @@ CREATE INDEX IF NOT EXISTS query_log_by_conversation ON query_log (tenant, conve
 "#;
 
 /// Format 3 adds owners: documents restricted to an owner, and query-log rows
-/// written through an owner's key. Columns added to existing tables (SQLite
-/// has no `ADD COLUMN IF NOT EXISTS`; the migration checks first).
-pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] = &[("documents", "owner", "TEXT"), ("query_log", "owner", "TEXT")];
+/// written through an owner's key; and the document an FAQ entry was drafted
+/// from by an LLM (`faqs.source_doc`, NULL for entries people wrote).
+/// Columns added to existing tables (SQLite has no `ADD COLUMN IF NOT
+/// EXISTS`; the migration checks first).
+pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] =
+    &[("documents", "owner", "TEXT"), ("query_log", "owner", "TEXT"), ("faqs", "source_doc", "TEXT")];
 
 /// The embedding cache, a separate database shared across data directories.
 pub(crate) const CACHE_SCHEMA: &str = r#"
