@@ -180,6 +180,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/log/{id}/replay") => json!({ "lexical_interpolation": 0.5 }),
         ("post", "/kbs/{kb}/faq-tool") => json!({ "query": "退款" }),
         ("post", "/kbs/{kb}/documents") => return None, // multipart: handled apart
+        ("post", "/kbs/{kb}/documents/{id}/faq-drafts") => return None, // no body: the document is the input
         ("get", _) | ("delete", _) => return None,
         ("post", p) if p.ends_with("/approve") || p.ends_with("/disable") => return None,
         _ => panic!("route {method} {path} has no probe in this test: add one so it is checked for tenant isolation"),
