@@ -15,9 +15,12 @@
 //! - [`miss`]: the honest miss decision and reply.
 //! - [`followup`]: follow-up questions rewritten into standalone queries.
 //! - [`faq_tool`]: the FAQ lookup tool's text output for agents.
+//! - [`drafts`]: the prompt that asks an LLM for FAQ pairs from a document,
+//!   and the parser that repairs, checks and explains its JSON reply.
 //! - [`sentences`]: the sentence splitter they share (Chinese and English).
 
 pub mod citations;
+pub mod drafts;
 pub mod embed;
 pub mod extractive;
 pub mod faq_tool;
@@ -31,6 +34,7 @@ pub mod support;
 mod terms;
 
 pub use citations::{check_citations, find_markers, strip_markers, CheckedCitations, CitedSource, Marker, RemovedCitation};
+pub use drafts::{draft_prompt, parse_drafts, DraftError, DraftPrompt, DraftedPair, ParsedDrafts};
 pub use embed::{cosine, PrecomputedEmbeddings, SentenceEmbedder};
 pub use extractive::{extractive_answer, ExtractiveAnswer, ExtractiveConfig, Quote, EXTRACTIVE_NAME};
 pub use faq_tool::{format_faq_tool, FaqToolHit};

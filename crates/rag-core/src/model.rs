@@ -38,6 +38,46 @@ pub struct KbSettings {
     /// Answering: context budget, miss thresholds, prompt.
     #[serde(default)]
     pub answer: AnswerSettings,
+    /// FAQ entries drafted by the LLM from documents.
+    #[serde(default)]
+    pub drafts: DraftSettings,
+}
+
+/// How FAQ entries are drafted from documents by the configured LLM.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct DraftSettings {
+    /// Review status of new drafts: `pending` (the default: a person approves
+    /// them before they are searched) or `approved` (searchable at once).
+    pub status: FaqStatus,
+    /// Draft automatically whenever a document is ingested or replaced
+    /// (a drafting failure is reported, never fails the ingest).
+    pub auto: bool,
+    /// At most this many question/answer pairs per document (1 to 30).
+    pub max_pairs: usize,
+}
+
+/// The most pairs a knowledge base may ask for per document.
+pub const MAX_DRAFT_PAIRS: usize = 30;
+
+impl Default for DraftSettings {
+    fn default() -> Self {
+        DraftSettings { status: FaqStatus::Pending, auto: false, max_pairs: 8 }
+    }
+}
+
+impl DraftSettings {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), crate::error::UserError> {
+        if !(1..=MAX_DRAFT_PAIRS).contains(&self.max_pairs) {
+            return Err(crate::error::UserError::InvalidParam {
+                name: "drafts.max_pairs",
+                reason: format!("must be between 1 and {MAX_DRAFT_PAIRS}"),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// How a knowledge base answers.
@@ -149,6 +189,11 @@ pub struct FaqEntry {
     pub valid_from: Option<Timestamp>,
     /// Not searchable after this time, when set; flagged for review instead.
     pub valid_until: Option<Timestamp>,
+    /// The document an LLM drafted this entry from (None: written or
+    /// imported by people). Re-syncing that document deletes its drafts
+    /// that nobody edited; edited ones are kept and follow the new version.
+    #[serde(default)]
+    pub source_doc: Option<DocId>,
 }
 
 /// A document: a file or URL, split into chunks.

@@ -160,6 +160,10 @@ pub struct GenerateRequest {
     /// sources as quoted data). LLM generators send these; the extractive
     /// generator reads `question` and `sources` instead.
     pub messages: Vec<ChatMessage>,
+    /// Ask for one JSON object as the reply (OpenAI-compatible providers get
+    /// `response_format: {"type": "json_object"}`); the caller still
+    /// validates what comes back.
+    pub json: bool,
 }
 
 /// Produces an answer from packed sources.
@@ -181,10 +185,26 @@ pub enum WriteOp {
         /// Its chunks.
         chunks: Vec<Chunk>,
     },
-    /// Delete a document, its chunks and everything derived from them.
+    /// Delete a document, its chunks and everything derived from them. FAQ
+    /// entries drafted from it that nobody edited are deleted with it; edited
+    /// ones are human knowledge now and stay, unlinked (`source_doc` cleared)
+    /// unless a [`WriteOp::RelinkDrafts`] earlier in the same write moved them.
     DeleteDocument(DocId),
-    /// Insert or replace an FAQ entry.
+    /// Insert or replace an FAQ entry. An insert with a `source_doc` needs
+    /// that document to exist in the knowledge base; a replace keeps the
+    /// stored `source_doc` (links change only through the draft operations).
     PutFaq(FaqEntry),
+    /// Delete the FAQ entries drafted from this document that nobody edited
+    /// (and their vectors), as they are at the moment of the write.
+    DeleteUneditedDrafts(DocId),
+    /// Point the entries drafted from `from` that a person edited at `to`
+    /// (the new version of the same source); `to` must exist.
+    RelinkDrafts {
+        /// The replaced document.
+        from: DocId,
+        /// Its new version.
+        to: DocId,
+    },
     /// Delete an FAQ entry.
     DeleteFaq(FaqId),
     /// Insert or replace a fact.

@@ -212,7 +212,7 @@ impl Engine {
         let messages = template(settings)
             .messages(question, language, sources)
             .map_err(|e| CoreError::Component { component: "prompt".into(), message: e.to_string() })?;
-        let request = GenerateRequest { question: question.to_owned(), sources: sources.to_vec(), messages };
+        let request = GenerateRequest { question: question.to_owned(), sources: sources.to_vec(), messages, json: false };
         let mut stream = generator.generate(request).await?;
         let (mut text, mut model, mut usage) = (String::new(), None, None);
         while let Some(ev) = stream.next().await {
@@ -316,7 +316,7 @@ pub(crate) async fn llm_rewrite(
         ),
         rag_core::ChatMessage::user(format!("<conversation>\n{history}</conversation>\nLast message: {}", rag_answer::escape_data(followup))),
     ];
-    let request = GenerateRequest { question: followup.to_owned(), sources: Vec::new(), messages };
+    let request = GenerateRequest { question: followup.to_owned(), sources: Vec::new(), messages, json: false };
     let mut stream = generator.generate(request).await?;
     let mut text = String::new();
     while let Some(ev) = stream.next().await {

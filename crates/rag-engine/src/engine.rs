@@ -158,6 +158,7 @@ impl Engine {
         validate_kb_name(name)?;
         settings.retrieval.validate()?;
         settings.answer.validate()?;
+        settings.drafts.validate()?;
         self.store().create_kb(tenant, name, settings).await
     }
 

@@ -7,6 +7,8 @@ use crate::chunk::{split, to_chunks};
 use crate::embed::{hex_sha256, text_hash, EmbedStats};
 use crate::engine::Engine;
 use crate::job::{IngestOptions, IngestProgress};
+use crate::drafts::DraftFailure;
+use crate::job::NotDrafted;
 use crate::pipeline::error_code;
 use rag_core::{
     chunk_title, now, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, PassageId, PassageVector,
@@ -206,14 +208,20 @@ impl Engine {
                     Err(e) => return Err(e),
                 };
                 progress(self.embedded_event(source, &stats));
-                let mut ops: Vec<WriteOp> = store
+                let older: Vec<DocId> = store
                     .documents(tenant, kb.id)
                     .await?
                     .into_iter()
                     .filter(|d| d.source == source && d.owner == options.owner)
-                    .map(|d| WriteOp::DeleteDocument(d.id))
+                    .map(|d| d.id)
                     .collect();
-                let replaced = !ops.is_empty();
+                let replaced = !older.is_empty();
+                // Unedited drafts of the older version, which this write deletes (reported when drafting again).
+                let old_drafts = if replaced && kb.settings.drafts.auto {
+                    store.faqs(tenant, kb.id).await?.iter().filter(|f| !f.edited && f.source_doc.is_some_and(|d| older.contains(&d))).count()
+                } else {
+                    0
+                };
                 let ts = now();
                 let n = chunks.len();
                 let document = Document {
@@ -228,14 +236,24 @@ impl Engine {
                     text: doc.text,
                     owner: options.owner.clone(),
                 };
+                let stored = kb.settings.drafts.auto.then(|| document.clone());
                 // The vectors go in the same atomic write, after the document they belong to.
-                ops.push(WriteOp::PutDocument { document, chunks });
+                let mut ops = vec![WriteOp::PutDocument { document, chunks }];
                 ops.extend(vectors);
+                // Re-sync: drafts a person edited follow the new version; the
+                // older version goes with its unedited drafts.
+                for old in older {
+                    ops.push(WriteOp::RelinkDrafts { from: old, to: doc_id });
+                    ops.push(WriteOp::DeleteDocument(old));
+                }
                 if options.cancelled() {
                     return Ok(Err(cancelled()));
                 }
                 let seq = store.apply(tenant, kb.id, ops).await?;
                 tracing::info!(kb = %kb.name, source, format = format.as_str(), chunks = n, replaced, seq, "document ingested");
+                if let Some(stored) = stored {
+                    progress(self.auto_draft(tenant, &kb, stored, old_drafts, options).await);
+                }
                 progress(IngestProgress::Indexed {
                     source: source.to_owned(),
                     seq,
@@ -279,6 +297,7 @@ impl Engine {
                         updated_at: ts,
                         valid_from: r.valid_from,
                         valid_until: r.valid_until,
+                        source_doc: None,
                     }));
                 }
                 let added = ops.len();
@@ -316,6 +335,44 @@ impl Engine {
                     replaced: false,
                 });
                 Ok(Ok(IngestStatus::Faqs { added, duplicates }))
+            }
+        }
+    }
+
+    /// Drafts FAQ entries from a document just stored, for a knowledge base
+    /// that drafts automatically. Never fails the ingest: the outcome or the
+    /// reason nothing was drafted is the `drafted` event.
+    async fn auto_draft(
+        &self,
+        tenant: &TenantId,
+        kb: &rag_core::KnowledgeBase,
+        document: Document,
+        old_drafts: usize,
+        options: &IngestOptions,
+    ) -> IngestProgress {
+        let source = document.source.clone();
+        let failed = |code: &str, reason: String| IngestProgress::Drafted {
+            source: source.clone(),
+            added: 0,
+            replaced: old_drafts,
+            dropped: Vec::new(),
+            error: Some(NotDrafted { code: code.to_owned(), reason }),
+        };
+        if options.cancelled() {
+            return failed("cancelled", "the job was cancelled after the document was stored; no FAQ entries were drafted".into());
+        }
+        if document.owner.is_some() {
+            let e = DraftFailure::Restricted { doc: document.id };
+            return failed(e.code(), e.to_string());
+        }
+        let Some(generator) = self.generator() else {
+            return failed(DraftFailure::NoLlm.code(), DraftFailure::NoLlm.to_string());
+        };
+        match self.draft_document(tenant, kb, document, generator).await {
+            Ok(o) => IngestProgress::Drafted { source: source.clone(), added: o.added.len(), replaced: old_drafts + o.replaced, dropped: o.dropped, error: None },
+            Err(e) => {
+                tracing::warn!(kb = %kb.name, source = %source, error = %e, "automatic FAQ drafting failed");
+                failed(e.code(), e.to_string())
             }
         }
     }

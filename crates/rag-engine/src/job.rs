@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! received → extracted → chunked → embedded → indexed     (a document)
+//! … → embedded → drafted → indexed                        (a document, knowledge base drafting FAQ entries automatically)
 //! received → extracted → embedded → indexed               (an FAQ table)
 //! received → … → skipped                                  (same content already stored)
 //! received → … → failed {code, reason}                    (nothing of the file was stored)
@@ -135,6 +136,23 @@ pub enum IngestProgress {
         /// Of those, computed by the model.
         computed: usize,
     },
+    /// FAQ entries were drafted from the stored document by the LLM (a
+    /// knowledge base with automatic drafting), or could not be: drafting
+    /// never fails the file, which is stored already.
+    Drafted {
+        /// The file's name or path.
+        source: String,
+        /// Drafts stored.
+        added: usize,
+        /// Earlier unedited drafts of the document, or of the version it
+        /// replaced, that were deleted (also when drafting failed).
+        replaced: usize,
+        /// Why entries of the LLM's reply were left out.
+        dropped: Vec<String>,
+        /// Why nothing was drafted.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<NotDrafted>,
+    },
     /// The file was committed to the store in one atomic write.
     Indexed {
         /// The file's name or path.
@@ -177,6 +195,7 @@ impl IngestProgress {
             | IngestProgress::Extracted { source, .. }
             | IngestProgress::Chunked { source, .. }
             | IngestProgress::Embedded { source, .. }
+            | IngestProgress::Drafted { source, .. }
             | IngestProgress::Indexed { source, .. }
             | IngestProgress::Skipped { source, .. }
             | IngestProgress::Failed { source, .. } => source,
@@ -190,6 +209,7 @@ impl IngestProgress {
             IngestProgress::Extracted { .. } => "extracted",
             IngestProgress::Chunked { .. } => "chunked",
             IngestProgress::Embedded { .. } => "embedded",
+            IngestProgress::Drafted { .. } => "drafted",
             IngestProgress::Indexed { .. } => "indexed",
             IngestProgress::Skipped { .. } => "skipped",
             IngestProgress::Failed { .. } => "failed",
@@ -205,6 +225,15 @@ impl IngestProgress {
     pub fn failed(source: impl Into<String>, code: impl Into<String>, reason: impl Into<String>) -> Self {
         IngestProgress::Failed { source: source.into(), code: code.into(), reason: reason.into() }
     }
+}
+
+/// Why no FAQ entries were drafted from a stored document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotDrafted {
+    /// A stable snake_case code (`no_llm`, `llm_failed`, `drafts_rejected`, ...).
+    pub code: String,
+    /// A sentence for people.
+    pub reason: String,
 }
 
 /// A file that failed.
@@ -235,6 +264,10 @@ pub struct IngestSummary {
     pub vectors_cached: usize,
     /// Vectors computed by the model.
     pub vectors_computed: usize,
+    /// FAQ entries drafted by the LLM (knowledge bases drafting automatically).
+    pub drafts_added: usize,
+    /// Stored documents no FAQ entries could be drafted from, and why.
+    pub drafts_failed: Vec<FailedFile>,
     /// Files skipped (same content already stored).
     pub skipped: usize,
     /// Failed files by error code.
@@ -250,6 +283,12 @@ impl IngestSummary {
             IngestProgress::Embedded { cached, computed, .. } => {
                 self.vectors_cached += cached;
                 self.vectors_computed += computed;
+            }
+            IngestProgress::Drafted { source, added, error, .. } => {
+                self.drafts_added += added;
+                if let Some(e) = error {
+                    self.drafts_failed.push(FailedFile { source: source.clone(), reason: e.reason.clone() });
+                }
             }
             IngestProgress::Indexed { chunks, faqs_added, faq_duplicates, replaced, .. } => {
                 if *chunks > 0 {

@@ -8,7 +8,10 @@
 //!   emitting a [`PipelineEvent`](rag_core::PipelineEvent) as each stage
 //!   completes; CPU work runs on blocking threads, never on the async runtime;
 //! - **ingest** ([`Engine::ingest`]): parse a file into a document with chunks
-//!   or into FAQ entries, and commit it to the store in one atomic write.
+//!   or into FAQ entries, and commit it to the store in one atomic write;
+//! - **drafting** ([`Engine::draft_faqs`]): FAQ entries drafted by the
+//!   configured LLM from a document, linked to it; re-syncing the document
+//!   replaces the drafts nobody edited and keeps the edited ones.
 //!
 //! ```no_run
 //! # async fn demo(engine: rag_engine::Engine) {
@@ -22,6 +25,7 @@
 mod answer;
 mod chunk;
 mod dense;
+mod drafts;
 mod embed;
 mod engine;
 mod ingest;
@@ -33,10 +37,11 @@ pub mod pipeline;
 
 pub use chunk::ChunkParams;
 pub use dense::DenseIndex;
+pub use drafts::{DraftFailure, DraftOutcome, DRAFT_BUDGET_CHARS};
 pub use embed::{text_hash, CachedEmbedder, EmbedStats};
 pub use engine::{Components, Engine, EngineConfig, KbIndex, ReembedReport};
 pub use ingest::{IngestOutcome, IngestStatus};
-pub use job::{FailedFile, IngestOptions, IngestProgress, IngestSummary, TokenCountFn};
+pub use job::{FailedFile, IngestOptions, IngestProgress, IngestSummary, NotDrafted, TokenCountFn};
 pub use rag_ingest;
 pub use manage::{FaqPatch, Lexicon, NewFaq};
 pub use sources::{NewSource, SourceLimits};

@@ -97,6 +97,7 @@ impl Engine {
     pub async fn update_kb_settings(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
         settings.retrieval.validate()?;
         settings.answer.validate()?;
+        settings.drafts.validate()?;
         let kb = self.kb(tenant, name).await?;
         self.store().apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)]).await?;
         self.kb(tenant, name).await
@@ -120,7 +121,9 @@ impl Engine {
             .ok_or_else(|| not_found("document", doc))
     }
 
-    /// Deletes a document with its chunks, vectors and index entries.
+    /// Deletes a document with its chunks, vectors and index entries, and the
+    /// FAQ entries drafted from it that nobody edited; edited drafts stay,
+    /// unlinked from it.
     pub async fn delete_document(&self, tenant: &TenantId, kb: &str, doc: DocId, viewer: &Viewer) -> Result<(), CoreError> {
         let kb = self.kb(tenant, kb).await?;
         if !self.store().document(tenant, kb.id, doc).await?.is_some_and(|(d, _)| viewer.sees(d.owner.as_deref())) {
@@ -160,6 +163,7 @@ impl Engine {
             updated_at: ts,
             valid_from: new.valid_from,
             valid_until: new.valid_until,
+            source_doc: None,
         };
         let mut ops = vec![WriteOp::PutFaq(entry.clone())];
         let text = vec![(PassageId::Faq(entry.id), format!("{}: {}", entry.question, entry.answer))];
@@ -168,7 +172,9 @@ impl Engine {
         Ok(entry)
     }
 
-    /// Edits an FAQ entry: sets `edited`; re-embeds only when the question or answer changed.
+    /// Edits an FAQ entry: sets `edited` (an edited draft is never deleted
+    /// by re-syncing its document); re-embeds only when the question or
+    /// answer changed.
     pub async fn update_faq(&self, tenant: &TenantId, kb_name: &str, id: FaqId, patch: FaqPatch) -> Result<FaqEntry, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let mut entry = self.faq(tenant, kb_name, id).await?;
@@ -198,7 +204,9 @@ impl Engine {
         Ok(entry)
     }
 
-    /// Approves, disables or sends an entry back to review.
+    /// Approves, disables or sends an entry back to review. A status change
+    /// is not an edit: an approved draft nobody edited is still replaced
+    /// when its document is re-synced.
     pub async fn set_faq_status(&self, tenant: &TenantId, kb_name: &str, id: FaqId, status: FaqStatus) -> Result<FaqEntry, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let mut entry = self.faq(tenant, kb_name, id).await?;

@@ -145,11 +145,20 @@ struct Request<'a> {
     max_tokens: u32,
     stream: bool,
     stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat>,
 }
 
 #[derive(Serialize)]
 struct StreamOptions {
     include_usage: bool,
+}
+
+/// `{"type": "json_object"}`: OpenAI's JSON mode.
+#[derive(Serialize)]
+struct ResponseFormat {
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Deserialize)]
@@ -228,11 +237,19 @@ impl OpenAiChat {
     /// Streams the completion of `messages`: text deltas, then usage (when
     /// reported), then [`GenEvent::Done`]; a failure is the stream's last item.
     pub async fn stream(&self, messages: &[ChatMessage]) -> Result<BoxStream<'static, Result<GenEvent, ModelError>>, ModelError> {
+        self.stream_with(messages, false).await
+    }
+
+    /// [`OpenAiChat::stream`], asking for one JSON object when `json` is set
+    /// (`response_format: {"type": "json_object"}`). A provider without JSON
+    /// mode that answers HTTP 400 naming `response_format` is asked once more
+    /// without it; the caller validates the reply either way.
+    pub async fn stream_with(&self, messages: &[ChatMessage], json: bool) -> Result<BoxStream<'static, Result<GenEvent, ModelError>>, ModelError> {
         if messages.is_empty() {
             return Err(ModelError::Config("no messages to send".into()));
         }
         let started = Instant::now();
-        let (response, sent) = self.start(messages).await?;
+        let (response, sent) = self.start(messages, json).await?;
         let state = StreamState {
             response,
             url: self.url.clone(),
@@ -278,12 +295,17 @@ impl OpenAiChat {
         Ok(ChatCompletion { text, usage, first_token_ms, total_ms: started.elapsed().as_secs_f64() * 1000.0 })
     }
 
-    async fn start(&self, messages: &[ChatMessage]) -> Result<(reqwest::Response, Instant), ModelError> {
+    async fn start(&self, messages: &[ChatMessage], mut json: bool) -> Result<(reqwest::Response, Instant), ModelError> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            match self.attempt(messages, attempt).await {
+            match self.attempt(messages, attempt, json).await {
                 Attempt::Started(r, sent) => return Ok((r, sent)),
+                Attempt::Fail(ModelError::Http { status: 400, body, .. }) if json && body.to_ascii_lowercase().contains("response_format") => {
+                    // No JSON mode here: once more without it (not counted as a retry).
+                    tracing::warn!(url = %self.url, body = %body, "the provider refused response_format; asking again without JSON mode");
+                    json = false;
+                }
                 Attempt::Fail(e) => return Err(e),
                 Attempt::Retry { error, after } => {
                     if attempt > self.config.max_retries {
@@ -303,7 +325,7 @@ impl OpenAiChat {
         }
     }
 
-    async fn attempt(&self, messages: &[ChatMessage], attempt: u32) -> Attempt {
+    async fn attempt(&self, messages: &[ChatMessage], attempt: u32, json: bool) -> Attempt {
         let body = Request {
             model: &self.config.model,
             messages,
@@ -311,6 +333,7 @@ impl OpenAiChat {
             max_tokens: self.config.max_tokens,
             stream: true,
             stream_options: StreamOptions { include_usage: true },
+            response_format: json.then_some(ResponseFormat { kind: "json_object" }),
         };
         let mut req = self.client.post(&self.url).header(reqwest::header::ACCEPT, "text/event-stream").json(&body);
         if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
@@ -517,7 +540,7 @@ impl Generator for OpenAiChat {
             return Err(ModelError::Config("the request carries no chat messages (build them with the knowledge base's prompt template)".into())
                 .into_core("generator"));
         }
-        let stream = self.stream(&request.messages).await.map_err(|e| e.into_core("generator"))?;
+        let stream = self.stream_with(&request.messages, request.json).await.map_err(|e| e.into_core("generator"))?;
         Ok(stream.map(|r| r.map_err(|e| e.into_core("generator"))).boxed())
     }
 }

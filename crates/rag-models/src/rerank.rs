@@ -304,7 +304,7 @@ impl Reranker for LlmListwiseReranker {
             return Ok(Vec::new());
         }
         let documents: Vec<&str> = candidates[..shown].iter().map(|c| c.text.as_str()).collect();
-        let request = GenerateRequest { question: query.raw.clone(), sources: Vec::new(), messages: self.messages(&query.raw, &documents) };
+        let request = GenerateRequest { question: query.raw.clone(), sources: Vec::new(), messages: self.messages(&query.raw, &documents), json: false };
         let mut stream = self.generator.generate(request).await?;
         let mut reply = String::new();
         while let Some(event) = stream.next().await {

@@ -198,7 +198,7 @@ async fn normal_streaming_with_usage_through_the_generator_seam() {
     ])])
     .await;
     let chat = OpenAiChat::new(config(&s.url)).unwrap();
-    let request = GenerateRequest { question: "保修多久？".into(), sources: vec![], messages: messages() };
+    let request = GenerateRequest { question: "保修多久？".into(), sources: vec![], messages: messages(), json: false };
     let events: Vec<GenEvent> = tokio::time::timeout(Duration::from_secs(10), async {
         let mut stream = chat.generate(request).await.unwrap();
         let mut out = Vec::new();
@@ -257,7 +257,7 @@ async fn a_500_is_retried_then_reported() {
     }
     assert_eq!(s.hits.load(Ordering::SeqCst), 3);
     // Through the seam, a clear component error.
-    let request = GenerateRequest { question: "q".into(), sources: vec![], messages: messages() };
+    let request = GenerateRequest { question: "q".into(), sources: vec![], messages: messages(), json: false };
     let err = chat.generate(request).await.err().unwrap();
     assert!(err.to_string().starts_with("generator: "), "{err}");
     assert!(err.to_string().contains("HTTP 500"), "{err}");
@@ -394,7 +394,7 @@ async fn configuration_is_checked_and_openrouter_has_defaults() {
     let chat = OpenAiChat::new(c).unwrap();
     assert!(chat.name().contains("openrouter.ai"));
     // No messages: refused before any request.
-    let request = GenerateRequest { question: "q".into(), sources: vec![], messages: vec![] };
+    let request = GenerateRequest { question: "q".into(), sources: vec![], messages: vec![], json: false };
     assert!(chat.generate(request).await.is_err());
 }
 
@@ -418,7 +418,7 @@ async fn documents_reach_the_llm_only_inside_the_quoted_sources_block() {
     let messages = PromptTemplate::default().messages("How do I clean the desk?", AnswerLanguage::En, &sources).unwrap();
     let s = stand_in(vec![Reply::Sse(vec![delta("Wipe it [2]."), finish()])]).await;
     let chat = OpenAiChat::new(config(&s.url)).unwrap();
-    let request = GenerateRequest { question: "How do I clean the desk?".into(), sources: sources.clone(), messages };
+    let request = GenerateRequest { question: "How do I clean the desk?".into(), sources: sources.clone(), messages, json: false };
     let mut stream = chat.generate(request).await.unwrap();
     while stream.next().await.is_some() {}
 
@@ -434,4 +434,55 @@ async fn documents_reach_the_llm_only_inside_the_quoted_sources_block() {
         assert!(open < at && at < close, "{needle} must sit inside the sources block");
     }
     assert!(user[close..].contains("Question: How do I clean the desk?"));
+}
+
+#[tokio::test]
+async fn json_mode_is_asked_for_and_dropped_once_when_the_provider_lacks_it() {
+    let ok = || Reply::Sse(vec![delta("{\"faqs\":[]}"), finish(), Part::Raw("data: [DONE]\n\n")]);
+    // A provider with JSON mode gets response_format once.
+    let s = stand_in(vec![ok()]).await;
+    let chat = OpenAiChat::new(config(&s.url)).unwrap();
+    let request = GenerateRequest { question: "q".into(), sources: vec![], messages: messages(), json: true };
+    let mut stream = chat.generate(request).await.unwrap();
+    let mut text = String::new();
+    while let Some(e) = stream.next().await {
+        if let GenEvent::Delta(d) = e.unwrap() {
+            text.push_str(&d);
+        }
+    }
+    assert_eq!(text, "{\"faqs\":[]}");
+    assert_eq!(s.bodies.lock().unwrap()[0]["response_format"], serde_json::json!({"type": "json_object"}));
+    // Without json the field is absent.
+    let s = stand_in(vec![ok()]).await;
+    let chat = OpenAiChat::new(config(&s.url)).unwrap();
+    drain(&chat).await.unwrap();
+    assert!(s.bodies.lock().unwrap()[0].get("response_format").is_none());
+
+    // A provider that refuses response_format is asked once more without it.
+    let refuse = Reply::Status(400, "", "{\"error\":{\"message\":\"Unknown parameter: response_format\"}}".into());
+    let s = stand_in(vec![refuse.clone(), ok()]).await;
+    let chat = OpenAiChat::new(config(&s.url)).unwrap();
+    let mut stream = chat.stream_with(&messages(), true).await.unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = stream.next().await {
+        events.push(e);
+    }
+    assert_eq!(texts(&events), "{\"faqs\":[]}");
+    let bodies = s.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies[0].get("response_format").is_some() && bodies[1].get("response_format").is_none(), "{bodies:?}");
+
+    // Only once, and only for a 400 about response_format: another 400 is reported as it is.
+    let s = stand_in(vec![refuse]).await;
+    let chat = OpenAiChat::new(config(&s.url)).unwrap();
+    match chat.stream_with(&messages(), true).await {
+        Err(ModelError::Http { status: 400, body, .. }) => assert!(body.contains("response_format")),
+        Err(e) => panic!("unexpected error: {e}"),
+        Ok(_) => panic!("a refusing provider cannot succeed"),
+    }
+    assert_eq!(s.hits.load(Ordering::SeqCst), 2, "asked with JSON mode, then once without");
+    let s = stand_in(vec![Reply::Status(400, "", "{\"error\":{\"message\":\"context too long\"}}".into())]).await;
+    let chat = OpenAiChat::new(config(&s.url)).unwrap();
+    assert!(matches!(chat.stream_with(&messages(), true).await, Err(ModelError::Http { status: 400, .. })));
+    assert_eq!(s.hits.load(Ordering::SeqCst), 1);
 }

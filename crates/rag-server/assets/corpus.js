@@ -105,6 +105,7 @@ async function renderDocs(box) {
       { i18n: 'col.chunks', cell: (d) => d.chunks },
       { i18n: 'col.actions', cell: (d) => el('span', { class: 'actions' },
         el('button', { type: 'button', class: 'view-doc', i18n: 'corpus.view', onclick: () => showDoc(d) }),
+        canWrite() ? el('button', { type: 'button', class: 'draft-doc', i18n: 'corpus.draft', onclick: () => draftFaqs(d) }) : null,
         canWrite() ? el('button', { type: 'button', class: 'danger del-doc', i18n: 'corpus.delete', onclick: () => deleteDoc(d) }) : null) },
     ], pageRows, { rowAttrs: (d) => ({ dataset: { doc: d.id } }) }), pager(v, rows.length, draw));
   };
@@ -116,6 +117,23 @@ async function showDoc(d) {
   const full = await api('GET', `${kbPath(app.kb)}/documents/${d.id}`);
   const dlg = modal(d.title, el('p', { class: 'hint' }, `${d.source} · ${full.chunks.length} `, el('span', { i18n: 'corpus.chunkboundaries' })), documentView(full));
   dlg.classList.add('doc-dialog');
+}
+
+// Asks the configured LLM for FAQ drafts from the document; shows what was
+// stored and why entries were left out, or the server's reason.
+async function draftFaqs(d) {
+  const body = el('div', {}, notice('info', t('corpus.drafting')));
+  modal(d.title, body);
+  try {
+    const r = await api('POST', `${kbPath(app.kb)}/documents/${d.id}/faq-drafts`);
+    clear(body,
+      notice('info', `${r.added.length} ${t('corpus.drafted')}; ${r.replaced} ${t('corpus.draftreplaced')}`),
+      el('ul', { class: 'drafts' }, r.added.map((f) => el('li', {}, el('strong', { text: f.question }), el('br'), f.answer))),
+      r.dropped.length ? el('p', { class: 'hint' }, t('corpus.draftdropped')) : null,
+      r.dropped.length ? el('ul', { class: 'dropped' }, r.dropped.map((x) => el('li', { text: x }))) : null);
+  } catch (e) {
+    clear(body, notice('error', e.message || String(e)));
+  }
 }
 
 async function deleteDoc(d) {

@@ -36,6 +36,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(put_settings))
         .routes(routes!(list_documents, upload))
         .routes(routes!(get_document, delete_document))
+        .routes(routes!(crate::drafts::draft_faqs))
         .routes(routes!(list_faqs, create_faq))
         .routes(routes!(get_faq, edit_faq, delete_faq))
         .routes(routes!(approve_faq))
@@ -522,7 +523,9 @@ pub enum UploadEvent {
         bytes: usize,
     },
     /// A file passed a stage: extracted (format, encoding, characters),
-    /// chunked (chunks, largest in tokens) or embedded (vectors, cached, computed).
+    /// chunked (chunks, largest in tokens), embedded (vectors, cached,
+    /// computed) or drafted (FAQ entries drafted by the LLM for a knowledge
+    /// base with `drafts.auto`: added, replaced, dropped, or the error).
     Stage {
         /// File name.
         file: String,
@@ -629,7 +632,7 @@ async fn upload(
             let mut progress = move |p: rag_engine::IngestProgress| {
                 let detail = serde_json::to_value(&p).unwrap_or_default();
                 let stage = detail.get("stage").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-                if matches!(stage.as_str(), "extracted" | "chunked" | "embedded") {
+                if matches!(stage.as_str(), "extracted" | "chunked" | "embedded" | "drafted") {
                     let _ = stage_tx.send(UploadEvent::Stage { file: stage_file.clone(), step: stage, detail });
                 }
             };

@@ -12,6 +12,7 @@
 
 mod api;
 mod auth;
+mod drafts;
 mod error;
 mod extract;
 mod metrics;

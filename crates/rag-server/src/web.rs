@@ -607,6 +607,7 @@ async fn test_llm(State(state): State<AppState>, caller: Caller) -> Result<Json<
             rag_core::ChatMessage::system("You are a connection test. Reply with the single word OK."),
             rag_core::ChatMessage::user("Reply with OK."),
         ],
+        json: false,
     };
     let started = std::time::Instant::now();
     let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), async {

@@ -184,6 +184,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/kbs/{kb}/sources") => json!({ "url": "https://example.invalid/probe" }),
         ("post", "/kbs/{kb}/sources/{id}/sync") => return None,
         ("post", "/kbs/{kb}/documents") => return None, // multipart: handled apart
+        ("post", "/kbs/{kb}/documents/{id}/faq-drafts") => return None, // no body: the document is the input
         ("get", _) | ("delete", _) => return None,
         ("post", p) if p.ends_with("/approve") || p.ends_with("/disable") => return None,
         _ => panic!("route {method} {path} has no probe in this test: add one so it is checked for tenant isolation"),

@@ -228,6 +228,26 @@ fn delete_document(tx: &Transaction<'_>, kb_s: &str, id: &str) -> Result<(), Cor
     Ok(())
 }
 
+/// Deletes the FAQ entries drafted from document `doc` that nobody edited, with their vectors.
+fn delete_unedited_drafts(tx: &Transaction<'_>, kb_s: &str, doc: &str) -> Result<(), CoreError> {
+    tx.execute(
+        "DELETE FROM vectors WHERE kb_id = ?1 AND passage IN
+           (SELECT 'faq:' || id FROM faqs WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 0)",
+        params![kb_s, doc],
+    )
+    .map_err(sql)?;
+    tx.execute("DELETE FROM faqs WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 0", params![kb_s, doc]).map_err(sql)?;
+    Ok(())
+}
+
+fn document_exists(tx: &Transaction<'_>, kb_s: &str, doc: &str) -> Result<bool, CoreError> {
+    let found: Option<i64> = tx
+        .query_row("SELECT 1 FROM documents WHERE id = ?1 AND kb_id = ?2", params![doc, kb_s], |r| r.get(0))
+        .optional()
+        .map_err(sql)?;
+    Ok(found.is_some())
+}
+
 fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError> {
     let kb_s = kb.to_string();
     match op {
@@ -273,17 +293,50 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                 }
             }
         }
-        WriteOp::DeleteDocument(id) => delete_document(tx, &kb_s, &id.to_string())?,
-        WriteOp::PutFaq(f) => {
+        WriteOp::DeleteDocument(id) => {
+            // Its drafts: unedited ones go with it; edited ones are human
+            // knowledge now and stay, unlinked.
+            let id = id.to_string();
+            delete_unedited_drafts(tx, &kb_s, &id)?;
+            tx.execute("UPDATE faqs SET source_doc = NULL WHERE kb_id = ?1 AND source_doc = ?2", params![kb_s, id]).map_err(sql)?;
+            delete_document(tx, &kb_s, &id)?;
+        }
+        WriteOp::DeleteUneditedDrafts(doc) => delete_unedited_drafts(tx, &kb_s, &doc.to_string())?,
+        WriteOp::RelinkDrafts { from, to } => {
+            if !document_exists(tx, &kb_s, &to.to_string())? {
+                return Err(UserError::NotFound { what: "document", id: to.to_string() }.into());
+            }
             tx.execute(
-                "INSERT INTO faqs (id, kb_id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                "UPDATE faqs SET source_doc = ?3 WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 1",
+                params![kb_s, from.to_string(), to.to_string()],
+            )
+            .map_err(sql)?;
+        }
+        WriteOp::PutFaq(f) => {
+            let id = f.id.to_string();
+            let exists: Option<i64> = tx
+                .query_row("SELECT 1 FROM faqs WHERE id = ?1 AND kb_id = ?2", params![id, kb_s], |r| r.get(0))
+                .optional()
+                .map_err(sql)?;
+            // A new draft must point at a document of this knowledge base
+            // (it may have been deleted while the LLM was drafting).
+            if let (None, Some(doc)) = (exists, f.source_doc) {
+                if !document_exists(tx, &kb_s, &doc.to_string())? {
+                    return Err(UserError::NotFound { what: "document", id: doc.to_string() }.into());
+                }
+            }
+            // On update the stored source_doc is kept: links change only
+            // through the draft operations, so an edit racing a re-sync
+            // cannot point an entry back at a deleted document.
+            tx.execute(
+                "INSERT INTO faqs (id, kb_id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                  ON CONFLICT(id) DO UPDATE SET question = excluded.question, answer = excluded.answer, status = excluded.status,
                    edited = excluded.edited, source_url = excluded.source_url, tags = excluded.tags, updated_at = excluded.updated_at,
                    valid_from = excluded.valid_from, valid_until = excluded.valid_until
                  WHERE faqs.kb_id = excluded.kb_id",
                 params![
-                    f.id.to_string(),
+                    id,
                     kb_s,
                     f.question,
                     f.answer,
@@ -294,7 +347,8 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                     f.created_at,
                     f.updated_at,
                     f.valid_from,
-                    f.valid_until
+                    f.valid_until,
+                    f.source_doc.map(|d| d.to_string())
                 ],
             )
             .map_err(sql)?;
@@ -508,7 +562,7 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
 fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
     let mut stmt = conn
         .prepare(
-            "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until
+            "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
              FROM faqs WHERE kb_id = ?1 ORDER BY created_at, id",
         )
         .map_err(sql)?;
@@ -526,12 +580,13 @@ fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
                 r.get::<_, i64>(8)?,
                 r.get::<_, Option<i64>>(9)?,
                 r.get::<_, Option<i64>>(10)?,
+                r.get::<_, Option<String>>(11)?,
             ))
         })
         .map_err(sql)?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until) =
+        let (id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc) =
             row.map_err(sql)?;
         out.push(FaqEntry {
             id: parse_id(&id, "faqs", FaqId::parse)?,
@@ -547,6 +602,7 @@ fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
             updated_at,
             valid_from,
             valid_until,
+            source_doc: source_doc.map(|d| parse_id(&d, "faqs", DocId::parse)).transpose()?,
         });
     }
     Ok(out)

@@ -121,10 +121,16 @@ CREATE INDEX IF NOT EXISTS query_log_by_conversation ON query_log (tenant, conve
 "#;
 
 /// Format 3 adds owners: documents restricted to an owner, and query-log rows
-/// written through an owner's key. Columns added to existing tables (SQLite
+/// written through an owner's key; the document an FAQ entry was drafted
+/// from by an LLM (`faqs.source_doc`, NULL for entries people wrote); and a
+/// knowledge-base scope on API keys. Columns added to existing tables (SQLite
 /// has no `ADD COLUMN IF NOT EXISTS`; the migration checks first).
-pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] =
-    &[("documents", "owner", "TEXT"), ("query_log", "owner", "TEXT"), ("api_keys", "kb", "TEXT")];
+pub(crate) const V3_COLUMNS: &[(&str, &str, &str)] = &[
+    ("documents", "owner", "TEXT"),
+    ("query_log", "owner", "TEXT"),
+    ("api_keys", "kb", "TEXT"),
+    ("faqs", "source_doc", "TEXT"),
+];
 
 /// Format 3 also adds URL sources (their pages' documents live in `documents`).
 pub(crate) const SCHEMA_V3: &str = r#"

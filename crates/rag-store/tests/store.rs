@@ -22,6 +22,7 @@ fn faq(kb: KbId, q: &str) -> FaqEntry {
         updated_at: 1,
         valid_from: None,
         valid_until: None,
+        source_doc: None,
     }
 }
 
@@ -243,5 +244,88 @@ fn owners_restrict_documents_and_log_rows_and_old_stores_gain_the_columns() {
         assert_eq!(store.delete_conversation(&tenant, kb.id, "c2", &Viewer::Owner("bob".into())).await.unwrap(), 0);
         assert_eq!(store.delete_conversation(&tenant, kb.id, "c2", &Viewer::Owner("alice".into())).await.unwrap(), 1);
         assert_eq!(ids(Viewer::Everything).await.len(), 3);
+    });
+}
+
+fn draft(kb: KbId, q: &str, doc: DocId, edited: bool) -> FaqEntry {
+    FaqEntry { source_doc: Some(doc), edited, status: FaqStatus::Pending, ..faq(kb, q) }
+}
+
+#[test]
+fn drafts_follow_their_document_and_edited_ones_are_never_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let tenant = TenantId::default_tenant();
+    // A store made before faqs.source_doc existed gains the column.
+    {
+        let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
+        drop(store);
+        let c = rusqlite::Connection::open(dir.path().join("ragscope.sqlite3")).unwrap();
+        c.execute_batch("ALTER TABLE faqs DROP COLUMN source_doc; UPDATE meta SET value = '2' WHERE key = 'format_version';").unwrap();
+    }
+    let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
+    rt().block_on(async {
+        let kb = store.create_kb(&tenant, "kb", KbSettings::default()).await.unwrap();
+        let (old, oc) = document(kb.id, "v1", None);
+        let (new, nc) = document(kb.id, "v2", None);
+        store.apply(&tenant, kb.id, vec![WriteOp::PutDocument { document: old.clone(), chunks: oc }]).await.unwrap();
+        // A draft of a document that does not exist is refused, and nothing of the write stays.
+        let ghost = DocId::generate();
+        let err = store
+            .apply(&tenant, kb.id, vec![WriteOp::PutFaq(faq(kb.id, "kept?")), WriteOp::PutFaq(draft(kb.id, "ghost", ghost, false))])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not found"), "{err}");
+        assert!(store.faqs(&tenant, kb.id).await.unwrap().is_empty());
+
+        let (plain, unedited, edited) = (faq(kb.id, "people wrote me"), draft(kb.id, "unedited", old.id, false), draft(kb.id, "edited", old.id, true));
+        let space = EmbeddingSpace { model_id: "m".into(), dims: 2 };
+        let vectors = [&plain, &unedited, &edited]
+            .iter()
+            .map(|f| PassageVector { id: PassageId::Faq(f.id), text_hash: "h".into(), vector: vec![1.0, 0.0] })
+            .collect();
+        store
+            .apply(
+                &tenant,
+                kb.id,
+                vec![WriteOp::PutFaq(plain.clone()), WriteOp::PutFaq(unedited.clone()), WriteOp::PutFaq(edited.clone()), WriteOp::PutVectors { space, vectors }],
+            )
+            .await
+            .unwrap();
+        let stored = store.faqs(&tenant, kb.id).await.unwrap();
+        assert_eq!(stored.iter().filter(|f| f.source_doc == Some(old.id)).count(), 2, "the link is stored and read back");
+        // An update keeps the stored link, whatever the entry says.
+        store.apply(&tenant, kb.id, vec![WriteOp::PutFaq(FaqEntry { source_doc: None, answer: "changed".into(), ..edited.clone() })]).await.unwrap();
+        let e = store.faqs(&tenant, kb.id).await.unwrap().into_iter().find(|f| f.id == edited.id).unwrap();
+        assert_eq!((e.answer.as_str(), e.source_doc), ("changed", Some(old.id)));
+
+        // Re-sync: the new version in, edited drafts moved to it, the old one out.
+        store
+            .apply(
+                &tenant,
+                kb.id,
+                vec![WriteOp::PutDocument { document: new.clone(), chunks: nc }, WriteOp::RelinkDrafts { from: old.id, to: new.id }, WriteOp::DeleteDocument(old.id)],
+            )
+            .await
+            .unwrap();
+        let after = store.faqs(&tenant, kb.id).await.unwrap();
+        let names: Vec<(&str, Option<DocId>)> = after.iter().map(|f| (f.question.as_str(), f.source_doc)).collect();
+        assert_eq!(names, [("people wrote me", None), ("edited", Some(new.id))]);
+        let vectors: Vec<PassageId> = store.snapshot(&tenant, kb.id).await.unwrap().vectors.into_iter().map(|v| v.id).collect();
+        assert!(!vectors.contains(&PassageId::Faq(unedited.id)), "the deleted draft's vector went with it");
+        assert_eq!(vectors.len(), 2);
+
+        // Relinking to a document that does not exist is refused.
+        assert!(store.apply(&tenant, kb.id, vec![WriteOp::RelinkDrafts { from: new.id, to: ghost }]).await.is_err());
+
+        // DeleteUneditedDrafts spares edited entries; deleting the document unlinks them.
+        let fresh = draft(kb.id, "fresh", new.id, false);
+        store.apply(&tenant, kb.id, vec![WriteOp::PutFaq(fresh.clone())]).await.unwrap();
+        store.apply(&tenant, kb.id, vec![WriteOp::DeleteUneditedDrafts(new.id)]).await.unwrap();
+        let names: Vec<String> = store.faqs(&tenant, kb.id).await.unwrap().into_iter().map(|f| f.question).collect();
+        assert_eq!(names, ["people wrote me", "edited"]);
+        store.apply(&tenant, kb.id, vec![WriteOp::PutFaq(fresh), WriteOp::DeleteDocument(new.id)]).await.unwrap();
+        let after = store.faqs(&tenant, kb.id).await.unwrap();
+        let names: Vec<(&str, Option<DocId>)> = after.iter().map(|f| (f.question.as_str(), f.source_doc)).collect();
+        assert_eq!(names, [("people wrote me", None), ("edited", None)], "the edited draft outlives its document, unlinked");
     });
 }

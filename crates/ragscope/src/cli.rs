@@ -55,7 +55,8 @@ pub enum Command {
     Facts(TsvArgs),
     /// Add words to the knowledge base's Chinese segmenter dictionary (one per line, optional frequency after a tab).
     Dict(TsvArgs),
-    /// List FAQ entries; entries that are pending or expired are flagged for review.
+    /// List FAQ entries (pending or expired ones are flagged for review), or
+    /// draft entries from a document with the configured LLM (--draft-from).
     Faq(FaqArgs),
     /// Ask a knowledge base; prints every pipeline stage.
     Query(QueryArgs),
@@ -128,6 +129,11 @@ pub struct FaqArgs {
     /// Only entries that need review (pending, or past their valid_until).
     #[arg(long)]
     pub review: bool,
+    /// Draft FAQ entries from this document (its id, see GET
+    /// /kbs/{kb}/documents) with the configured LLM; replaces the document's
+    /// earlier drafts that nobody edited.
+    #[arg(long, value_name = "DOC_ID", conflicts_with_all = ["question", "review"])]
+    pub draft_from: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -414,6 +420,9 @@ pub async fn dict(app: &App, args: TsvArgs) -> anyhow::Result<()> {
 }
 
 pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
+    if let Some(doc) = &args.draft_from {
+        return draft_faqs(app, &args.kb, doc, args.json).await;
+    }
     let engine = app.engine(OpenMode::ReadOnly)?;
     if let Some(q) = &args.question {
         let text = engine.faq_tool(&app.tenant, &args.kb, q, &rag_core::Viewer::Everything).await.map_err(core_err)?;
@@ -591,4 +600,34 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
         Some((_, message)) => Err(UserFacing(message).into()),
         None => Ok(()),
     }
+}
+
+/// `ragscope faq --kb K --draft-from DOC_ID`: drafts FAQ entries with the LLM.
+async fn draft_faqs(app: &App, kb: &str, doc: &str, json: bool) -> anyhow::Result<()> {
+    let doc_id = rag_core::DocId::parse(doc).ok_or_else(|| UserFacing(format!("{doc:?} is not a document id")))?;
+    let engine = app.engine(OpenMode::ReadWrite)?;
+    let outcome = match engine.draft_faqs(&app.tenant, kb, doc_id, &rag_core::Viewer::Everything).await {
+        Ok(o) => o,
+        Err(rag_engine::DraftFailure::Core(e)) => return Err(core_err(e)),
+        Err(e @ (rag_engine::DraftFailure::NoLlm | rag_engine::DraftFailure::Restricted { .. })) => return Err(UserFacing(e.to_string()).into()),
+        Err(e) => return Err(anyhow::Error::new(e)),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        return Ok(());
+    }
+    for e in &outcome.added {
+        println!("{:<9} {}\n          {}", e.status.as_str(), e.question, e.answer);
+    }
+    for d in &outcome.dropped {
+        println!("  dropped: {d}");
+    }
+    println!(
+        "{} entries drafted by {}, {} earlier unedited drafts replaced, {} dropped",
+        outcome.added.len(),
+        outcome.generator,
+        outcome.replaced,
+        outcome.dropped.len()
+    );
+    Ok(())
 }

@@ -96,6 +96,9 @@ fn summary_table(s: &IngestSummary, seconds: f64) -> String {
         ("chunks", s.chunks.to_string()),
         ("FAQ entries", format!("{} added, {} already present", s.faqs_added, s.faq_duplicates)),
     ];
+    if s.drafts_added > 0 || !s.drafts_failed.is_empty() {
+        rows.push(("FAQ drafts", format!("{} drafted by the LLM, {} documents not drafted", s.drafts_added, s.drafts_failed.len())));
+    }
     if s.vectors_cached + s.vectors_computed > 0 {
         rows.push(("vectors", format!("{} computed, {} from the cache", s.vectors_computed, s.vectors_cached)));
     }
@@ -107,6 +110,9 @@ fn summary_table(s: &IngestSummary, seconds: f64) -> String {
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in rows {
         let _ = writeln!(out, "  {k:<width$}  {v}");
+    }
+    for f in &s.drafts_failed {
+        let _ = writeln!(out, "    not drafted: {}: {}", f.source, f.reason);
     }
     for (code, files) in &s.failed {
         let _ = writeln!(out, "    {code} ({})", files.len());
