@@ -1,0 +1,73 @@
+//! Versioned migrations: SQL files embedded in the binary, recorded in
+//! `ragscope.schema_migrations`, applied in one transaction under an advisory
+//! lock (so two processes starting at once do not race).
+
+use crate::error::PgStoreError;
+use tokio_postgres::Config;
+
+/// One migration.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// Its version; versions are applied in increasing order.
+    pub version: i32,
+    /// A short name.
+    pub name: &'static str,
+    /// The SQL.
+    pub sql: &'static str,
+}
+
+/// Every migration this build knows, oldest first.
+pub const MIGRATIONS: &[Migration] = &[Migration { version: 1, name: "initial", sql: include_str!("../migrations/0001_initial.sql") }];
+
+/// The schema version this build needs.
+pub fn latest_version() -> i32 {
+    MIGRATIONS.last().map(|m| m.version).unwrap_or(0)
+}
+
+/// What [`migrate`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The schema version before.
+    pub from: i32,
+    /// Versions applied now (empty when the schema was current).
+    pub applied: Vec<i32>,
+}
+
+/// An arbitrary constant naming the migration lock.
+const LOCK_KEY: i64 = 0x7261_6773_636f_7065; // "ragscope"
+
+/// Applies the pending migrations as the admin role of `config` (the owner of
+/// the schema; creating the extensions and roles needs a superuser or
+/// equivalent). Idempotent.
+pub async fn migrate(config: &Config) -> Result<MigrationReport, PgStoreError> {
+    let mut client = crate::pool::connect(config).await?;
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY]).await?;
+    tx.batch_execute(
+        "CREATE SCHEMA IF NOT EXISTS ragscope;
+         CREATE TABLE IF NOT EXISTS ragscope.schema_migrations (
+             version    integer PRIMARY KEY,
+             name       text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         );",
+    )
+    .await?;
+    let from: i32 = tx.query_one("SELECT coalesce(max(version), 0) FROM ragscope.schema_migrations", &[]).await?.get(0);
+    if from > latest_version() {
+        return Err(PgStoreError::NewerSchema { found: from, supported: latest_version() });
+    }
+    let mut applied = Vec::new();
+    for m in MIGRATIONS.iter().filter(|m| m.version > from) {
+        let failed = |source| PgStoreError::Migration { version: m.version, name: m.name, source };
+        tx.batch_execute(m.sql).await.map_err(failed)?;
+        tx.execute("INSERT INTO ragscope.schema_migrations (version, name) VALUES ($1, $2)", &[&m.version, &m.name])
+            .await
+            .map_err(failed)?;
+        applied.push(m.version);
+    }
+    tx.commit().await?;
+    if !applied.is_empty() {
+        tracing::info!(from, to = latest_version(), "applied PostgreSQL migrations");
+    }
+    Ok(MigrationReport { from, applied })
+}
