@@ -71,3 +71,17 @@ pub async fn migrate(config: &Config) -> Result<MigrationReport, PgStoreError> {
     }
     Ok(MigrationReport { from, applied })
 }
+
+/// Sets the password of the application role (as the admin of `config`), so
+/// it can log in where the server asks for one. Only a SCRAM-SHA-256 verifier
+/// computed here reaches the server, never the password itself (so it cannot
+/// end up in a statement log).
+pub async fn set_app_password(config: &Config, password: &str) -> Result<(), PgStoreError> {
+    let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+    let client = crate::pool::connect(config).await?;
+    // ALTER ROLE takes no parameters: the server quotes the values itself.
+    let statement: String =
+        client.query_one("SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)", &[&crate::APP_ROLE, &verifier]).await?.get(0);
+    client.batch_execute(&statement).await?;
+    Ok(())
+}

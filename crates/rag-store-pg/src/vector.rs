@@ -56,3 +56,22 @@ impl<'a> FromSql<'a> for VectorOwned {
         is_vector(ty)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_format_round_trips_exactly_and_rejects_bad_lengths() {
+        let v = [0.5f32, -1.0 / 3.0, 1e-30, f32::MAX, 0.0];
+        let mut buf = BytesMut::new();
+        VectorRef(&v).to_sql(&Type::TEXT, &mut buf).unwrap();
+        assert_eq!(&buf[..4], &[0, 5, 0, 0]);
+        assert_eq!(buf.len(), 4 + 4 * v.len());
+        assert_eq!(VectorOwned::from_sql(&Type::TEXT, &buf).unwrap().0, v);
+        assert!(VectorOwned::from_sql(&Type::TEXT, &buf[..buf.len() - 1]).is_err());
+        assert!(VectorOwned::from_sql(&Type::TEXT, &[0, 1]).is_err());
+        let long = vec![0.0f32; 70_000];
+        assert!(VectorRef(&long).to_sql(&Type::TEXT, &mut BytesMut::new()).is_err());
+    }
+}

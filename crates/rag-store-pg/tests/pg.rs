@@ -13,7 +13,7 @@
 mod conformance;
 
 use rag_core::*;
-use rag_store_pg::{migrate, parse_config, Config, PgStore, PgStoreError, APP_ROLE};
+use rag_store_pg::{migrate, parse_config, set_app_password, Config, PgStore, PgStoreError, APP_ROLE};
 use tokio_postgres::{Client, NoTls};
 
 fn admin_config() -> Config {
@@ -327,6 +327,24 @@ fn writers_of_one_knowledge_base_serialise_and_every_write_gets_its_own_seq() {
         assert_eq!(snap.seq, 17);
         assert_eq!(snap.synonyms.len(), 16);
         drop(store);
+        db.drop().await;
+    });
+}
+
+#[test]
+fn the_app_password_reaches_the_server_as_a_scram_verifier_only() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let password = "it's a \"secret\"; DROP ROLE x; --";
+        set_app_password(&db.admin, password).await.unwrap();
+        let admin = client(&db.admin).await;
+        let stored: String = admin.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = $1", &[&APP_ROLE]).await.unwrap().get(0);
+        assert!(stored.starts_with("SCRAM-SHA-256$4096:"), "{stored}");
+        assert!(!stored.contains("secret"));
+        // The role is otherwise unchanged and still works.
+        let row = admin.query_one("SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = $1", &[&APP_ROLE]).await.unwrap();
+        assert_eq!((row.get::<_, bool>(0), row.get::<_, bool>(1)), (true, false));
+        db.store().await;
         db.drop().await;
     });
 }
