@@ -5,7 +5,7 @@
 # .venv-pg or $RAGSCOPE_PG_PYENV).
 #
 #   scripts/pg/start.sh [DIR]   start (or find running) the cluster in DIR
-#                               (default target/pg); prints the admin URL
+#                               (default target/pg, see common.sh); prints the admin URL
 #   scripts/pg/stop.sh [DIR]    stops it
 #
 # The admin URL (the `postgres` superuser, trust authentication on loopback
@@ -16,10 +16,11 @@
 # without a home and a login shell when missing).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-dir="${1:-$root/target/pg}"
+source "$root/scripts/pg/common.sh"
+dir="${1:-$pg_default_dir}"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
-venv="${RAGSCOPE_PG_PYENV:-$root/.venv-pg}"
+venv="$pg_venv"
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" >&2
@@ -37,11 +38,12 @@ if [ ! -x "$bin/pg_ctl" ]; then
 fi
 
 # Run the server as an unprivileged user when we are root.
-as_pg=()
-if [ "$(id -u)" = 0 ]; then
-  id ragscope-pg >/dev/null 2>&1 || useradd --system -M -s /usr/sbin/nologin ragscope-pg
+if [ "${#as_pg[@]}" -gt 0 ]; then
   chown ragscope-pg "$dir"
-  as_pg=(runuser -u ragscope-pg --)
+  if ! "${as_pg[@]}" test -x "$bin/postgres" || ! "${as_pg[@]}" test -w "$dir"; then
+    echo "pg/start.sh: the user ragscope-pg cannot reach $bin or $dir; set RAGSCOPE_PG_PYENV and pass a DIR it can use" >&2
+    exit 1
+  fi
 fi
 
 url_of() { echo "postgres://postgres@127.0.0.1:$1/postgres"; }
