@@ -19,8 +19,10 @@
 //!   `SECURITY DEFINER` functions owned by `ragscope_auth` (see `keys.rs`).
 //! * **Ids** are assigned by the engine (UUID v7), never by the database.
 //!
-//! Tests that need a server are behind the `pg-tests` feature and read the
-//! admin URL from `RAGSCOPE_TEST_PG_URL`:
+//! Tests that need a server are behind the `pg-tests` feature (which
+//! `scripts/test` turns on after starting one) and read the admin URL from
+//! `RAGSCOPE_TEST_PG_URL`; with the feature and without the variable they fail
+//! and say how to start a server:
 //!
 //! ```text
 //! export RAGSCOPE_TEST_PG_URL="$(scripts/pg/start.sh)"
