@@ -17,6 +17,10 @@
 //!   row-level security or owns the tables. Key lookup by hash, the tenant
 //!   list and the operator's list of all keys cross tenants through three
 //!   `SECURITY DEFINER` functions owned by `ragscope_auth` (see `keys.rs`).
+//!   The migration creates the role with LOGIN and no password;
+//!   [`set_app_password()`] gives it one (only a SCRAM verifier is sent).
+//!   Migrating needs a superuser (extensions `vector` and `pg_trgm`, roles).
+//!   Roles are the cluster's: several databases of one cluster share them.
 //! * **Ids** are assigned by the engine (UUID v7), never by the database.
 //!
 //! Tests that need a server are behind the `pg-tests` feature (which
