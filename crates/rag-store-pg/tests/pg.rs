@@ -304,7 +304,7 @@ fn the_embedded_and_the_postgres_store_give_identical_results() {
 }
 
 #[test]
-fn writers_of_one_knowledge_base_serialise_and_every_write_gets_its_own_seq() {
+fn writers_of_one_knowledge_base_serialise_and_snapshots_match_their_seq() {
     rt().block_on(async {
         let db = TestDb::migrated().await;
         let store = db.store().await;
@@ -317,9 +317,22 @@ fn writers_of_one_knowledge_base_serialise_and_every_write_gets_its_own_seq() {
                 store.apply(&t, kb.id, vec![WriteOp::AddSynonyms(SynonymGroup { terms: vec![format!("w{i}"), format!("v{i}")] })]).await.unwrap()
             }));
         }
+        // Snapshots taken meanwhile are consistent with their seq: every
+        // write added one group, so a snapshot at seq n holds n - 1 groups.
+        let mut readers = Vec::new();
+        for _ in 0..8 {
+            let (store, t) = (store.clone(), t.clone());
+            readers.push(tokio::spawn(async move {
+                let snap = store.snapshot(&t, kb.id).await.unwrap();
+                assert_eq!(snap.synonyms.len() as u64, snap.seq - 1, "a snapshot mixing two commits");
+            }));
+        }
         let mut seqs = Vec::new();
         for task in tasks {
             seqs.push(task.await.unwrap());
+        }
+        for r in readers {
+            r.await.unwrap();
         }
         seqs.sort();
         assert_eq!(seqs, (2..18).collect::<Vec<u64>>());
