@@ -1,0 +1,87 @@
+//! Versioned migrations: SQL files embedded in the binary, recorded in
+//! `ragscope.schema_migrations`, applied in one transaction under an advisory
+//! lock (so two processes starting at once do not race).
+
+use crate::error::PgStoreError;
+use tokio_postgres::Config;
+
+/// One migration.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// Its version; versions are applied in increasing order.
+    pub version: i32,
+    /// A short name.
+    pub name: &'static str,
+    /// The SQL.
+    pub sql: &'static str,
+}
+
+/// Every migration this build knows, oldest first.
+pub const MIGRATIONS: &[Migration] = &[Migration { version: 1, name: "initial", sql: include_str!("../migrations/0001_initial.sql") }];
+
+/// The schema version this build needs.
+pub fn latest_version() -> i32 {
+    MIGRATIONS.last().map(|m| m.version).unwrap_or(0)
+}
+
+/// What [`migrate`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The schema version before.
+    pub from: i32,
+    /// Versions applied now (empty when the schema was current).
+    pub applied: Vec<i32>,
+}
+
+/// An arbitrary constant naming the migration lock.
+const LOCK_KEY: i64 = 0x7261_6773_636f_7065; // "ragscope"
+
+/// Applies the pending migrations as the admin role of `config` (the owner of
+/// the schema; creating the extensions and roles needs a superuser or
+/// equivalent). Idempotent.
+pub async fn migrate(config: &Config) -> Result<MigrationReport, PgStoreError> {
+    let mut client = crate::pool::connect(config).await?;
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY]).await?;
+    tx.batch_execute(
+        "CREATE SCHEMA IF NOT EXISTS ragscope;
+         CREATE TABLE IF NOT EXISTS ragscope.schema_migrations (
+             version    integer PRIMARY KEY,
+             name       text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         );",
+    )
+    .await?;
+    let from: i32 = tx.query_one("SELECT coalesce(max(version), 0) FROM ragscope.schema_migrations", &[]).await?.get(0);
+    if from > latest_version() {
+        return Err(PgStoreError::NewerSchema { found: from, supported: latest_version() });
+    }
+    let mut applied = Vec::new();
+    for m in MIGRATIONS.iter().filter(|m| m.version > from) {
+        let failed = |source| PgStoreError::Migration { version: m.version, name: m.name, source };
+        tx.batch_execute(m.sql).await.map_err(failed)?;
+        tx.execute("INSERT INTO ragscope.schema_migrations (version, name) VALUES ($1, $2)", &[&m.version, &m.name])
+            .await
+            .map_err(failed)?;
+        applied.push(m.version);
+    }
+    tx.commit().await?;
+    if !applied.is_empty() {
+        tracing::info!(from, to = latest_version(), "applied PostgreSQL migrations");
+    }
+    Ok(MigrationReport { from, applied })
+}
+
+/// Sets the password of the application role (as the admin of `config`), so
+/// it can log in where the server asks for one. Only a SCRAM-SHA-256 verifier
+/// computed here reaches the server, never the password itself (so it cannot
+/// end up in a statement log).
+pub async fn set_app_password(config: &Config, password: &str) -> Result<(), PgStoreError> {
+    let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+    let client = crate::pool::connect(config).await?;
+    // ALTER ROLE takes no parameters: the server quotes the values itself.
+    let statement: String =
+        client.query_one("SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)", &[&crate::APP_ROLE, &verifier]).await?.get(0);
+    client.batch_execute(&statement).await?;
+    Ok(())
+}

@@ -1,0 +1,363 @@
+//! Tests against a real PostgreSQL (with pgvector). They run with
+//! `--features pg-tests` and need the admin URL of a server in
+//! RAGSCOPE_TEST_PG_URL:
+//!
+//! ```text
+//! export RAGSCOPE_TEST_PG_URL="$(scripts/pg/start.sh)"
+//! cargo test -p rag-store-pg --features pg-tests
+//! ```
+//!
+//! Each test works in a database of its own, created here and dropped at its end.
+#![cfg(feature = "pg-tests")]
+
+mod conformance;
+
+use rag_core::*;
+use rag_store_pg::{migrate, parse_config, set_app_password, Config, PgStore, PgStoreError, APP_ROLE};
+use tokio_postgres::{Client, NoTls};
+
+fn admin_config() -> Config {
+    let url = std::env::var("RAGSCOPE_TEST_PG_URL").unwrap_or_else(|_| {
+        panic!(
+            "RAGSCOPE_TEST_PG_URL is not set: these tests need a PostgreSQL server with pgvector. Start one with\n  \
+             export RAGSCOPE_TEST_PG_URL=\"$(scripts/pg/start.sh)\"\nand run the tests again (scripts/pg/stop.sh stops it)."
+        )
+    });
+    parse_config(&url).unwrap()
+}
+
+async fn client(config: &Config) -> Client {
+    let (client, conn) = config.connect(NoTls).await.unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at RAGSCOPE_TEST_PG_URL: {e}"));
+    tokio::spawn(conn);
+    client
+}
+
+/// A fresh, migrated database: its admin and application configurations.
+struct TestDb {
+    name: String,
+    admin: Config,
+    app: Config,
+}
+
+impl TestDb {
+    async fn new() -> Self {
+        let root = admin_config();
+        let name = format!("ragscope_test_{}", uuid::Uuid::now_v7().simple());
+        client(&root).await.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        let mut admin = root.clone();
+        admin.dbname(&name);
+        let mut app = admin.clone();
+        app.user(APP_ROLE);
+        TestDb { name, admin, app }
+    }
+
+    async fn migrated() -> Self {
+        let db = Self::new().await;
+        migrate(&db.admin).await.unwrap();
+        db
+    }
+
+    async fn store(&self) -> PgStore {
+        PgStore::connect_with(self.app.clone(), 4).await.unwrap()
+    }
+
+    async fn drop(self) {
+        client(&admin_config()).await.batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name)).await.unwrap();
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn faq(kb: KbId, q: &str) -> FaqEntry {
+    FaqEntry {
+        id: FaqId::generate(),
+        kb,
+        question: q.into(),
+        answer: "answer".into(),
+        status: FaqStatus::Approved,
+        edited: false,
+        source_url: None,
+        tags: vec![],
+        created_at: 1,
+        updated_at: 1,
+        valid_from: None,
+        valid_until: None,
+    }
+}
+
+fn doc(kb: KbId, title: &str) -> WriteOp {
+    let document = Document {
+        id: DocId::generate(),
+        kb,
+        title: title.into(),
+        source: "s.md".into(),
+        content_hash: title.into(),
+        tags: vec![],
+        created_at: 1,
+        updated_at: 1,
+        text: "text".into(),
+        owner: None,
+    };
+    let chunk = Chunk { id: ChunkId::generate(), doc: document.id, ordinal: 0, heading_path: vec![], text: "text".into(), start: 0, end: 4 };
+    WriteOp::PutDocument { document, chunks: vec![chunk] }
+}
+
+async fn count(c: &impl tokio_postgres::GenericClient, table: &str) -> i64 {
+    c.query_one(&format!("SELECT count(*) FROM ragscope.{table}"), &[]).await.unwrap().get(0)
+}
+
+#[test]
+fn migrations_are_versioned_and_idempotent_and_the_store_checks_the_version() {
+    rt().block_on(async {
+        // The roles are the cluster's: another database's migration makes sure they exist.
+        TestDb::migrated().await.drop().await;
+        let db = TestDb::new().await;
+        // Before migrating, the store refuses to start and says what to do.
+        match PgStore::connect_with(db.app.clone(), 1).await {
+            Err(PgStoreError::SchemaBehind { found: 0, wanted }) => assert_eq!(wanted, rag_store_pg::latest_version()),
+            other => panic!("expected SchemaBehind, got {other:?}"),
+        }
+        let first = migrate(&db.admin).await.unwrap();
+        assert_eq!((first.from, first.applied), (0, vec![1]));
+        let again = migrate(&db.admin).await.unwrap();
+        assert_eq!((again.from, again.applied), (1, vec![]));
+        let admin = client(&db.admin).await;
+        let versions: Vec<i32> =
+            admin.query("SELECT version FROM ragscope.schema_migrations ORDER BY version", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+        assert_eq!(versions, [1]);
+        // A schema from a newer build is refused by both.
+        admin.execute("INSERT INTO ragscope.schema_migrations (version, name) VALUES (999, 'future')", &[]).await.unwrap();
+        assert!(matches!(migrate(&db.admin).await, Err(PgStoreError::NewerSchema { found: 999, .. })));
+        assert!(matches!(PgStore::connect_with(db.app.clone(), 1).await, Err(PgStoreError::NewerSchema { found: 999, .. })));
+        admin.execute("DELETE FROM ragscope.schema_migrations WHERE version = 999", &[]).await.unwrap();
+        db.store().await;
+        db.drop().await;
+    });
+}
+
+#[test]
+fn concurrent_migrations_of_one_database_apply_once() {
+    rt().block_on(async {
+        let db = TestDb::new().await;
+        let (x, y) = tokio::join!(migrate(&db.admin), migrate(&db.admin));
+        let mut applied = [x.unwrap().applied, y.unwrap().applied];
+        applied.sort();
+        assert_eq!(applied, [vec![], vec![1]]);
+        db.drop().await;
+    });
+}
+
+#[test]
+fn without_the_tenant_setting_the_app_role_sees_nothing() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        let (a, b) = (TenantId("a".into()), TenantId("b".into()));
+        let kb_a = store.create_kb(&a, "kb", KbSettings::default()).await.unwrap();
+        let kb_b = store.create_kb(&b, "kb", KbSettings::default()).await.unwrap();
+        store.apply(&a, kb_a.id, vec![doc(kb_a.id, "a1"), doc(kb_a.id, "a2"), WriteOp::PutFaq(faq(kb_a.id, "a?"))]).await.unwrap();
+        store.apply(&b, kb_b.id, vec![doc(kb_b.id, "b1")]).await.unwrap();
+        store.create_tenant(&a, 1).await.unwrap();
+        let key = ApiKeyInfo {
+            id: "k".into(),
+            tenant: a.clone(),
+            role: Role::Admin,
+            owner: None,
+            kb: None,
+            label: "l".into(),
+            prefix: "p".into(),
+            created_at: 1,
+            revoked: false,
+        };
+        store.put_key(&key, "secret-hash").await.unwrap();
+
+        // The rows exist (the admin, a superuser, sees them all).
+        let admin = client(&db.admin).await;
+        assert_eq!(count(&admin, "kbs").await, 2);
+        assert_eq!(count(&admin, "documents").await, 3);
+
+        // The application role without the setting: nothing at all.
+        let mut app = client(&db.app).await;
+        for table in ["kbs", "documents", "chunks", "faqs", "api_keys", "tenants", "query_log", "vectors"] {
+            assert_eq!(count(&app, table).await, 0, "{table} without the tenant setting");
+        }
+        // With tenant a's setting: a's rows only, even without a WHERE clause.
+        let tx = app.transaction().await.unwrap();
+        tx.execute("SELECT set_config('ragscope.tenant', 'a', true)", &[]).await.unwrap();
+        assert_eq!(count(&tx, "kbs").await, 1);
+        assert_eq!(count(&tx, "documents").await, 2);
+        assert_eq!(count(&tx, "chunks").await, 2);
+        assert_eq!(count(&tx, "faqs").await, 1);
+        assert_eq!(count(&tx, "api_keys").await, 1);
+        let tenants: Vec<String> = tx.query("SELECT DISTINCT tenant FROM ragscope.documents", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+        assert_eq!(tenants, ["a"]);
+        // Writing a row of another tenant is refused, updating b's rows touches none.
+        let err = tx
+            .execute("INSERT INTO ragscope.tenants (tenant, created_at) VALUES ('b', 1)", &[])
+            .await
+            .expect_err("a row of tenant b under tenant a's setting");
+        assert_eq!(err.code(), Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{err:?}");
+        tx.rollback().await.unwrap();
+        let tx = app.transaction().await.unwrap();
+        tx.execute("SELECT set_config('ragscope.tenant', 'a', true)", &[]).await.unwrap();
+        assert_eq!(tx.execute("UPDATE ragscope.documents SET title = 'x' WHERE tenant = 'b'", &[]).await.unwrap(), 0);
+        assert_eq!(tx.execute("DELETE FROM ragscope.kbs WHERE tenant = 'b'", &[]).await.unwrap(), 0);
+        tx.commit().await.unwrap();
+        // The setting ended with its transaction: nothing again on the same connection.
+        assert_eq!(count(&app, "documents").await, 0);
+        // Tenant b's rows are intact.
+        assert_eq!(store.documents(&b, kb_b.id).await.unwrap().len(), 1);
+        // Key lookup by hash works across tenants through the definer function only.
+        assert_eq!(store.key_by_hash("secret-hash").await.unwrap().map(|k| k.tenant), Some(a.clone()));
+        let cols: Vec<String> = app
+            .query("SELECT column_name::text FROM information_schema.columns WHERE table_schema = 'ragscope' AND table_name = 'api_keys'", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(cols.contains(&"hash".to_owned()));
+        let rows = app.query("SELECT * FROM ragscope.auth_key_by_hash('secret-hash')", &[]).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].columns().iter().all(|c| c.name() != "hash"), "the lookup never returns hashes");
+        drop((store, app, admin));
+        db.drop().await;
+    });
+}
+
+#[test]
+fn the_app_role_cannot_bypass_row_level_security() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let app = client(&db.app).await;
+        let row = app.query_one("SELECT rolsuper, rolbypassrls, rolinherit FROM pg_roles WHERE rolname = current_user", &[]).await.unwrap();
+        assert_eq!((row.get::<_, bool>(0), row.get::<_, bool>(1), row.get::<_, bool>(2)), (false, false, false));
+        let tables: Vec<(String, String, bool, bool)> = app
+            .query(
+                "SELECT c.relname::text, pg_get_userbyid(c.relowner)::text, c.relrowsecurity, c.relforcerowsecurity
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'ragscope' AND c.relkind = 'r'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect();
+        assert_eq!(tables.len(), 13, "{tables:?}");
+        for (table, owner, rls, forced) in &tables {
+            assert_ne!(owner, APP_ROLE, "{table}");
+            if table != "schema_migrations" {
+                assert!(*rls && *forced, "{table}: row level security enabled and forced");
+            }
+        }
+        // Every way around the policies is refused.
+        for sql in [
+            "ALTER TABLE ragscope.documents DISABLE ROW LEVEL SECURITY",
+            "ALTER TABLE ragscope.documents NO FORCE ROW LEVEL SECURITY",
+            "DROP POLICY tenant_isolation ON ragscope.documents",
+            "CREATE POLICY open ON ragscope.documents USING (true)",
+            "SET ROLE ragscope_auth",
+            "SET ROLE postgres",
+            "ALTER ROLE ragscope_app BYPASSRLS",
+            "INSERT INTO ragscope.schema_migrations (version, name) VALUES (2, 'x')",
+            "CREATE TABLE ragscope.mine (x int)",
+        ] {
+            let err = app.batch_execute(sql).await.expect_err(sql);
+            assert!(err.as_db_error().is_some(), "{sql}: {err:?}");
+        }
+        // Turning row security off makes queries fail rather than see everything.
+        app.batch_execute("SET row_security = off").await.unwrap();
+        let err = app.query("SELECT * FROM ragscope.documents", &[]).await.expect_err("row_security = off");
+        assert!(err.to_string().contains("row-level security") || format!("{err:?}").contains("row-level security"), "{err:?}");
+        // And the store refuses to run as a role that could bypass it.
+        match PgStore::connect_with(db.admin.clone(), 1).await {
+            Err(PgStoreError::UnsafeRole { reason, .. }) => assert!(reason.contains("superuser"), "{reason}"),
+            other => panic!("expected UnsafeRole, got {other:?}"),
+        }
+        drop(app);
+        db.drop().await;
+    });
+}
+
+#[test]
+fn the_embedded_and_the_postgres_store_give_identical_results() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let pg = db.store().await;
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
+        let started = std::time::Instant::now();
+        let want = conformance::run(&embedded).await;
+        let embedded_time = started.elapsed();
+        let started = std::time::Instant::now();
+        let got = conformance::run(&pg).await;
+        eprintln!("conformance script: embedded {embedded_time:?}, postgres {:?}", started.elapsed());
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            assert_eq!(w, g, "line {i} differs:\nembedded: {w}\npostgres: {g}");
+        }
+        assert_eq!(want.len(), got.len());
+        drop(pg);
+        db.drop().await;
+    });
+}
+
+#[test]
+fn writers_of_one_knowledge_base_serialise_and_snapshots_match_their_seq() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        let t = TenantId::default_tenant();
+        let kb = store.create_kb(&t, "kb", KbSettings::default()).await.unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..16 {
+            let (store, t) = (store.clone(), t.clone());
+            tasks.push(tokio::spawn(async move {
+                store.apply(&t, kb.id, vec![WriteOp::AddSynonyms(SynonymGroup { terms: vec![format!("w{i}"), format!("v{i}")] })]).await.unwrap()
+            }));
+        }
+        // Snapshots taken meanwhile are consistent with their seq: every
+        // write added one group, so a snapshot at seq n holds n - 1 groups.
+        let mut readers = Vec::new();
+        for _ in 0..8 {
+            let (store, t) = (store.clone(), t.clone());
+            readers.push(tokio::spawn(async move {
+                let snap = store.snapshot(&t, kb.id).await.unwrap();
+                assert_eq!(snap.synonyms.len() as u64, snap.seq - 1, "a snapshot mixing two commits");
+            }));
+        }
+        let mut seqs = Vec::new();
+        for task in tasks {
+            seqs.push(task.await.unwrap());
+        }
+        for r in readers {
+            r.await.unwrap();
+        }
+        seqs.sort();
+        assert_eq!(seqs, (2..18).collect::<Vec<u64>>());
+        let snap = store.snapshot(&t, kb.id).await.unwrap();
+        assert_eq!(snap.seq, 17);
+        assert_eq!(snap.synonyms.len(), 16);
+        drop(store);
+        db.drop().await;
+    });
+}
+
+#[test]
+fn the_app_password_reaches_the_server_as_a_scram_verifier_only() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let password = "it's a \"secret\"; DROP ROLE x; --";
+        set_app_password(&db.admin, password).await.unwrap();
+        let admin = client(&db.admin).await;
+        let stored: String = admin.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = $1", &[&APP_ROLE]).await.unwrap().get(0);
+        assert!(stored.starts_with("SCRAM-SHA-256$4096:"), "{stored}");
+        assert!(!stored.contains("secret"));
+        // The role is otherwise unchanged and still works.
+        let row = admin.query_one("SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = $1", &[&APP_ROLE]).await.unwrap();
+        assert_eq!((row.get::<_, bool>(0), row.get::<_, bool>(1)), (true, false));
+        db.store().await;
+        db.drop().await;
+    });
+}
