@@ -17,7 +17,10 @@ pub struct Migration {
 }
 
 /// Every migration this build knows, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration { version: 1, name: "initial", sql: include_str!("../migrations/0001_initial.sql") }];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "initial", sql: include_str!("../migrations/0001_initial.sql") },
+    Migration { version: 2, name: "faq_drafts", sql: include_str!("../migrations/0002_faq_drafts.sql") },
+];
 
 /// The schema version this build needs.
 pub fn latest_version() -> i32 {

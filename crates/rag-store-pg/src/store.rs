@@ -151,6 +151,23 @@ async fn delete_document(tx: &Transaction<'_>, kb: KbId, id: DocId) -> Result<()
     Ok(())
 }
 
+/// Deletes the FAQ entries drafted from document `doc` that nobody edited, with their vectors.
+async fn delete_unedited_drafts(tx: &Transaction<'_>, kb: KbId, doc: DocId) -> Result<(), CoreError> {
+    tx.execute(
+        "DELETE FROM vectors WHERE kb_id = $1 AND passage IN
+           (SELECT 'faq:' || id::text FROM faqs WHERE kb_id = $1 AND source_doc = $2 AND NOT edited)",
+        &[&kb.0, &doc.0],
+    )
+    .await
+    .map_err(pg)?;
+    tx.execute("DELETE FROM faqs WHERE kb_id = $1 AND source_doc = $2 AND NOT edited", &[&kb.0, &doc.0]).await.map_err(pg)?;
+    Ok(())
+}
+
+async fn document_exists(tx: &Transaction<'_>, kb: KbId, doc: DocId) -> Result<bool, CoreError> {
+    Ok(tx.query_opt("SELECT 1 FROM documents WHERE id = $1 AND kb_id = $2", &[&doc.0, &kb.0]).await.map_err(pg)?.is_some())
+}
+
 async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp) -> Result<(), CoreError> {
     let t = &tenant.0;
     match op {
@@ -179,11 +196,37 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
             .await
             .map_err(pg)?;
         }
-        WriteOp::DeleteDocument(id) => delete_document(tx, kb, id).await?,
+        WriteOp::DeleteDocument(id) => {
+            // Its drafts: unedited ones go with it; edited ones are human
+            // knowledge now and stay, unlinked.
+            delete_unedited_drafts(tx, kb, id).await?;
+            tx.execute("UPDATE faqs SET source_doc = NULL WHERE kb_id = $1 AND source_doc = $2", &[&kb.0, &id.0]).await.map_err(pg)?;
+            delete_document(tx, kb, id).await?;
+        }
+        WriteOp::DeleteUneditedDrafts(doc) => delete_unedited_drafts(tx, kb, doc).await?,
+        WriteOp::RelinkDrafts { from, to } => {
+            if !document_exists(tx, kb, to).await? {
+                return Err(rag_core::UserError::NotFound { what: "document", id: to.to_string() }.into());
+            }
+            tx.execute("UPDATE faqs SET source_doc = $3 WHERE kb_id = $1 AND source_doc = $2 AND edited", &[&kb.0, &from.0, &to.0])
+                .await
+                .map_err(pg)?;
+        }
         WriteOp::PutFaq(f) => {
+            let exists = tx.query_opt("SELECT 1 FROM faqs WHERE id = $1 AND kb_id = $2", &[&f.id.0, &kb.0]).await.map_err(pg)?.is_some();
+            // A new draft must point at a document of this knowledge base
+            // (it may have been deleted while the LLM was drafting).
+            if let (false, Some(doc)) = (exists, f.source_doc) {
+                if !document_exists(tx, kb, doc).await? {
+                    return Err(rag_core::UserError::NotFound { what: "document", id: doc.to_string() }.into());
+                }
+            }
+            // On update the stored source_doc is kept: links change only
+            // through the draft operations.
+            let source_doc = f.source_doc.map(|d| d.0);
             tx.execute(
-                "INSERT INTO faqs (id, tenant, kb_id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                "INSERT INTO faqs (id, tenant, kb_id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                  ON CONFLICT (id) DO UPDATE SET question = excluded.question, answer = excluded.answer, status = excluded.status,
                    edited = excluded.edited, source_url = excluded.source_url, tags = excluded.tags, updated_at = excluded.updated_at,
                    valid_from = excluded.valid_from, valid_until = excluded.valid_until
@@ -202,6 +245,7 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
                     &f.updated_at,
                     &f.valid_from,
                     &f.valid_until,
+                    &source_doc,
                 ],
             )
             .await
@@ -364,7 +408,7 @@ async fn read_sources(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<Source>, Cor
 async fn read_faqs(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
     let rows = tx
         .query(
-            "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until
+            "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
              FROM faqs WHERE kb_id = $1 ORDER BY created_at, id",
             &[&kb.0],
         )
@@ -386,6 +430,7 @@ async fn read_faqs(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<FaqEntry>, Core
                 updated_at: r.get(8),
                 valid_from: r.get(9),
                 valid_until: r.get(10),
+                source_doc: r.get::<_, Option<uuid::Uuid>>(11).map(rag_core::DocId),
             })
         })
         .collect()

@@ -111,6 +111,7 @@ fn faq(ids: &mut Ids, kb: KbId, q: &str, a: &str, status: FaqStatus, at: i64) ->
         updated_at: at,
         valid_from: None,
         valid_until: Some(2_000_000_000),
+        source_doc: None,
     }
 }
 
@@ -301,6 +302,30 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     t.push("documents 2", store.documents(&a, kb.id).await.unwrap());
     t.push("sources 3", store.sources(&a, kb.id).await.unwrap());
 
+    // FAQ drafts: linked to a document; unedited ones follow it, edited ones stay.
+    let (draft_doc, draft_chunks) = document(&mut ids, kb.id, "Draft source", "hash-draft", None, &[("Returns within 30 days.", &[])]);
+    let (draft_doc2, draft_chunks2) = document(&mut ids, kb.id, "Draft source v2", "hash-draft-2", None, &[("Returns within 60 days.", &[])]);
+    let draft = |ids: &mut Ids, q: &str, edited: bool, doc: DocId| FaqEntry { edited, source_doc: Some(doc), ..faq(ids, kb.id, q, "from the document", FaqStatus::Pending, 70) };
+    let (kept, dropped) = (draft(&mut ids, "edited draft?", true, draft_doc.id), draft(&mut ids, "unedited draft?", false, draft_doc.id));
+    let missing = DocId(ids.next());
+    let orphan = draft(&mut ids, "draft of a missing document?", false, missing);
+    t.result("draft of a missing document", &store.apply(&a, kb.id, vec![WriteOp::PutFaq(orphan)]).await);
+    let ops = vec![
+        WriteOp::PutDocument { document: draft_doc.clone(), chunks: draft_chunks },
+        WriteOp::PutFaq(kept.clone()),
+        WriteOp::PutFaq(dropped.clone()),
+    ];
+    t.result("drafts stored", &store.apply(&a, kb.id, ops).await);
+    let ops = vec![
+        WriteOp::PutDocument { document: draft_doc2.clone(), chunks: draft_chunks2 },
+        WriteOp::RelinkDrafts { from: draft_doc.id, to: draft_doc2.id },
+        WriteOp::DeleteDocument(draft_doc.id),
+    ];
+    t.result("document replaced", &store.apply(&a, kb.id, ops).await);
+    t.push("drafts after replace", store.faqs(&a, kb.id).await.unwrap().into_iter().filter(|f| f.question.contains("draft")).collect::<Vec<_>>());
+    t.result("drafts deleted", &store.apply(&a, kb.id, vec![WriteOp::DeleteUneditedDrafts(draft_doc2.id), WriteOp::DeleteDocument(draft_doc2.id)]).await);
+    t.push("drafts after delete", store.faqs(&a, kb.id).await.unwrap().into_iter().filter(|f| f.question.contains("draft")).collect::<Vec<_>>());
+
     // A write that fails part-way changes nothing.
     let seq_before = store.kb_seq(&a, kb.id).await.unwrap();
     let (bad_doc, bad_chunks) = document(&mut ids, kb.id, "bad", "hash-bad", None, &[("x", &[])]);
@@ -331,7 +356,7 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     ] {
         assert!(r, "tenant b must not reach tenant a's knowledge base");
     }
-    assert_eq!(store.faqs(&a, kb.id).await.unwrap().len(), 2);
+    assert_eq!(store.faqs(&a, kb.id).await.unwrap().len(), 3, "two entries and the edited draft");
 
     // Keys.
     let keys = [
