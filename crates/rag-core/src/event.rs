@@ -134,7 +134,8 @@ pub enum PipelineEvent {
         /// How it was rewritten.
         #[serde(default)]
         rewrite_method: Option<String>,
-        /// Suggested λ for this query (identifiers and short queries lean lexical).
+        /// Suggested λ for this query (identifiers and short queries lean
+        /// lexical), before recall; the `fused` event carries the λ applied.
         suggested_lexical_interpolation: f64,
         /// Why that suggestion.
         suggestion_reason: String,
@@ -167,8 +168,12 @@ pub enum PipelineEvent {
         max_score: f64,
         /// RRF k.
         k: f64,
-        /// The λ applied, if any (set by the request, or suggested for the query).
+        /// The λ applied, if any (set by the request, or suggested for the query
+        /// and possibly raised after recall when BM25 has a clear winner).
         lexical_interpolation: Option<f64>,
+        /// Why that λ.
+        #[serde(default)]
+        interpolation_reason: Option<String>,
         /// Milliseconds.
         elapsed_ms: f64,
     },

@@ -79,11 +79,15 @@ fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
         words
     };
     let tags = p.tags.join(" ");
-    let mut match_text = normalize_for_match(&p.title);
-    match_text.push('\n');
-    match_text.push_str(&normalize_for_match(&p.body));
-    match_text.push('\n');
-    match_text.push_str(&normalize_for_match(&tags));
+    // Allocated at its final size: these strings stay in the index.
+    let parts = [normalize_for_match(&p.title), normalize_for_match(&p.body), normalize_for_match(&tags)];
+    let mut match_text = String::with_capacity(parts.iter().map(|t| t.len() + 1).sum());
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            match_text.push('\n');
+        }
+        match_text.push_str(part);
+    }
     let fields = [take(&p.title), take(&p.body), take(&tags), Vec::new()];
     let [title, body, tags, _] = fields;
     Analysed { fields: [title, body, tags, grams], match_text }
@@ -92,6 +96,10 @@ fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
 impl LexicalIndex {
     /// Builds the index of a snapshot. Analysis runs on all available cores.
     pub fn build(analyzer: &Analyzer, snapshot: &KbSnapshot) -> Self {
+        Self::build_in_batches(analyzer, snapshot, ANALYSIS_BATCH_BYTES)
+    }
+
+    fn build_in_batches(analyzer: &Analyzer, snapshot: &KbSnapshot, batch_bytes: usize) -> Self {
         let analyzer =
             analyzer.with_user_words(snapshot.user_words.iter().map(|w| (w.word.as_str(), w.freq)));
         // Text passages first (dense ordinals 0..text_count), facts after.
@@ -101,15 +109,19 @@ impl LexicalIndex {
         passages.extend(snapshot.passages.iter().filter(|p| p.kind() == PassageKind::Fact).cloned());
         let facts = (text_count..passages.len() as u32).collect();
 
-        let analysed = analyse_parallel(&analyzer, &passages[..text_count as usize]);
-
         let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
         let mut terms: Vec<Term> = Vec::new();
-        let mut lengths = Vec::with_capacity(analysed.len());
-        let mut match_text = Vec::with_capacity(analysed.len());
+        let mut lengths = Vec::with_capacity(text_count as usize);
+        let mut match_text = Vec::with_capacity(text_count as usize);
         let mut totals = [0u64; FIELDS];
         let mut local: FxHashMap<u32, [u16; FIELDS]> = FxHashMap::default();
-        for (ord, a) in analysed.into_iter().enumerate() {
+        // Analysed tokens take about ten times the bytes of their text, so
+        // passages are analysed in batches of bounded text size and folded
+        // into the index before the next batch: the build's peak memory stays
+        // near the size of the index instead of growing with every token.
+        let analysed = text_batches(&passages[..text_count as usize], batch_bytes)
+            .flat_map(|batch| analyse_parallel(&analyzer, batch));
+        for (ord, a) in analysed.enumerate() {
             local.clear();
             let mut len = [0u32; FIELDS];
             for (field, tokens) in a.fields.into_iter().enumerate() {
@@ -147,6 +159,12 @@ impl LexicalIndex {
             lengths.push(len);
             match_text.push(a.match_text);
         }
+        // Posting lists grew by doubling; the index is immutable from here on.
+        for term in &mut terms {
+            term.postings.shrink_to_fit();
+        }
+        terms.shrink_to_fit();
+        vocab.shrink_to_fit();
         let n = text_count.max(1) as f32;
         let mut avg_len = [0f32; FIELDS + 1];
         for f in 0..FIELDS {
@@ -248,6 +266,29 @@ impl LexicalIndex {
     }
 }
 
+/// Text (title and body bytes) analysed per batch while building.
+const ANALYSIS_BATCH_BYTES: usize = 1 << 20;
+
+/// Consecutive runs of passages with about `budget` bytes of text each (at
+/// least one passage per run).
+fn text_batches(passages: &[Passage], budget: usize) -> impl Iterator<Item = &[Passage]> {
+    let mut rest = passages;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut bytes = 0;
+        let mut n = 0;
+        while n < rest.len() && (n == 0 || bytes < budget) {
+            bytes += rest[n].title.len() + rest[n].body.len();
+            n += 1;
+        }
+        let (batch, tail) = rest.split_at(n);
+        rest = tail;
+        Some(batch)
+    })
+}
+
 fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<Analysed> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
     if threads <= 1 || passages.len() < 256 {
@@ -282,5 +323,74 @@ fn corpus_language(texts: &[String]) -> rag_core::Language {
         _ if han >= 4 * latin => rag_core::Language::Zh,
         _ if latin >= 4 * han => rag_core::Language::En,
         _ => rag_core::Language::Mixed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rag_core::{Bm25Params, FaqId};
+
+    fn faq(q: &str, a: &str) -> Passage {
+        Passage {
+            id: PassageId::Faq(FaqId::generate()),
+            title: q.into(),
+            body: a.into(),
+            tags: vec![],
+            aliases: vec![],
+            doc: None,
+            source: None,
+            span: None,
+            created_at: 0,
+            valid_from: None,
+            valid_until: None,
+            searchable: true,
+            owner: None,
+        }
+    }
+
+    #[test]
+    fn batches_cover_every_passage_in_order() {
+        let passages: Vec<Passage> = (0..7).map(|i| faq(&format!("q{i}"), &"x".repeat(i * 10))).collect();
+        for budget in [1, 25, 60, 10_000] {
+            let batches: Vec<&[Passage]> = text_batches(&passages, budget).collect();
+            let ids: Vec<PassageId> = batches.iter().flat_map(|b| b.iter().map(|p| p.id)).collect();
+            assert_eq!(ids, passages.iter().map(|p| p.id).collect::<Vec<_>>(), "budget {budget}");
+            assert!(batches.iter().all(|b| !b.is_empty()));
+            // A batch only goes past the budget with its last passage.
+            for b in &batches {
+                let bytes: usize = b[..b.len() - 1].iter().map(|p| p.title.len() + p.body.len()).sum();
+                assert!(bytes < budget, "budget {budget}: {bytes}");
+            }
+        }
+        assert_eq!(text_batches(&passages, 1).count(), 7);
+        assert_eq!(text_batches(&passages, 10_000).count(), 1);
+    }
+
+    #[test]
+    fn batched_build_equals_one_batch() {
+        let mut passages = vec![
+            faq("怎么申请退款", "在订单页点击申请退款，三个工作日内原路退回"),
+            faq("营业时间", "每天 16:00 开门，次日 02:00 打烊"),
+            faq("How do I reset my password?", "Open settings, choose Security and press Reset password."),
+        ];
+        for i in 0..300 {
+            passages.push(faq(&format!("问题 {i} question"), &format!("答案 answer number {i} 退款 refund {}", i % 7)));
+        }
+        let snapshot = KbSnapshot { passages, ..Default::default() };
+        let analyzer = Analyzer::new();
+        let one = LexicalIndex::build_in_batches(&analyzer, &snapshot, usize::MAX);
+        let many = LexicalIndex::build_in_batches(&analyzer, &snapshot, 64);
+        assert_eq!(one.vocabulary_size(), many.vocabulary_size());
+        assert_eq!(one.lengths, many.lengths);
+        assert_eq!(one.match_text, many.match_text);
+        for q in ["退款", "refund answer 3", "营业时间", "reset password"] {
+            let (a, b) = (one.analyze_query(q), many.analyze_query(q));
+            let params = Bm25Params::default();
+            let (la, lb) = (one.bm25(&a, 50, &params, &crate::Filter::everything()), many.bm25(&b, 50, &params, &crate::Filter::everything()));
+            assert!(!la.hits.is_empty(), "{q}");
+            let key = |l: &rag_core::RankedList| l.hits.iter().map(|h| (h.id, h.score.to_bits())).collect::<Vec<_>>();
+            assert_eq!(key(&la), key(&lb), "{q}");
+        }
     }
 }

@@ -47,6 +47,11 @@ impl NgramIndex {
                 postings.entry(*k).or_default().push(ord as u32);
             }
         }
+        // The index is immutable from here on: drop the slack of lists that grew by doubling.
+        for list in postings.values_mut() {
+            list.shrink_to_fit();
+        }
+        postings.shrink_to_fit();
         NgramIndex { postings }
     }
 

@@ -292,6 +292,11 @@ pub struct EvalArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Also write, per judged query, every path's ranked list (corpus ids and
+    /// path scores), the suggested λ and the λ applied, one JSON line per
+    /// query, for offline analysis of fusion rules.
+    #[arg(long, value_name = "FILE")]
+    pub dump_lists: Option<PathBuf>,
     #[command(flatten)]
     pub retrieval: RetrievalFlags,
 }

@@ -3,13 +3,14 @@
 use crate::cli::{eval_params, EvalArgs};
 use crate::{core_err, App, UserFacing};
 use rag_core::{
-    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, PathKind, QueryRequest,
+    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, PathKind, PipelineEvent, QueryRequest,
     TenantId, WriteOp,
 };
 use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
 use rag_store::{EmbeddedStore, OpenMode};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -208,6 +209,13 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         }
     }
 
+    let mut dump = match &args.dump_lists {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|e| UserFacing(format!("{}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let source_of = |id: PassageId| index.lexical.passage(id).and_then(|p| p.source.clone());
     let mut sum = Metrics::default();
     let mut evaluated = 0usize;
     let mut missing = 0usize;
@@ -217,7 +225,40 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             continue;
         };
         let request = QueryRequest { kb: kb_name.clone(), query: text.clone(), params: Some(params.clone()), filters: Default::default(), generate: false, conversation_id: None };
-        let ranked: Vec<String> = match engine.run(&tenant, request, QueryOptions { views: false, log: false, viewer: rag_core::Viewer::Everything }, &mut |_| {}).await {
+        // (suggested λ, its reason, λ applied) as the events reported them.
+        let mut lambdas: (Option<f64>, Option<String>, Option<f64>) = (None, None, None);
+        let mut watch = |e: PipelineEvent| match e {
+            PipelineEvent::QueryAnalyzed { suggested_lexical_interpolation, suggestion_reason, .. } => {
+                lambdas.0 = Some(suggested_lexical_interpolation);
+                lambdas.1 = Some(suggestion_reason);
+            }
+            PipelineEvent::Fused { lexical_interpolation, .. } => lambdas.2 = lexical_interpolation,
+            _ => {}
+        };
+        let result = engine.run(&tenant, request, QueryOptions { views: false, log: false, viewer: rag_core::Viewer::Everything }, &mut watch).await;
+        if let (Some(out), Ok(run)) = (dump.as_mut(), &result) {
+            let lists: serde_json::Map<String, serde_json::Value> = run
+                .lists
+                .iter()
+                .map(|l| {
+                    let hits: Vec<serde_json::Value> =
+                        l.hits.iter().map(|h| serde_json::json!([source_of(h.id), h.score])).collect();
+                    (l.path.to_string(), serde_json::Value::Array(hits))
+                })
+                .collect();
+            let line = serde_json::json!({
+                "qid": qid,
+                "language": run.analyzed.language,
+                "tokens": run.analyzed.tokens.len(),
+                "suggested_lambda": lambdas.0,
+                "suggestion_reason": lambdas.1,
+                "applied_lambda": lambdas.2,
+                "lists": lists,
+                "fused": run.fused.hits.iter().map(|h| source_of(h.id)).collect::<Vec<_>>(),
+            });
+            writeln!(out, "{line}")?;
+        }
+        let ranked: Vec<String> = match result {
             Ok(out) if needs_dense && !out.lists.iter().any(|l| l.path == PathKind::Dense) => {
                 anyhow::bail!("the dense path did not run for query {qid}; refusing to report {} figures as if it had", args.mode)
             }
@@ -240,6 +281,9 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         sum.recall100 += m.recall100;
         sum.mrr10 += m.mrr10;
         evaluated += 1;
+    }
+    if let Some(mut out) = dump {
+        out.flush()?;
     }
     if evaluated == 0 {
         return Err(UserFacing("none of the judged queries appears in the queries file".into()).into());
