@@ -6,7 +6,7 @@
 mod common;
 
 use async_trait::async_trait;
-use common::{start, start_full};
+use common::{read_request, stand_in, start, start_full};
 use futures::StreamExt;
 use rag_core::{AnalyzedQuery, CoreError, RerankCandidate, RerankedHit, Reranker};
 use rag_server::Limits;
@@ -153,30 +153,6 @@ async fn a_failing_reranker_is_skipped_and_the_fused_order_kept() {
     assert_eq!(find(events, "done")["warnings"].as_array().unwrap().len() >= 1, true);
 }
 
-/// Reads one HTTP request from a stand-in's socket; returns its body, or
-/// `None` when the client closed the connection first.
-async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
-    let mut buf = vec![0u8; 65536];
-    let mut req = Vec::new();
-    loop {
-        let n = sock.read(&mut buf).await.unwrap_or(0);
-        if n == 0 {
-            return None;
-        }
-        req.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&req).to_string();
-        if let Some(h) = text.find("\r\n\r\n") {
-            let len: usize = text[..h]
-                .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-                .unwrap_or(0);
-            if req.len() >= h + 4 + len {
-                return Some(String::from_utf8_lossy(&req[h + 4..]).to_string());
-            }
-        }
-    }
-}
-
 /// A stand-in chat server: sends one token, then holds the stream open and
 /// records when the client closes it.
 async fn holding_llm(closed: Arc<AtomicBool>, started: Arc<tokio::sync::Notify>) -> String {
@@ -294,34 +270,6 @@ async fn a_working_reranker_reorders_and_reports_each_move() {
     assert!(moves[0]["score"].as_f64().is_some());
     let hits = reranked["hits"].as_array().unwrap();
     assert_eq!(hits[0]["rank"], 1, "ranks follow the new order");
-}
-
-/// A loopback stand-in answering every request with `reply(request body)`
-/// after `delay` (the test controls both).
-async fn stand_in<F>(delay: Duration, reply: F) -> String
-where
-    F: Fn(&str) -> (u16, &'static str, String) + Send + Sync + 'static,
-{
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let reply = Arc::new(reply);
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let reply = reply.clone();
-            tokio::spawn(async move {
-                let Some(body) = read_request(&mut sock).await else { return };
-                tokio::time::sleep(delay).await;
-                let (status, content_type, payload) = reply(&body);
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    payload.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(payload.as_bytes()).await;
-            });
-        }
-    });
-    url
 }
 
 fn http_reranker(url: String) -> Arc<dyn Reranker> {

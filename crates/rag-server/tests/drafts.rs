@@ -10,7 +10,6 @@ use rag_server::Limits;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Replies the stand-in gives, in order, and the request bodies it received.
 #[derive(Clone, Default)]
@@ -44,47 +43,14 @@ impl Script {
     }
 }
 
-async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
-    let mut buf = vec![0u8; 65536];
-    let mut req = Vec::new();
-    loop {
-        let n = sock.read(&mut buf).await.unwrap_or(0);
-        if n == 0 {
-            return None;
-        }
-        req.extend_from_slice(&buf[..n]);
-        if let Some(h) = req.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&req[..h]).to_ascii_lowercase();
-            let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
-            if req.len() >= h + 4 + len {
-                return Some(String::from_utf8_lossy(&req[h + 4..h + 4 + len]).to_string());
-            }
-        }
-    }
-}
-
 /// A loopback chat-completions stand-in answering from `script`.
 async fn stand_in(script: Script) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let script = script.clone();
-            tokio::spawn(async move {
-                let Some(body) = read_request(&mut sock).await else { return };
-                script.requests.lock().unwrap().push(serde_json::from_str(&body).unwrap_or(Value::Null));
-                let (status, payload) = script.replies.lock().unwrap().pop_front().unwrap_or((500, "{\"error\":\"no reply scripted\"}".into()));
-                let content_type = if status == 200 { "text/event-stream" } else { "application/json" };
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    payload.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(payload.as_bytes()).await;
-            });
-        }
-    });
-    url
+    common::stand_in(std::time::Duration::ZERO, move |body| {
+        script.requests.lock().unwrap().push(serde_json::from_str(body).unwrap_or(Value::Null));
+        let (status, payload) = script.replies.lock().unwrap().pop_front().unwrap_or((500, "{\"error\":\"no reply scripted\"}".into()));
+        (status, if status == 200 { "text/event-stream" } else { "application/json" }, payload)
+    })
+    .await
 }
 
 fn chat(url: String) -> Arc<dyn rag_core::Generator> {

@@ -7,6 +7,8 @@ use rag_core::{KeyStore, Reranker};
 use rag_engine::{Components, Engine, EngineConfig};
 use rag_server::{AppState, Limits, ServerConfig};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub struct Server {
     pub url: String,
@@ -110,4 +112,53 @@ pub fn sse_events(text: &str) -> Vec<(String, serde_json::Value)> {
         }
     }
     out
+}
+
+/// Reads one HTTP request from a stand-in's socket; returns its body, or
+/// `None` when the client closed the connection first.
+pub async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut buf = vec![0u8; 65536];
+    let mut req = Vec::new();
+    loop {
+        let n = sock.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            return None;
+        }
+        req.extend_from_slice(&buf[..n]);
+        if let Some(h) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&req[..h]).to_ascii_lowercase();
+            let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
+            if req.len() >= h + 4 + len {
+                return Some(String::from_utf8_lossy(&req[h + 4..h + 4 + len]).to_string());
+            }
+        }
+    }
+}
+
+/// A loopback stand-in answering every request with `reply(request body)`
+/// after `delay` (the test controls both).
+pub async fn stand_in<F>(delay: Duration, reply: F) -> String
+where
+    F: Fn(&str) -> (u16, &'static str, String) + Send + Sync + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let reply = Arc::new(reply);
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let reply = reply.clone();
+            tokio::spawn(async move {
+                let Some(body) = read_request(&mut sock).await else { return };
+                tokio::time::sleep(delay).await;
+                let (status, content_type, payload) = reply(&body);
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    payload.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(payload.as_bytes()).await;
+            });
+        }
+    });
+    url
 }
