@@ -190,7 +190,8 @@ function summarize(kind, ev) {
     case 'recall_failed':
       return { path: ev.path, facts: [ev.message], state: 'warn' };
     case 'fused':
-      return { facts: [`${ev.hits.length} hits`, `${(ev.dropped || []).length} dropped`, top(ev.hits), `k=${fmt(ev.k)}`], time: ms(ev.elapsed_ms) };
+      return { facts: [`${ev.hits.length} hits`, `${(ev.dropped || []).length} dropped`, top(ev.hits), `k=${fmt(ev.k)}`,
+        typeof ev.lexical_interpolation === 'number' ? `λ=${fmt(ev.lexical_interpolation, 2)}` : null].filter(Boolean), time: ms(ev.elapsed_ms) };
     case 'reranked':
       return { facts: [ev.reranker, `${ev.hits.length} hits`], time: ms(ev.elapsed_ms) };
     case 'context_assembled':
@@ -262,6 +263,9 @@ function details(kind, ev) {
       ], ev.list.hits || []));
       break;
     case 'fused':
+      if (typeof ev.lexical_interpolation === 'number') {
+        parts.push(el('p', { class: 'lambda-applied' }, `λ ${fmt(ev.lexical_interpolation, 2)}${ev.interpolation_reason ? ` (${ev.interpolation_reason})` : ''}`));
+      }
       parts.push(hitsTable(ev.hits));
       if ((ev.dropped || []).length) {
         parts.push(el('h4', { i18n: 'lab.dropped' }), table([

@@ -305,11 +305,18 @@ async fn retrieve(
             _ => None,
         })
         .collect();
+    // The λ the run applied (requested, or suggested for this query), so a
+    // re-fusion without one fuses as the run did.
+    let applied_lambda = events.iter().find_map(|e| match e {
+        PipelineEvent::Fused { lexical_interpolation, .. } => *lexical_interpolation,
+        _ => None,
+    });
     let candidates_id = state.keep_candidates(CachedCandidates {
         tenant: caller.tenant.clone(),
         viewer: caller.viewer(),
         kb,
         lists,
+        applied_lambda,
         created: std::time::Instant::now(),
     });
     Ok(Json(Retrieval { candidates_id, expires_in_s: CANDIDATES_TTL.as_secs(), events }))
@@ -371,7 +378,9 @@ async fn refuse(
     if let Some(w) = body.weights {
         fusion.weights = w;
     }
-    fusion.lexical_interpolation = body.lexical_interpolation.or(fusion.lexical_interpolation);
+    // λ: the request's, else the knowledge base's, else the one the run applied
+    // (the per-query suggestion).
+    fusion.lexical_interpolation = body.lexical_interpolation.or(fusion.lexical_interpolation).or(cached.applied_lambda);
     if let Some(t) = body.top_k {
         fusion.top_k = t;
     }

@@ -74,6 +74,8 @@ pub(crate) struct CachedCandidates {
     pub viewer: rag_core::Viewer,
     pub kb: String,
     pub lists: Vec<RankedList>,
+    /// The λ the retrieval applied, if any.
+    pub applied_lambda: Option<f64>,
     pub created: Instant,
 }
 

@@ -587,6 +587,13 @@ async fn retrieval_lists_can_be_refused_with_new_weights() {
     for h in &refused["fused"]["hits"].as_array().unwrap()[bm25.len()..] {
         assert_eq!(h["score"].as_f64(), Some(0.0), "paths weighted 0 add nothing: {h}");
     }
+    // Without new settings the re-fusion is the run's own fusion (its per-query λ included).
+    let fused = r["events"].as_array().unwrap().iter().find(|e| e["type"] == "fused").unwrap();
+    let (s, same) = server.post("/kbs/shop/refuse", &key, json!({ "candidates_id": cand })).await;
+    assert_eq!(s, 200, "{same}");
+    assert_eq!(same["fusion"]["lexical_interpolation"], fused["lexical_interpolation"]);
+    let scores = |v: &Value| v.as_array().unwrap().iter().map(|h| (h["id"].clone(), h["score"].clone())).collect::<Vec<_>>();
+    assert_eq!(scores(&same["fused"]["hits"]), scores(&fused["hits"]));
     let (s, _) = server.post("/kbs/shop/refuse", &key, json!({ "candidates_id": "00000000-0000-0000-0000-000000000000" })).await;
     assert_eq!(s, 404);
 }
