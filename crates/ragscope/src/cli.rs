@@ -19,6 +19,10 @@ pub struct Cli {
     /// Data directory of the embedded store [default: ./data].
     #[arg(long, global = true, env = "RAGSCOPE_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// A PostgreSQL store (postgres://ragscope_app:…@host/db) instead of the
+    /// embedded one in the data directory; prepare it with `ragscope migrate`.
+    #[arg(long, global = true, env = "RAGSCOPE_STORE")]
+    pub store: Option<String>,
     /// Tenant to act as [default: default].
     #[arg(long, global = true, env = "RAGSCOPE_TENANT")]
     pub tenant: Option<String>,
@@ -72,6 +76,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the effective configuration, secrets redacted.
     CheckConfig,
+    /// Create or upgrade the PostgreSQL schema (connects as an administrator:
+    /// the migrations create extensions, tables, policies and the application role).
+    Migrate(MigrateArgs),
     /// Give every passage of a knowledge base a current vector from the configured embedder.
     Reembed {
         /// Knowledge base.
@@ -80,6 +87,17 @@ pub enum Command {
     },
     /// Serve the HTTP API (and later the workbench) on 127.0.0.1:3210.
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Administrator URL, e.g. postgres://postgres@127.0.0.1:5432/ragscope.
+    #[arg(long)]
+    pub admin_url: String,
+    /// Set the application role's password from the first line of this file
+    /// (sent to the server as a SCRAM verifier only).
+    #[arg(long)]
+    pub app_password_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

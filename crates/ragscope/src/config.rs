@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 pub struct Config {
     /// Where the embedded store keeps its data.
     pub data_dir: PathBuf,
+    /// A PostgreSQL store instead of the embedded one:
+    /// `postgres://ragscope_app:…@host:5432/db` (the application role that
+    /// `ragscope migrate` prepares; its password is redacted when printed).
+    pub store: Option<String>,
     /// The tenant the command line acts as.
     pub tenant: String,
     /// Logging.
@@ -193,6 +197,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             data_dir: PathBuf::from("./data"),
+            store: None,
             tenant: "default".into(),
             log: LogConfig::default(),
             limits: LimitsConfig::default(),
@@ -239,6 +244,9 @@ pub struct FlagOverrides {
     /// --data-dir
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<PathBuf>,
+    /// --store
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
     /// --tenant
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
@@ -328,6 +336,16 @@ fn is_secret_key(key: &str) -> bool {
     ["key", "secret", "token", "password"].iter().any(|s| k.ends_with(s))
 }
 
+/// `scheme://user:password@host/…` with the password replaced.
+pub(crate) fn redact_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
+        None => url.to_owned(),
+    }
+}
+
 fn redact(v: &mut toml::Value, key: &str) {
     match v {
         toml::Value::Table(t) => {
@@ -339,6 +357,7 @@ fn redact(v: &mut toml::Value, key: &str) {
         toml::Value::String(s) if is_secret_key(key) => {
             *s = format!("<redacted, {} characters>", s.chars().count());
         }
+        toml::Value::String(s) if key == "store" => *s = redact_url_password(s),
         _ => {}
     }
 }
@@ -346,6 +365,13 @@ fn redact(v: &mut toml::Value, key: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_urls_lose_their_password_when_printed() {
+        assert_eq!(redact_url_password("postgres://app:s3cr@t@db:5432/r"), "postgres://app:<redacted>@db:5432/r");
+        assert_eq!(redact_url_password("postgres://app@db/r"), "postgres://app@db/r");
+        assert_eq!(redact_url_password("not a url"), "not a url");
+    }
 
     #[test]
     fn secrets_are_redacted() {

@@ -67,8 +67,23 @@ pub(crate) struct App {
 
 impl App {
     pub(crate) fn engine(&self, mode: OpenMode) -> anyhow::Result<Engine> {
-        let store = self.open_store(mode)?;
-        self.engine_over(store)
+        let (store, _) = self.stores(mode)?;
+        self.engine_with(store)
+    }
+
+    /// The configured store (PostgreSQL when `store` is set, else the
+    /// embedded one in the data directory), as a store and as a key store.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn stores(&self, mode: OpenMode) -> anyhow::Result<(Arc<dyn rag_core::Store>, Arc<dyn rag_core::KeyStore>)> {
+        if let Some(url) = &self.config.store {
+            // Commands run on the multi-threaded runtime; connecting is async.
+            let pg = tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(rag_store_pg::PgStore::connect(url)))
+                .map_err(|e| UserFacing(format!("PostgreSQL store {}: {e}", config::redact_url_password(url))))?;
+            let pg = Arc::new(pg);
+            return Ok((pg.clone(), pg));
+        }
+        let store = Arc::new(self.open_store(mode)?);
+        Ok((store.clone(), store))
     }
 
     pub(crate) fn open_store(&self, mode: OpenMode) -> anyhow::Result<EmbeddedStore> {
@@ -83,10 +98,10 @@ impl App {
         Ok(store)
     }
 
-    pub(crate) fn engine_over(&self, store: EmbeddedStore) -> anyhow::Result<Engine> {
+    pub(crate) fn engine_with(&self, store: Arc<dyn rag_core::Store>) -> anyhow::Result<Engine> {
         let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
-            Components { store: Arc::new(store), reranker: self.reranker()?, embedder, cache, generator: self.generator()?, fetcher: Some(self.fetcher()?) },
+            Components { store, reranker: self.reranker()?, embedder, cache, generator: self.generator()?, fetcher: Some(self.fetcher()?) },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
                 max_file_bytes: self.config.limits.max_file_bytes,
@@ -266,6 +281,25 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Migrate(args) => {
+            let config = rag_store_pg::parse_config(&args.admin_url).map_err(|e| UserFacing(e.to_string()))?;
+            let report = rag_store_pg::migrate(&config).await.map_err(|e| UserFacing(format!("migrating: {e}")))?;
+            if report.applied.is_empty() {
+                println!("the schema is current (version {})", report.from);
+            } else {
+                println!("migrated from version {} by applying {:?}", report.from, report.applied);
+            }
+            if let Some(path) = args.app_password_file {
+                let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+                let password = text.lines().next().unwrap_or("").trim();
+                if password.is_empty() {
+                    return Err(UserFacing(format!("{} holds no password", path.display())).into());
+                }
+                rag_store_pg::set_app_password(&config, password).await.map_err(|e| UserFacing(e.to_string()))?;
+                println!("set the password of the application role {}", rag_store_pg::APP_ROLE);
+            }
+            Ok(())
+        }
         Command::CheckConfig => {
             print!("{}", app.config.redacted_toml()?);
             Ok(())
@@ -284,6 +318,7 @@ fn main() -> ExitCode {
     }
     let flags = FlagOverrides {
         data_dir: cli.data_dir.clone(),
+        store: cli.store.clone(),
         tenant: cli.tenant.clone(),
         log: (cli.log_level.is_some() || cli.log_format.is_some())
             .then(|| LogOverrides { level: cli.log_level.clone(), format: cli.log_format.clone() }),

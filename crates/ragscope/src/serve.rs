@@ -5,7 +5,6 @@ use crate::{App, UserFacing};
 use anyhow::Context;
 use rag_store::OpenMode;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
     let c = &app.config.server;
@@ -19,13 +18,12 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let store = app.open_store(OpenMode::ReadWrite)?;
-    let keys: Arc<dyn rag_core::KeyStore> = Arc::new(store.clone());
+    let (store, keys) = app.stores(OpenMode::ReadWrite)?;
     if let Some(key) = rag_server::ensure_admin_key(keys.as_ref()).await.map_err(|e| anyhow::anyhow!("{e}"))? {
         // Shown once; only its hash is stored.
         println!("Created the admin API key (shown only this once; store it now):\n\n    {key}\n");
     }
-    let engine = app.engine_over(store)?;
+    let engine = app.engine_with(store)?;
     let config = rag_server::ServerConfig {
         addr,
         open: args.open,
