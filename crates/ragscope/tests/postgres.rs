@@ -8,6 +8,12 @@
 mod common;
 use common::*;
 
+/// A name no earlier run on the same server used.
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
 fn admin_url() -> String {
     std::env::var("RAGSCOPE_TEST_PG_URL").unwrap_or_else(|_| {
         panic!("RAGSCOPE_TEST_PG_URL is not set: start PostgreSQL with `export RAGSCOPE_TEST_PG_URL=\"$(scripts/pg/start.sh)\"`")
@@ -46,8 +52,8 @@ fn migrate_then_ingest_and_query_through_postgres() {
 
     let app = app_url(&admin);
     // A knowledge base name of its own, so reruns on the same server do not meet old data.
-    let kb = format!("pg-{}", std::process::id());
-    let tenant = format!("t{}", std::process::id());
+    let kb = unique("pg");
+    let tenant = unique("t");
     let store = |c: &mut std::process::Command| {
         c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_TENANT", &tenant).env("RAGSCOPE_EMBEDDER__KIND", "none");
     };
@@ -78,4 +84,114 @@ fn migrate_then_ingest_and_query_through_postgres() {
     c.arg("check-config");
     let r = ok(c);
     assert!(r.stdout.contains("<redacted>") && !r.stdout.contains("app-secret"), "{}", r.stdout);
+}
+
+/// A `ragscope serve` child over the PostgreSQL store; killed when dropped.
+struct Served {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(data: &std::path::Path, app: &str) -> Served {
+    use std::io::BufRead;
+    let mut c = cmd(data);
+    c.env("RAGSCOPE_STORE", app).env("RAGSCOPE_EMBEDDER__KIND", "none");
+    c.args(["serve", "--open", "--addr", "127.0.0.1:0"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    // Keep draining its stdout so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in out.lines() {});
+    Served { child, url }
+}
+
+#[test]
+fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
+    use std::io::BufRead;
+    let admin = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("unused-data");
+    let mut c = cmd(&data);
+    c.args(["migrate", "--admin-url", &admin]);
+    ok(c);
+    let app = app_url(&admin);
+    let (a, b) = (serve(&data, &app), serve(&data, &app));
+    let kb = unique("two");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let http = reqwest::Client::new();
+    let call = |server: &Served, method: reqwest::Method, path: String, body: serde_json::Value| {
+        let req = http.request(method, format!("{}/api/v1{path}", server.url)).json(&body);
+        rt.block_on(async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<serde_json::Value>().await.unwrap_or(serde_json::Value::Null))
+        })
+    };
+    let post = reqwest::Method::POST;
+    let (s, body) = call(&a, post.clone(), "/kbs".into(), serde_json::json!({ "name": kb }));
+    assert_eq!(s, 201, "{body}");
+    // Written through A, read through B at once: B's indexes follow the
+    // knowledge base's commit sequence, checked on every query.
+    let (s, faq) = call(&a, post.clone(), format!("/kbs/{kb}/faqs"), serde_json::json!({ "question": "斑马角书桌保修多久？", "answer": "书桌保修两年。" }));
+    assert_eq!(s, 201, "{faq}");
+    let ask = |server: &Served| {
+        let (s, r) = call(server, reqwest::Method::POST, format!("/kbs/{kb}/query/sync"), serde_json::json!({ "query": "斑马角书桌保修多久" }));
+        assert_eq!(s, 200, "{r}");
+        r.to_string()
+    };
+    assert!(ask(&b).contains("书桌保修两年"), "B sees A's entry");
+    let id = faq["id"].as_str().unwrap();
+    let (s, _) = call(&b, reqwest::Method::PATCH, format!("/kbs/{kb}/faqs/{id}"), serde_json::json!({ "answer": "书桌保修三年。" }));
+    assert_eq!(s, 200);
+    let seen_by_a = ask(&a);
+    assert!(seen_by_a.contains("书桌保修三年") && !seen_by_a.contains("书桌保修两年"), "A sees B's edit at once");
+
+    // A writer killed inside its transaction leaves nothing behind.
+    let doc = dir.path().join("manual.md");
+    std::fs::write(&doc, "# 说明书\n\n斑马角书桌的电机需要每年检查一次。\n").unwrap();
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_STORE", &app)
+        .env("RAGSCOPE_EMBEDDER__KIND", "none")
+        .env("RAGSCOPE_FAILPOINTS", "store.apply.before_commit=stall")
+        .args(["ingest", "--kb", &kb])
+        .arg(&doc)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut writer = c.spawn().unwrap();
+    let mut err = std::io::BufReader::new(writer.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "the writer exited before the failpoint");
+        if line.contains("failpoint store.apply.before_commit stalled") {
+            break;
+        }
+    }
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    // Killing a server does not disturb the other.
+    drop(a);
+    let (s, docs) = call(&b, reqwest::Method::GET, format!("/kbs/{kb}/documents"), serde_json::Value::Null);
+    assert_eq!((s, docs.as_array().map(Vec::len)), (200, Some(0)), "no half-written document: {docs}");
+    assert!(ask(&b).contains("书桌保修三年"), "B keeps serving");
+    // The same file goes in whole afterwards.
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_EMBEDDER__KIND", "none").args(["ingest", "--kb", &kb]).arg(&doc);
+    ok(c);
+    let (_, docs) = call(&b, reqwest::Method::GET, format!("/kbs/{kb}/documents"), serde_json::Value::Null);
+    assert_eq!(docs.as_array().map(Vec::len), Some(1), "{docs}");
 }
