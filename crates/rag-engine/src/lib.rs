@@ -32,6 +32,7 @@ mod ingest;
 mod job;
 mod manage;
 mod sources;
+mod export;
 pub mod parse;
 pub mod pipeline;
 
@@ -45,5 +46,6 @@ pub use job::{FailedFile, IngestOptions, IngestProgress, IngestSummary, NotDraft
 pub use rag_ingest;
 pub use manage::{FaqPatch, Lexicon, NewFaq};
 pub use sources::{NewSource, SourceLimits};
+pub use export::{ExportCounts, ExportLine, EXPORT_FORMAT, EXPORT_VERSION};
 pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError};
 pub use pipeline::{error_code, PipelineOutput, QueryOptions};

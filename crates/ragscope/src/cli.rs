@@ -76,6 +76,12 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the effective configuration, secrets redacted.
     CheckConfig,
+    /// Write a knowledge base as JSON Lines (settings, documents with chunks,
+    /// FAQ entries, facts, synonyms, dictionary, URL sources; vectors with --vectors).
+    Export(ExportArgs),
+    /// Create a knowledge base from an export (any store: this is how the
+    /// embedded store's knowledge moves to PostgreSQL).
+    Import(ImportArgs),
     /// Create or upgrade the PostgreSQL schema (connects as an administrator:
     /// the migrations create extensions, tables, policies and the application role).
     Migrate(MigrateArgs),
@@ -87,6 +93,31 @@ pub enum Command {
     },
     /// Serve the HTTP API (and later the workbench) on 127.0.0.1:3210.
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Knowledge base.
+    #[arg(long)]
+    pub kb: String,
+    /// Include the stored vectors (so the importing side embeds nothing).
+    #[arg(long)]
+    pub vectors: bool,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The export file.
+    pub file: PathBuf,
+    /// Name of the new knowledge base (default: the exported name).
+    #[arg(long = "as")]
+    pub name: Option<String>,
+    /// Give every item a new id (to copy a knowledge base inside one store).
+    #[arg(long)]
+    pub new_ids: bool,
 }
 
 #[derive(Debug, Args)]

@@ -281,6 +281,36 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Export(args) => {
+            let engine = app.engine(OpenMode::ReadOnly)?;
+            let mut sink: Box<dyn std::io::Write + Send> = match &args.out {
+                Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)),
+                None => Box::new(std::io::BufWriter::new(std::io::stdout())),
+            };
+            let counts = engine
+                .export_kb(&app.tenant, &args.kb, args.vectors, &mut |line| {
+                    serde_json::to_writer(&mut sink, line).map_err(std::io::Error::other)?;
+                    sink.write_all(b"\n")
+                })
+                .await
+                .map_err(core_err)?;
+            sink.flush()?;
+            eprintln!("exported {}: {}", args.kb, serde_json::to_string(&counts)?);
+            Ok(())
+        }
+        Command::Import(args) => {
+            let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+            let mut lines = Vec::new();
+            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                let parsed: rag_engine::ExportLine = serde_json::from_str(line)
+                    .map_err(|e| UserFacing(format!("{} line {}: not an export line: {e}", args.file.display(), i + 1)))?;
+                lines.push(parsed);
+            }
+            let engine = app.engine(OpenMode::ReadWrite)?;
+            let (kb, counts) = engine.import_kb(&app.tenant, lines, args.name.as_deref(), args.new_ids).await.map_err(core_err)?;
+            println!("imported {} ({}): {}", kb.name, kb.id, serde_json::to_string(&counts)?);
+            Ok(())
+        }
         Command::Migrate(args) => {
             let config = rag_store_pg::parse_config(&args.admin_url).map_err(|e| UserFacing(e.to_string()))?;
             let report = rag_store_pg::migrate(&config).await.map_err(|e| UserFacing(format!("migrating: {e}")))?;

@@ -195,3 +195,38 @@ fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
     let (_, docs) = call(&b, reqwest::Method::GET, format!("/kbs/{kb}/documents"), serde_json::Value::Null);
     assert_eq!(docs.as_array().map(Vec::len), Some(1), "{docs}");
 }
+
+#[test]
+fn the_embedded_demo_moves_to_postgres_and_answers_the_same() {
+    let admin = admin_url();
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let mut c = cmd(&data);
+    c.args(["migrate", "--admin-url", &admin]);
+    ok(c);
+    let file = dir.path().join("demo.jsonl");
+    let mut c = cmd(&data);
+    c.args(["export", "--kb", "demo", "--vectors", "--out"]).arg(&file);
+    ok(c);
+    let app = app_url(&admin);
+    let tenant = unique("moved");
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_TENANT", &tenant).arg("import").arg(&file);
+    ok(c);
+    let fused = |pg: bool, q: &str| {
+        let mut c = cmd(&data);
+        if pg {
+            c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_TENANT", &tenant);
+        }
+        c.args(["query", "--kb", "demo", "--json", "--paths", "bm25,substring,fuzzy,synonym,fact", q]);
+        let r = ok(c);
+        let events: Vec<serde_json::Value> = r.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let f = events.iter().find(|e| e["type"] == "fused").unwrap().clone();
+        f["hits"].as_array().unwrap().iter().map(|h| (h["id"].clone(), h["score"].clone())).collect::<Vec<_>>()
+    };
+    for q in ["怎么申请退款", "How do I reset my password?", "營業時間", "退宽"] {
+        let (embedded, postgres) = (fused(false, q), fused(true, q));
+        assert!(!embedded.is_empty(), "{q}");
+        assert_eq!(postgres, embedded, "{q}: the same ids and scores from both stores");
+    }
+}
