@@ -9,8 +9,8 @@
 #   scripts/pg/stop.sh [DIR]    stops it
 #
 # The admin URL (the `postgres` superuser, trust authentication on loopback
-# only) is printed on stdout and written to DIR/env as RAGSCOPE_TEST_PG_URL, so
-#   export RAGSCOPE_TEST_PG_URL="$(scripts/pg/start.sh)"
+# only) is printed on stdout and written to DIR/env as PG_TEST_URL, so
+#   export PG_TEST_URL="$(scripts/pg/start.sh)"
 # is enough. Idempotent: a running cluster is reused. PostgreSQL refuses to run
 # as root; as root the server runs as the system user ragscope-pg (created
 # without a home and a login shell when missing).
@@ -64,5 +64,5 @@ else
   echo "$port" > "$dir/port"
   url="$(url_of "$port")"
 fi
-echo "RAGSCOPE_TEST_PG_URL=$url" > "$dir/env"
+echo "PG_TEST_URL=$url" > "$dir/env"
 echo "$url"

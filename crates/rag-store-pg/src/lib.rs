@@ -25,11 +25,11 @@
 //!
 //! Tests that need a server are behind the `pg-tests` feature (which
 //! `scripts/test` turns on after starting one) and read the admin URL from
-//! `RAGSCOPE_TEST_PG_URL`; with the feature and without the variable they fail
+//! `PG_TEST_URL`; with the feature and without the variable they fail
 //! and say how to start a server:
 //!
 //! ```text
-//! export RAGSCOPE_TEST_PG_URL="$(scripts/pg/start.sh)"
+//! export PG_TEST_URL="$(scripts/pg/start.sh)"
 //! cargo test -p rag-store-pg --features pg-tests
 //! scripts/pg/stop.sh
 //! ```

@@ -1,9 +1,9 @@
 //! Tests against a real PostgreSQL (with pgvector). They run with
 //! `--features pg-tests` and need the admin URL of a server in
-//! RAGSCOPE_TEST_PG_URL:
+//! PG_TEST_URL:
 //!
 //! ```text
-//! export RAGSCOPE_TEST_PG_URL="$(scripts/pg/start.sh)"
+//! export PG_TEST_URL="$(scripts/pg/start.sh)"
 //! cargo test -p rag-store-pg --features pg-tests
 //! ```
 //!
@@ -17,17 +17,17 @@ use rag_store_pg::{migrate, parse_config, set_app_password, Config, PgStore, PgS
 use tokio_postgres::{Client, NoTls};
 
 fn admin_config() -> Config {
-    let url = std::env::var("RAGSCOPE_TEST_PG_URL").unwrap_or_else(|_| {
+    let url = std::env::var("PG_TEST_URL").unwrap_or_else(|_| {
         panic!(
-            "RAGSCOPE_TEST_PG_URL is not set: these tests need a PostgreSQL server with pgvector. Start one with\n  \
-             export RAGSCOPE_TEST_PG_URL=\"$(scripts/pg/start.sh)\"\nand run the tests again (scripts/pg/stop.sh stops it)."
+            "PG_TEST_URL is not set: these tests need a PostgreSQL server with pgvector. Start one with\n  \
+             export PG_TEST_URL=\"$(scripts/pg/start.sh)\"\nand run the tests again (scripts/pg/stop.sh stops it)."
         )
     });
     parse_config(&url).unwrap()
 }
 
 async fn client(config: &Config) -> Client {
-    let (client, conn) = config.connect(NoTls).await.unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at RAGSCOPE_TEST_PG_URL: {e}"));
+    let (client, conn) = config.connect(NoTls).await.unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at PG_TEST_URL: {e}"));
     tokio::spawn(conn);
     client
 }

@@ -1,7 +1,7 @@
 //! The command line over a PostgreSQL store: `ragscope migrate` prepares the
 //! schema as an administrator, then the ordinary commands run against it as
 //! the application role, which row-level security confines to its tenant.
-//! Needs the PostgreSQL that scripts/test starts (RAGSCOPE_TEST_PG_URL);
+//! Needs the PostgreSQL that scripts/test starts (PG_TEST_URL);
 //! built with `--features pg-tests`.
 #![cfg(feature = "pg-tests")]
 
@@ -15,8 +15,8 @@ fn unique(prefix: &str) -> String {
 }
 
 fn admin_url() -> String {
-    std::env::var("RAGSCOPE_TEST_PG_URL").unwrap_or_else(|_| {
-        panic!("RAGSCOPE_TEST_PG_URL is not set: start PostgreSQL with `export RAGSCOPE_TEST_PG_URL=\"$(scripts/pg/start.sh)\"`")
+    std::env::var("PG_TEST_URL").unwrap_or_else(|_| {
+        panic!("PG_TEST_URL is not set: start PostgreSQL with `export PG_TEST_URL=\"$(scripts/pg/start.sh)\"`")
     })
 }
 
