@@ -339,6 +339,49 @@ pub struct Passage {
     pub owner: Option<String>,
 }
 
+impl From<FaqEntry> for Passage {
+    /// The searchable view of an FAQ entry: searchable only when approved.
+    fn from(f: FaqEntry) -> Self {
+        Passage {
+            id: PassageId::Faq(f.id),
+            title: f.question,
+            body: f.answer,
+            tags: f.tags,
+            aliases: Vec::new(),
+            doc: None,
+            source: f.source_url,
+            span: None,
+            created_at: f.created_at,
+            valid_from: f.valid_from,
+            valid_until: f.valid_until,
+            searchable: f.status == FaqStatus::Approved,
+            owner: None,
+        }
+    }
+}
+
+impl From<Fact> for Passage {
+    /// The searchable view of a fact: its key (with the key's synonyms as
+    /// aliases) and value.
+    fn from(f: Fact) -> Self {
+        Passage {
+            id: PassageId::Fact(f.id),
+            title: f.key,
+            body: f.value,
+            tags: Vec::new(),
+            aliases: f.key_synonyms,
+            doc: None,
+            source: None,
+            span: None,
+            created_at: 0,
+            valid_from: None,
+            valid_until: None,
+            searchable: true,
+            owner: None,
+        }
+    }
+}
+
 impl Passage {
     /// The text a dense model embeds for this passage: for FAQ entries
     /// "question: answer" (as the seeds' Captain does), for chunks the title

@@ -468,40 +468,10 @@ async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, Cor
             owner: r.get(10),
         });
     }
-    for f in read_faqs(tx, kb).await? {
-        passages.push(Passage {
-            id: PassageId::Faq(f.id),
-            title: f.question,
-            body: f.answer,
-            tags: f.tags,
-            aliases: Vec::new(),
-            doc: None,
-            source: f.source_url,
-            span: None,
-            created_at: f.created_at,
-            valid_from: f.valid_from,
-            valid_until: f.valid_until,
-            searchable: f.status == FaqStatus::Approved,
-            owner: None,
-        });
-    }
+    passages.extend(read_faqs(tx, kb).await?.into_iter().map(Passage::from));
     let rows = tx.query("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = $1 ORDER BY id", &[&kb.0]).await.map_err(pg)?;
     for r in &rows {
-        passages.push(Passage {
-            id: PassageId::Fact(FactId(r.get(0))),
-            title: r.get(1),
-            body: r.get(2),
-            tags: Vec::new(),
-            aliases: r.get(3),
-            doc: None,
-            source: None,
-            span: None,
-            created_at: 0,
-            valid_from: None,
-            valid_until: None,
-            searchable: true,
-            owner: None,
-        });
+        passages.push(Passage::from(rag_core::Fact { id: FactId(r.get(0)), kb, key: r.get(1), value: r.get(2), key_synonyms: r.get(3) }));
     }
     let synonyms = tx
         .query("SELECT terms FROM synonyms WHERE kb_id = $1 ORDER BY position", &[&kb.0])

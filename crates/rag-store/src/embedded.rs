@@ -486,23 +486,7 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
         });
     }
 
-    for f in read_faqs(conn, kb)? {
-        passages.push(Passage {
-            id: PassageId::Faq(f.id),
-            title: f.question,
-            body: f.answer,
-            tags: f.tags,
-            aliases: Vec::new(),
-            doc: None,
-            source: f.source_url,
-            span: None,
-            created_at: f.created_at,
-            valid_from: f.valid_from,
-            valid_until: f.valid_until,
-            searchable: f.status == FaqStatus::Approved,
-            owner: None,
-        });
-    }
+    passages.extend(read_faqs(conn, kb)?.into_iter().map(Passage::from));
 
     let mut stmt = conn.prepare("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = ?1 ORDER BY id").map_err(sql)?;
     let rows = stmt
@@ -510,21 +494,8 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
         .map_err(sql)?;
     for row in rows {
         let (id, key, value, syn) = row.map_err(sql)?;
-        passages.push(Passage {
-            id: PassageId::Fact(parse_id(&id, "facts", FactId::parse)?),
-            title: key,
-            body: value,
-            tags: Vec::new(),
-            aliases: json_vec(&syn, "facts", "key_synonyms")?,
-            doc: None,
-            source: None,
-            span: None,
-            created_at: 0,
-            valid_from: None,
-            valid_until: None,
-            searchable: true,
-            owner: None,
-        });
+        let key_synonyms = json_vec(&syn, "facts", "key_synonyms")?;
+        passages.push(Passage::from(rag_core::Fact { id: parse_id(&id, "facts", FactId::parse)?, kb, key, value, key_synonyms }));
     }
 
     let mut stmt = conn.prepare("SELECT terms FROM synonyms WHERE kb_id = ?1 ORDER BY id").map_err(sql)?;
