@@ -56,7 +56,10 @@ pub fn find_markers(text: &str) -> Vec<Marker> {
             }
         }
         if let Some(end) = end.filter(|_| !numbers.is_empty()) {
-            out.push(Marker { range: start..end, numbers });
+            out.push(Marker {
+                range: start..end,
+                numbers,
+            });
             iter = look;
         }
     }
@@ -107,7 +110,15 @@ pub fn check_citations(answer: &str, sources: &[ContextSource]) -> CheckedCitati
     let mut last = 0usize;
     for m in find_markers(answer) {
         let good: Vec<u32> = m.numbers.iter().copied().filter(|&n| valid(n)).collect();
-        removed.extend(m.numbers.iter().filter(|&&n| !valid(n)).map(|&n| RemovedCitation { n, at: m.range.start }));
+        removed.extend(
+            m.numbers
+                .iter()
+                .filter(|&&n| !valid(n))
+                .map(|&n| RemovedCitation {
+                    n,
+                    at: m.range.start,
+                }),
+        );
         for &n in &good {
             if !cited_numbers.contains(&n) {
                 cited_numbers.push(n);
@@ -121,7 +132,13 @@ pub fn check_citations(answer: &str, sources: &[ContextSource]) -> CheckedCitati
             text.push_str(before.strip_suffix(' ').unwrap_or(before));
         } else {
             text.push_str(before);
-            text.push_str(&format!("[{}]", good.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")));
+            text.push_str(&format!(
+                "[{}]",
+                good.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         last = m.range.end;
     }
@@ -138,7 +155,11 @@ pub fn check_citations(answer: &str, sources: &[ContextSource]) -> CheckedCitati
             source: s.passage.source.clone(),
         })
         .collect();
-    CheckedCitations { text, removed, cited }
+    CheckedCitations {
+        text,
+        removed,
+        cited,
+    }
 }
 
 /// `text` without its citation markers (and the spaces before them).
@@ -164,7 +185,14 @@ mod tests {
                 let id = PassageId::Chunk(ChunkId::generate());
                 ContextSource {
                     n,
-                    passage: PassageView { id, kind: PassageKind::Chunk, title: format!("T{n}"), body: String::new(), source: Some(format!("docs/{n}.md")), highlights: vec![] },
+                    passage: PassageView {
+                        id,
+                        kind: PassageKind::Chunk,
+                        title: format!("T{n}"),
+                        body: String::new(),
+                        source: Some(format!("docs/{n}.md")),
+                        highlights: vec![],
+                    },
                 }
             })
             .collect()
@@ -172,20 +200,50 @@ mod tests {
 
     #[test]
     fn markers_of_every_form() {
-        let found: Vec<Vec<u32>> = find_markers("a [1] b [2, 3]【4】［5］[6][7] [x] [] arr[0 [8、9]").into_iter().map(|m| m.numbers).collect();
-        assert_eq!(found, vec![vec![1], vec![2, 3], vec![4], vec![5], vec![6], vec![7], vec![8, 9]]);
+        let found: Vec<Vec<u32>> =
+            find_markers("a [1] b [2, 3]【4】［5］[6][7] [x] [] arr[0 [8、9]")
+                .into_iter()
+                .map(|m| m.numbers)
+                .collect();
+        assert_eq!(
+            found,
+            vec![
+                vec![1],
+                vec![2, 3],
+                vec![4],
+                vec![5],
+                vec![6],
+                vec![7],
+                vec![8, 9]
+            ]
+        );
     }
 
     #[test]
     fn out_of_range_citations_are_removed_and_reported() {
         let answer = "电机保修 5 年 [1]。桌面保修 2 年 [7]。线材 [2, 9]。另见【3】。";
         let c = check_citations(answer, &sources(3));
-        assert_eq!(c.text, "电机保修 5 年 [1]。桌面保修 2 年。线材 [2]。另见【3】。");
+        assert_eq!(
+            c.text,
+            "电机保修 5 年 [1]。桌面保修 2 年。线材 [2]。另见【3】。"
+        );
         assert_eq!(
             c.removed,
-            vec![RemovedCitation { n: 7, at: answer.find("[7]").unwrap() }, RemovedCitation { n: 9, at: answer.find("[2, 9]").unwrap() }]
+            vec![
+                RemovedCitation {
+                    n: 7,
+                    at: answer.find("[7]").unwrap()
+                },
+                RemovedCitation {
+                    n: 9,
+                    at: answer.find("[2, 9]").unwrap()
+                }
+            ]
         );
-        assert_eq!(c.cited.iter().map(|s| s.n).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(
+            c.cited.iter().map(|s| s.n).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
         assert_eq!(c.cited[1].source.as_deref(), Some("docs/2.md"));
         let c = check_citations("Nothing cited [0].", &sources(2));
         assert_eq!(c.text, "Nothing cited.");
@@ -194,6 +252,9 @@ mod tests {
 
     #[test]
     fn stripping_markers() {
-        assert_eq!(strip_markers("Load is 80 kg [1][2]. Yes [3]"), "Load is 80 kg. Yes");
+        assert_eq!(
+            strip_markers("Load is 80 kg [1][2]. Yes [3]"),
+            "Load is 80 kg. Yes"
+        );
     }
 }

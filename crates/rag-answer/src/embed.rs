@@ -29,7 +29,9 @@ impl PrecomputedEmbeddings {
 
     /// Texts paired with their vectors.
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, Vec<f32>)>) -> Self {
-        PrecomputedEmbeddings { vectors: pairs.into_iter().collect() }
+        PrecomputedEmbeddings {
+            vectors: pairs.into_iter().collect(),
+        }
     }
 
     /// Adds one.
@@ -52,7 +54,14 @@ impl SentenceEmbedder for PrecomputedEmbeddings {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         texts
             .iter()
-            .map(|t| self.vectors.get(*t).cloned().ok_or_else(|| format!("no precomputed vector for {:?}", t.chars().take(40).collect::<String>())))
+            .map(|t| {
+                self.vectors.get(*t).cloned().ok_or_else(|| {
+                    format!(
+                        "no precomputed vector for {:?}",
+                        t.chars().take(40).collect::<String>()
+                    )
+                })
+            })
             .collect()
     }
 }
@@ -76,7 +85,10 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Embeds `texts` and checks the answer's shape.
-pub(crate) fn embed_checked(embedder: &dyn SentenceEmbedder, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+pub(crate) fn embed_checked(
+    embedder: &dyn SentenceEmbedder,
+    texts: &[&str],
+) -> Result<Vec<Vec<f32>>, String> {
     let v = embedder.embed(texts)?;
     if v.len() != texts.len() {
         return Err(format!("{} vectors for {} texts", v.len(), texts.len()));

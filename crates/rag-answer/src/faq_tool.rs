@@ -48,7 +48,11 @@ pub fn format_faq_tool(query: &str, hits: &[FaqToolHit]) -> String {
                 "Q: {}\nA: {}\nSource: {}",
                 one_line(&h.question),
                 one_line(&h.answer),
-                h.source.as_deref().map(str::trim).filter(|s| !s.is_empty()).unwrap_or("FAQ")
+                h.source
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or("FAQ")
             )
         })
         .collect::<Vec<_>>()
@@ -67,13 +71,24 @@ mod tests {
     #[test]
     fn hits_and_miss() {
         let hits = vec![
-            FaqToolHit { question: "你们的营业时间是几点到几点？".into(), answer: "每天 11:00–次日 02:00。\n01:30 停止接单。".into(), source: Some("https://demo.ragscope.local/faq/opening-hours".into()) },
-            FaqToolHit { question: "Do you deliver?".into(), answer: "Yes.".into(), source: None },
+            FaqToolHit {
+                question: "你们的营业时间是几点到几点？".into(),
+                answer: "每天 11:00–次日 02:00。\n01:30 停止接单。".into(),
+                source: Some("https://demo.ragscope.local/faq/opening-hours".into()),
+            },
+            FaqToolHit {
+                question: "Do you deliver?".into(),
+                answer: "Yes.".into(),
+                source: None,
+            },
         ];
         assert_eq!(
             format_faq_tool("营业时间", &hits),
             "Q: 你们的营业时间是几点到几点？\nA: 每天 11:00–次日 02:00。 01:30 停止接单。\nSource: https://demo.ragscope.local/faq/opening-hours\n\nQ: Do you deliver?\nA: Yes.\nSource: FAQ"
         );
-        assert_eq!(format_faq_tool(" 披萨 ", &[]), "No relevant FAQs found for: 披萨");
+        assert_eq!(
+            format_faq_tool(" 披萨 ", &[]),
+            "No relevant FAQs found for: 披萨"
+        );
     }
 }

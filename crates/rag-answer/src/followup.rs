@@ -59,24 +59,125 @@ pub struct Rewrite {
     pub carried: Vec<String>,
 }
 
-const ZH_PREFIXES: &[&str] = &["那如果是", "如果是", "那要是", "要是", "那么", "还有", "另外", "换成", "那"];
-const ZH_QUESTION_WORDS: &[&str] = &["吗", "怎么", "什么", "多少", "几", "如何", "是否", "能不能", "可不可以", "哪", "为什么", "谁"];
+const ZH_PREFIXES: &[&str] = &[
+    "那如果是",
+    "如果是",
+    "那要是",
+    "要是",
+    "那么",
+    "还有",
+    "另外",
+    "换成",
+    "那",
+];
+const ZH_QUESTION_WORDS: &[&str] = &[
+    "吗",
+    "怎么",
+    "什么",
+    "多少",
+    "几",
+    "如何",
+    "是否",
+    "能不能",
+    "可不可以",
+    "哪",
+    "为什么",
+    "谁",
+];
 const ZH_TIME_WORDS: &[&str] = &[
-    "周末", "周六", "周日", "周一", "周二", "周三", "周四", "周五", "星期六", "星期天", "星期日", "工作日", "节假日", "假期", "假日", "春节", "国庆",
-    "除夕", "晚上", "夜里", "夜间", "半夜", "深夜", "早上", "上午", "中午", "下午", "傍晚", "明天", "今天", "后天", "平时", "平日", "夜宵时段",
+    "周末",
+    "周六",
+    "周日",
+    "周一",
+    "周二",
+    "周三",
+    "周四",
+    "周五",
+    "星期六",
+    "星期天",
+    "星期日",
+    "工作日",
+    "节假日",
+    "假期",
+    "假日",
+    "春节",
+    "国庆",
+    "除夕",
+    "晚上",
+    "夜里",
+    "夜间",
+    "半夜",
+    "深夜",
+    "早上",
+    "上午",
+    "中午",
+    "下午",
+    "傍晚",
+    "明天",
+    "今天",
+    "后天",
+    "平时",
+    "平日",
+    "夜宵时段",
 ];
-const EN_PREFIXES: &[&str] = &["and what about ", "and how about ", "what about ", "how about ", "what of ", "same for ", "and also ", "and ", "or ", "also "];
-const EN_QUESTION_WORDS: &[&str] =
-    &["what", "how", "when", "where", "which", "who", "why", "is", "are", "do", "does", "can", "could", "will", "would", "should", "did", "was"];
+const EN_PREFIXES: &[&str] = &[
+    "and what about ",
+    "and how about ",
+    "what about ",
+    "how about ",
+    "what of ",
+    "same for ",
+    "and also ",
+    "and ",
+    "or ",
+    "also ",
+];
+const EN_QUESTION_WORDS: &[&str] = &[
+    "what", "how", "when", "where", "which", "who", "why", "is", "are", "do", "does", "can",
+    "could", "will", "would", "should", "did", "was",
+];
 const EN_TIME_WORDS: &[&str] = &[
-    "weekend", "weekends", "weekday", "weekdays", "holiday", "holidays", "saturday", "saturdays", "sunday", "sundays", "monday", "mondays", "tuesday",
-    "tuesdays", "wednesday", "wednesdays", "thursday", "thursdays", "friday", "fridays", "tonight", "today", "tomorrow", "morning", "mornings",
-    "evening", "evenings", "night", "nights", "lunchtime", "christmas",
+    "weekend",
+    "weekends",
+    "weekday",
+    "weekdays",
+    "holiday",
+    "holidays",
+    "saturday",
+    "saturdays",
+    "sunday",
+    "sundays",
+    "monday",
+    "mondays",
+    "tuesday",
+    "tuesdays",
+    "wednesday",
+    "wednesdays",
+    "thursday",
+    "thursdays",
+    "friday",
+    "fridays",
+    "tonight",
+    "today",
+    "tomorrow",
+    "morning",
+    "mornings",
+    "evening",
+    "evenings",
+    "night",
+    "nights",
+    "lunchtime",
+    "christmas",
 ];
-const EN_PREPOSITIONS: &[&str] = &["on", "at", "in", "during", "over", "for", "of", "with", "about", "to"];
-const EN_DETERMINERS: &[&str] = &["the", "a", "an", "my", "your", "our", "their", "this", "that", "these", "those", "its"];
+const EN_PREPOSITIONS: &[&str] = &[
+    "on", "at", "in", "during", "over", "for", "of", "with", "about", "to",
+];
+const EN_DETERMINERS: &[&str] = &[
+    "the", "a", "an", "my", "your", "our", "their", "this", "that", "these", "those", "its",
+];
 const EN_FUNCTION: &[&str] = &[
-    "i", "you", "we", "they", "it", "me", "us", "there", "much", "many", "long", "be", "have", "has", "had", "get", "any", "some", "not", "and", "or",
+    "i", "you", "we", "they", "it", "me", "us", "there", "much", "many", "long", "be", "have",
+    "has", "had", "get", "any", "some", "not", "and", "or",
 ];
 
 fn jieba() -> &'static Jieba {
@@ -101,7 +202,9 @@ pub fn rewrite_followup(analyzer: &Analyzer, history: &[Turn], followup: &str) -
 }
 
 fn trim_end_punct(s: &str) -> &str {
-    s.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '?' | '？' | '。' | '.' | '!' | '！' | '~' | '～' | '…'))
+    s.trim_end_matches(|c: char| {
+        c.is_whitespace() || matches!(c, '?' | '？' | '。' | '.' | '!' | '！' | '~' | '～' | '…')
+    })
 }
 
 fn question_end(s: &str) -> (&str, &str) {
@@ -123,7 +226,11 @@ fn rewrite_zh(analyzer: &Analyzer, previous: &str, f: &str) -> Option<Rewrite> {
             break;
         }
     }
-    let content = content.trim().trim_end_matches('的').trim_start_matches(['，', ',']).trim();
+    let content = content
+        .trim()
+        .trim_end_matches('的')
+        .trim_start_matches(['，', ','])
+        .trim();
     if content.is_empty() || ZH_QUESTION_WORDS.iter().any(|w| content.contains(w)) {
         return None;
     }
@@ -133,20 +240,36 @@ fn rewrite_zh(analyzer: &Analyzer, previous: &str, f: &str) -> Option<Rewrite> {
     }
     let is_time = ZH_TIME_WORDS.contains(&content) || {
         let tags = jieba().tag(content, true);
-        !tags.is_empty() && tags.iter().all(|t| t.tag == "t" || t.word.trim().is_empty())
+        !tags.is_empty()
+            && tags
+                .iter()
+                .all(|t| t.tag == "t" || t.word.trim().is_empty())
     };
     let carried_from = |replaced: Option<&str>| -> Vec<String> {
         let gone: Vec<String> = replaced.map(|r| analyzer.key_terms(r)).unwrap_or_default();
-        analyzer.key_terms(previous).into_iter().filter(|k| !gone.contains(k)).collect()
+        analyzer
+            .key_terms(previous)
+            .into_iter()
+            .filter(|k| !gone.contains(k))
+            .collect()
     };
     if is_time {
-        let existing = ZH_TIME_WORDS.iter().filter(|w| previous.contains(*w)).max_by_key(|w| w.len());
+        let existing = ZH_TIME_WORDS
+            .iter()
+            .filter(|w| previous.contains(*w))
+            .max_by_key(|w| w.len());
         let (query, replaced) = match existing {
             Some(w) => (previous.replacen(w, content, 1), Some(w.to_string())),
             None => (format!("{content}{previous}"), None),
         };
         let carried = carried_from(replaced.as_deref());
-        return Some(Rewrite { query, method: RewriteMethod::AddQualifier, content: content.into(), replaced, carried });
+        return Some(Rewrite {
+            query,
+            method: RewriteMethod::AddQualifier,
+            content: content.into(),
+            replaced,
+            carried,
+        });
     }
     match zh_topic(previous) {
         Some((start, end)) => {
@@ -154,7 +277,13 @@ fn rewrite_zh(analyzer: &Analyzer, previous: &str, f: &str) -> Option<Rewrite> {
             let replaced = previous[start..end].to_string();
             let query = format!("{}{}{}", &previous[..start], content, &previous[end..]);
             let carried = carried_from(Some(&replaced));
-            Some(Rewrite { query, method: RewriteMethod::ReplaceTopic, content: content.into(), replaced: Some(replaced), carried })
+            Some(Rewrite {
+                query,
+                method: RewriteMethod::ReplaceTopic,
+                content: content.into(),
+                replaced: Some(replaced),
+                carried,
+            })
         }
         None => Some(append_terms(analyzer, previous, content)),
     }
@@ -164,7 +293,9 @@ fn rewrite_zh(analyzer: &Analyzer, previous: &str, f: &str) -> Option<Rewrite> {
 fn zh_topic(previous: &str) -> Option<(usize, usize)> {
     let tags = jieba().tag(previous, true);
     let nounish = |tag: &str, word: &str| {
-        (tag.starts_with('n') || tag == "vn" || tag == "eng") && !ZH_TIME_WORDS.contains(&word) && word.trim().chars().any(|c| c.is_alphanumeric())
+        (tag.starts_with('n') || tag == "vn" || tag == "eng")
+            && !ZH_TIME_WORDS.contains(&word)
+            && word.trim().chars().any(|c| c.is_alphanumeric())
     };
     let mut offset = 0usize;
     let mut range: Option<(usize, usize, bool)> = None;
@@ -189,7 +320,8 @@ fn zh_topic(previous: &str) -> Option<(usize, usize)> {
 /// When the topic is several Latin words and the new topic one Latin word, the range of the last word only.
 fn narrow_latin_phrase(text: &str, start: usize, end: usize, content: &str) -> (usize, usize) {
     let phrase = &text[start..end];
-    let latin_word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let latin_word =
+        |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
     if latin_word(content) && phrase.split(' ').count() > 1 && phrase.split(' ').all(latin_word) {
         let last = phrase.rfind(' ').map(|p| p + 1).unwrap_or(0);
         return (start + last, end);
@@ -200,7 +332,13 @@ fn narrow_latin_phrase(text: &str, start: usize, end: usize, content: &str) -> (
 fn append_terms(analyzer: &Analyzer, previous: &str, content: &str) -> Rewrite {
     let carried = analyzer.key_terms(previous);
     let query = format!("{content} {}", carried.join(" "));
-    Rewrite { query: query.trim().to_string(), method: RewriteMethod::AppendTerms, content: content.into(), replaced: None, carried }
+    Rewrite {
+        query: query.trim().to_string(),
+        method: RewriteMethod::AppendTerms,
+        content: content.into(),
+        replaced: None,
+        carried,
+    }
 }
 
 /// Words of `s` with their byte ranges (punctuation at the ends trimmed).
@@ -208,7 +346,8 @@ fn words(s: &str) -> Vec<(usize, usize, String)> {
     let mut out = Vec::new();
     let mut offset = 0;
     for raw in s.split(' ') {
-        let start = offset + (raw.len() - raw.trim_start_matches(|c: char| !c.is_alphanumeric()).len());
+        let start =
+            offset + (raw.len() - raw.trim_start_matches(|c: char| !c.is_alphanumeric()).len());
         let trimmed = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '-');
         if !trimmed.is_empty() {
             out.push((start, start + trimmed.len(), trimmed.to_lowercase()));
@@ -231,43 +370,86 @@ fn rewrite_en(analyzer: &Analyzer, previous: &str, f: &str) -> Option<Rewrite> {
         }
     }
     let ws = words(content);
-    if ws.is_empty() || ws.len() > 4 || EN_QUESTION_WORDS.contains(&ws[0].2.as_str()) || !(marked || ws.len() <= 2) {
+    if ws.is_empty()
+        || ws.len() > 4
+        || EN_QUESTION_WORDS.contains(&ws[0].2.as_str())
+        || !(marked || ws.len() <= 2)
+    {
         return None;
     }
     let (prev_body, end) = question_end(previous);
-    let end = if end.trim().is_empty() { "?" } else { end.trim() };
+    let end = if end.trim().is_empty() {
+        "?"
+    } else {
+        end.trim()
+    };
     let time_word = ws.iter().any(|w| EN_TIME_WORDS.contains(&w.2.as_str()));
     let starts_with_prep = EN_PREPOSITIONS.contains(&ws[0].2.as_str());
     if time_word && ws.len() <= 3 {
-        let qualifier = if starts_with_prep || ws.iter().all(|w| !matches!(w.2.as_str(), "weekend" | "weekends" | "weekday" | "weekdays" | "holiday" | "holidays") && !w.2.ends_with("day") && !w.2.ends_with("days")) {
+        let qualifier = if starts_with_prep
+            || ws.iter().all(|w| {
+                !matches!(
+                    w.2.as_str(),
+                    "weekend" | "weekends" | "weekday" | "weekdays" | "holiday" | "holidays"
+                ) && !w.2.ends_with("day")
+                    && !w.2.ends_with("days")
+            }) {
             content.to_string()
         } else {
             format!("on {content}")
         };
         let query = format!("{prev_body} {qualifier}{end}");
         let carried = analyzer.key_terms(previous);
-        return Some(Rewrite { query, method: RewriteMethod::AddQualifier, content: qualifier, replaced: None, carried });
+        return Some(Rewrite {
+            query,
+            method: RewriteMethod::AddQualifier,
+            content: qualifier,
+            replaced: None,
+            carried,
+        });
     }
     // The new topic without its determiner.
     let topic = match ws.first() {
-        Some((_, e, w)) if EN_DETERMINERS.contains(&w.as_str()) && ws.len() > 1 => content[*e..].trim(),
+        Some((_, e, w)) if EN_DETERMINERS.contains(&w.as_str()) && ws.len() > 1 => {
+            content[*e..].trim()
+        }
         _ => content,
     };
     let pw = words(prev_body);
     let is_content = |w: &str| {
-        !EN_QUESTION_WORDS.contains(&w) && !EN_FUNCTION.contains(&w) && !EN_DETERMINERS.contains(&w) && !EN_PREPOSITIONS.contains(&w)
+        !EN_QUESTION_WORDS.contains(&w)
+            && !EN_FUNCTION.contains(&w)
+            && !EN_DETERMINERS.contains(&w)
+            && !EN_PREPOSITIONS.contains(&w)
     };
     let after_det = (1..pw.len()).rev().find(|&i| {
         let before = pw[i - 1].2.as_str();
-        (EN_DETERMINERS.contains(&before) || EN_PREPOSITIONS.contains(&before)) && is_content(&pw[i].2)
+        (EN_DETERMINERS.contains(&before) || EN_PREPOSITIONS.contains(&before))
+            && is_content(&pw[i].2)
     });
     let index = after_det.or_else(|| (0..pw.len()).rev().find(|&i| is_content(&pw[i].2)))?;
     let (start, end_b, _) = pw[index];
     let replaced = prev_body[start..end_b].to_string();
-    let query = format!("{}{}{}{}", &prev_body[..start], topic, &prev_body[end_b..], end);
+    let query = format!(
+        "{}{}{}{}",
+        &prev_body[..start],
+        topic,
+        &prev_body[end_b..],
+        end
+    );
     let gone = analyzer.key_terms(&replaced);
-    let carried = analyzer.key_terms(previous).into_iter().filter(|k| !gone.contains(k)).collect();
-    Some(Rewrite { query, method: RewriteMethod::ReplaceTopic, content: topic.to_string(), replaced: Some(replaced), carried })
+    let carried = analyzer
+        .key_terms(previous)
+        .into_iter()
+        .filter(|k| !gone.contains(k))
+        .collect();
+    Some(Rewrite {
+        query,
+        method: RewriteMethod::ReplaceTopic,
+        content: topic.to_string(),
+        replaced: Some(replaced),
+        carried,
+    })
 }
 
 #[cfg(test)]
@@ -275,11 +457,20 @@ mod tests {
     use super::*;
 
     fn rw(previous: &str, followup: &str) -> Option<Rewrite> {
-        rewrite_followup(&Analyzer::new(), &[Turn { query: previous.into(), answer: None }], followup)
+        rewrite_followup(
+            &Analyzer::new(),
+            &[Turn {
+                query: previous.into(),
+                answer: None,
+            }],
+            followup,
+        )
     }
 
     fn q(previous: &str, followup: &str) -> String {
-        rw(previous, followup).map(|r| r.query).unwrap_or_else(|| "<none>".into())
+        rw(previous, followup)
+            .map(|r| r.query)
+            .unwrap_or_else(|| "<none>".into())
     }
 
     #[test]
@@ -289,7 +480,10 @@ mod tests {
         assert_eq!(r.method, RewriteMethod::ReplaceTopic);
         assert_eq!(r.replaced.as_deref(), Some("牛肉"));
         assert!(r.carried.contains(&"新鲜".to_string()), "{:?}", r.carried);
-        assert_eq!(q("Lumen Desk Pro 的承重是多少？", "那 Max 呢？"), "Lumen Desk Max 的承重是多少？");
+        assert_eq!(
+            q("Lumen Desk Pro 的承重是多少？", "那 Max 呢？"),
+            "Lumen Desk Max 的承重是多少？"
+        );
     }
 
     #[test]
@@ -302,18 +496,48 @@ mod tests {
 
     #[test]
     fn english_follow_ups() {
-        assert_eq!(q("What time do you open?", "and on weekends?"), "What time do you open on weekends?");
-        assert_eq!(q("What time do you open?", "and weekends?"), "What time do you open on weekends?");
-        assert_eq!(q("Is the beef fresh?", "and the seafood?"), "Is the seafood fresh?");
-        assert_eq!(q("What is the weight capacity of the Pro?", "what about the Max?"), "What is the weight capacity of the Max?");
-        assert_eq!(q("Do you deliver beef?", "how about chicken?"), "Do you deliver chicken?");
+        assert_eq!(
+            q("What time do you open?", "and on weekends?"),
+            "What time do you open on weekends?"
+        );
+        assert_eq!(
+            q("What time do you open?", "and weekends?"),
+            "What time do you open on weekends?"
+        );
+        assert_eq!(
+            q("Is the beef fresh?", "and the seafood?"),
+            "Is the seafood fresh?"
+        );
+        assert_eq!(
+            q(
+                "What is the weight capacity of the Pro?",
+                "what about the Max?"
+            ),
+            "What is the weight capacity of the Max?"
+        );
+        assert_eq!(
+            q("Do you deliver beef?", "how about chicken?"),
+            "Do you deliver chicken?"
+        );
     }
 
     #[test]
     fn standalone_questions_are_left_alone() {
         assert_eq!(q("牛肉新鲜吗？", "配送费怎么收？"), "<none>");
-        assert_eq!(q("牛肉新鲜吗？", "你们的店在哪里，周末营业到几点，可以开发票吗"), "<none>");
-        assert_eq!(q("Is the beef fresh?", "How long is the warranty on the motor?"), "<none>");
+        assert_eq!(
+            q(
+                "牛肉新鲜吗？",
+                "你们的店在哪里，周末营业到几点，可以开发票吗"
+            ),
+            "<none>"
+        );
+        assert_eq!(
+            q(
+                "Is the beef fresh?",
+                "How long is the warranty on the motor?"
+            ),
+            "<none>"
+        );
         assert!(rewrite_followup(&Analyzer::new(), &[], "那海鲜呢？").is_none());
     }
 }

@@ -33,15 +33,27 @@ pub mod sentences;
 pub mod support;
 mod terms;
 
-pub use citations::{check_citations, find_markers, strip_markers, CheckedCitations, CitedSource, Marker, RemovedCitation};
+pub use citations::{
+    check_citations, find_markers, strip_markers, CheckedCitations, CitedSource, Marker,
+    RemovedCitation,
+};
 pub use drafts::{draft_prompt, parse_drafts, DraftError, DraftPrompt, DraftedPair, ParsedDrafts};
 pub use embed::{cosine, PrecomputedEmbeddings, SentenceEmbedder};
-pub use extractive::{extractive_answer, ExtractiveAnswer, ExtractiveConfig, Quote, EXTRACTIVE_NAME};
+pub use extractive::{
+    extractive_answer, ExtractiveAnswer, ExtractiveConfig, Quote, EXTRACTIVE_NAME,
+};
 pub use faq_tool::{format_faq_tool, FaqToolHit};
 pub use followup::{rewrite_followup, Rewrite, RewriteMethod, Turn};
 pub use lang::AnswerLanguage;
 pub use miss::{decide_miss, miss_reply, MissDecision, MissReason, MissSignals, MissThresholds};
-pub use pack::{pack, render_source, PackCandidate, PackDropReason, PackDropped, PackProfile, Packed};
-pub use prompt::{escape_data, sources_block, PromptError, PromptTemplate, SOURCES_CLOSE, SOURCES_OPEN};
+pub use pack::{
+    pack, render_source, PackCandidate, PackDropReason, PackDropped, PackProfile, Packed,
+};
+pub use prompt::{
+    escape_data, sources_block, PromptError, PromptTemplate, SOURCES_CLOSE, SOURCES_OPEN,
+};
 pub use sentences::{split_sentences, SentenceSpan};
-pub use support::{check_support, support_texts, SentenceSupport, SupportConfig, SupportMatch, SupportReport, Verdict};
+pub use support::{
+    check_support, support_texts, SentenceSupport, SupportConfig, SupportMatch, SupportReport,
+    Verdict,
+};

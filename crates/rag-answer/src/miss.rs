@@ -33,7 +33,10 @@ pub struct MissThresholds {
 
 impl Default for MissThresholds {
     fn default() -> Self {
-        MissThresholds { min_fused: Some(0.05), min_cosine: Some(0.80) }
+        MissThresholds {
+            min_fused: Some(0.05),
+            min_cosine: Some(0.80),
+        }
     }
 }
 
@@ -74,8 +77,12 @@ impl std::fmt::Display for MissReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             MissReason::NoHits => write!(f, "no hits"),
-            MissReason::LowFusedScore { best, min } => write!(f, "best normalised fused score {best:.3} is under {min:.3}"),
-            MissReason::LowCosine { best, min } => write!(f, "best cosine {best:.3} is under {min:.3}"),
+            MissReason::LowFusedScore { best, min } => {
+                write!(f, "best normalised fused score {best:.3} is under {min:.3}")
+            }
+            MissReason::LowCosine { best, min } => {
+                write!(f, "best cosine {best:.3} is under {min:.3}")
+            }
         }
     }
 }
@@ -105,7 +112,10 @@ pub fn decide_miss(signals: &MissSignals, thresholds: &MissThresholds) -> MissDe
             reasons.push(MissReason::LowCosine { best, min });
         }
     }
-    MissDecision { kb_miss: !reasons.is_empty(), reasons }
+    MissDecision {
+        kb_miss: !reasons.is_empty(),
+        reasons,
+    }
 }
 
 /// The short reply to a miss: the fixed sentence, then an invitation to
@@ -124,19 +134,79 @@ mod tests {
     #[test]
     fn thresholds_decide() {
         let t = MissThresholds::default();
-        let good = MissSignals { hits: 3, best_fused: Some(0.4), best_cosine: Some(0.86) };
-        assert_eq!(decide_miss(&good, &t), MissDecision { kb_miss: false, reasons: vec![] });
-        let d = decide_miss(&MissSignals { best_cosine: Some(0.76), ..good }, &t);
+        let good = MissSignals {
+            hits: 3,
+            best_fused: Some(0.4),
+            best_cosine: Some(0.86),
+        };
+        assert_eq!(
+            decide_miss(&good, &t),
+            MissDecision {
+                kb_miss: false,
+                reasons: vec![]
+            }
+        );
+        let d = decide_miss(
+            &MissSignals {
+                best_cosine: Some(0.76),
+                ..good
+            },
+            &t,
+        );
         assert!(d.kb_miss);
-        assert_eq!(d.reasons, vec![MissReason::LowCosine { best: 0.76, min: 0.80 }]);
-        let d = decide_miss(&MissSignals { best_fused: Some(0.01), best_cosine: None, ..good }, &t);
-        assert_eq!(d.reasons, vec![MissReason::LowFusedScore { best: 0.01, min: 0.05 }]);
+        assert_eq!(
+            d.reasons,
+            vec![MissReason::LowCosine {
+                best: 0.76,
+                min: 0.80
+            }]
+        );
+        let d = decide_miss(
+            &MissSignals {
+                best_fused: Some(0.01),
+                best_cosine: None,
+                ..good
+            },
+            &t,
+        );
+        assert_eq!(
+            d.reasons,
+            vec![MissReason::LowFusedScore {
+                best: 0.01,
+                min: 0.05
+            }]
+        );
         // Without a dense path, the cosine does not decide.
-        assert!(!decide_miss(&MissSignals { best_cosine: None, ..good }, &t).kb_miss);
-        assert_eq!(decide_miss(&MissSignals::default(), &t).reasons, vec![MissReason::NoHits]);
+        assert!(
+            !decide_miss(
+                &MissSignals {
+                    best_cosine: None,
+                    ..good
+                },
+                &t
+            )
+            .kb_miss
+        );
+        assert_eq!(
+            decide_miss(&MissSignals::default(), &t).reasons,
+            vec![MissReason::NoHits]
+        );
         // Disabled thresholds.
-        let off = MissThresholds { min_fused: None, min_cosine: None };
-        assert!(!decide_miss(&MissSignals { best_cosine: Some(0.1), best_fused: Some(0.001), hits: 1 }, &off).kb_miss);
+        let off = MissThresholds {
+            min_fused: None,
+            min_cosine: None,
+        };
+        assert!(
+            !decide_miss(
+                &MissSignals {
+                    best_cosine: Some(0.1),
+                    best_fused: Some(0.001),
+                    hits: 1
+                },
+                &off
+            )
+            .kb_miss
+        );
     }
 
     #[test]

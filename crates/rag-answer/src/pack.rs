@@ -35,12 +35,20 @@ impl Default for PackProfile {
 impl PackProfile {
     /// FAQ / customer-service answers: the top 3 within 800 characters.
     pub fn faq() -> Self {
-        PackProfile { name: "faq".into(), max_sources: 3, max_chars: 800 }
+        PackProfile {
+            name: "faq".into(),
+            max_sources: 3,
+            max_chars: 800,
+        }
     }
 
     /// Document Q&A: the top 6 within 6,000 characters.
     pub fn document() -> Self {
-        PackProfile { name: "document".into(), max_sources: 6, max_chars: 6_000 }
+        PackProfile {
+            name: "document".into(),
+            max_sources: 6,
+            max_chars: 6_000,
+        }
     }
 
     /// A built-in profile by name.
@@ -87,9 +95,14 @@ pub enum PackDropReason {
 impl std::fmt::Display for PackDropReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PackDropReason::MaxSources { max_sources } => write!(f, "source limit of {max_sources} reached"),
+            PackDropReason::MaxSources { max_sources } => {
+                write!(f, "source limit of {max_sources} reached")
+            }
             PackDropReason::CharBudget { needed, remaining } => {
-                write!(f, "needs {needed} characters, {remaining} left in the budget")
+                write!(
+                    f,
+                    "needs {needed} characters, {remaining} left in the budget"
+                )
             }
             PackDropReason::Duplicate => write!(f, "already packed"),
             PackDropReason::Empty => write!(f, "no text"),
@@ -126,7 +139,11 @@ pub struct Packed {
 impl Packed {
     /// The sources rendered as `[n] title\n body`, separated by blank lines.
     pub fn render(&self) -> String {
-        self.sources.iter().map(render_source).collect::<Vec<_>>().join("\n\n")
+        self.sources
+            .iter()
+            .map(render_source)
+            .collect::<Vec<_>>()
+            .join("\n\n")
     }
 }
 
@@ -135,7 +152,12 @@ pub fn render_source(s: &ContextSource) -> String {
     if s.passage.title.trim().is_empty() {
         format!("[{}] {}", s.n, s.passage.body.trim())
     } else {
-        format!("[{}] {}\n{}", s.n, s.passage.title.trim(), s.passage.body.trim())
+        format!(
+            "[{}] {}\n{}",
+            s.n,
+            s.passage.title.trim(),
+            s.passage.body.trim()
+        )
     }
 }
 
@@ -150,7 +172,11 @@ pub fn pack(candidates: &[PackCandidate], profile: &PackProfile) -> Packed {
     let mut truncated = Vec::new();
     let mut used = 0usize;
     for c in candidates {
-        let drop = |reason| PackDropped { id: c.passage.id, rank: c.hit.rank, reason };
+        let drop = |reason| PackDropped {
+            id: c.passage.id,
+            rank: c.hit.rank,
+            reason,
+        };
         if c.passage.title.trim().is_empty() && c.passage.body.trim().is_empty() {
             dropped.push(drop(PackDropReason::Empty));
             continue;
@@ -160,11 +186,16 @@ pub fn pack(candidates: &[PackCandidate], profile: &PackProfile) -> Packed {
             continue;
         }
         if sources.len() >= profile.max_sources {
-            dropped.push(drop(PackDropReason::MaxSources { max_sources: profile.max_sources }));
+            dropped.push(drop(PackDropReason::MaxSources {
+                max_sources: profile.max_sources,
+            }));
             continue;
         }
         let n = sources.len() as u32 + 1;
-        let mut source = ContextSource { n, passage: c.passage.clone() };
+        let mut source = ContextSource {
+            n,
+            passage: c.passage.clone(),
+        };
         source.passage.title = source.passage.title.trim().to_string();
         source.passage.body = source.passage.body.trim().to_string();
         let needed = chars(&render_source(&source));
@@ -182,20 +213,37 @@ pub fn pack(candidates: &[PackCandidate], profile: &PackProfile) -> Packed {
                 continue;
             }
             source.passage.body = cut_to(&source.passage.body, keep);
-            source.passage.highlights.retain(|&(_, e)| e <= source.passage.body.len());
+            source
+                .passage
+                .highlights
+                .retain(|&(_, e)| e <= source.passage.body.len());
             truncated.push(n);
         }
         used += chars(&render_source(&source));
         sources.push(source);
     }
-    Packed { profile: profile.clone(), sources, dropped, truncated, chars: used }
+    Packed {
+        profile: profile.clone(),
+        sources,
+        dropped,
+        truncated,
+        chars: used,
+    }
 }
 
 /// The longest prefix of `body` of at most `max_chars` characters, ending at a
 /// sentence end when one is in the second half of the allowance.
 fn cut_to(body: &str, max_chars: usize) -> String {
-    let limit = body.char_indices().nth(max_chars).map(|(b, _)| b).unwrap_or(body.len());
-    let best_sentence_end = split_sentences(body).iter().map(|s| s.end).filter(|&e| e <= limit).max();
+    let limit = body
+        .char_indices()
+        .nth(max_chars)
+        .map(|(b, _)| b)
+        .unwrap_or(body.len());
+    let best_sentence_end = split_sentences(body)
+        .iter()
+        .map(|s| s.end)
+        .filter(|&e| e <= limit)
+        .max();
     match best_sentence_end {
         Some(e) if chars(&body[..e]) * 2 >= max_chars => body[..e].to_string(),
         _ => body[..limit].to_string(),
@@ -210,35 +258,72 @@ mod tests {
     fn cand(rank: u32, title: &str, body: &str) -> PackCandidate {
         let id = PassageId::Chunk(ChunkId::generate());
         PackCandidate {
-            hit: FusedHit { id, rank, score: 1.0 / rank as f64, normalized: 1.0 / rank as f64, contributions: vec![] },
-            passage: PassageView { id, kind: PassageKind::Chunk, title: title.into(), body: body.into(), source: None, highlights: vec![] },
+            hit: FusedHit {
+                id,
+                rank,
+                score: 1.0 / rank as f64,
+                normalized: 1.0 / rank as f64,
+                contributions: vec![],
+            },
+            passage: PassageView {
+                id,
+                kind: PassageKind::Chunk,
+                title: title.into(),
+                body: body.into(),
+                source: None,
+                highlights: vec![],
+            },
         }
     }
 
     #[test]
     fn faq_profile_keeps_three_in_rank_order_and_reports_the_rest() {
-        let c: Vec<_> = (1..=5).map(|r| cand(r, &format!("问题{r}"), "答案。")).collect();
+        let c: Vec<_> = (1..=5)
+            .map(|r| cand(r, &format!("问题{r}"), "答案。"))
+            .collect();
         let p = pack(&c, &PackProfile::faq());
-        assert_eq!(p.sources.iter().map(|s| s.n).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(
+            p.sources.iter().map(|s| s.n).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
         assert_eq!(p.sources[2].passage.title, "问题3");
         assert_eq!(p.dropped.len(), 2);
         assert_eq!(p.dropped[0].rank, 4);
-        assert_eq!(p.dropped[0].reason, PackDropReason::MaxSources { max_sources: 3 });
-        assert_eq!(p.render().split("\n\n").next().unwrap(), "[1] 问题1\n答案。");
+        assert_eq!(
+            p.dropped[0].reason,
+            PackDropReason::MaxSources { max_sources: 3 }
+        );
+        assert_eq!(
+            p.render().split("\n\n").next().unwrap(),
+            "[1] 问题1\n答案。"
+        );
         assert_eq!(p.chars, 3 * chars("[1] 问题1\n答案。"));
     }
 
     #[test]
     fn a_source_too_large_is_dropped_and_smaller_later_ones_still_fit() {
         let long = "很长的内容。".repeat(125); // 750 characters
-        let c = vec![cand(1, "A", &"短。".repeat(50)), cand(2, "B", &long), cand(3, "C", "短句。")];
+        let c = vec![
+            cand(1, "A", &"短。".repeat(50)),
+            cand(2, "B", &long),
+            cand(3, "C", "短句。"),
+        ];
         let p = pack(&c, &PackProfile::faq());
-        assert_eq!(p.sources.iter().map(|s| s.passage.title.as_str()).collect::<Vec<_>>(), vec!["A", "C"]);
+        assert_eq!(
+            p.sources
+                .iter()
+                .map(|s| s.passage.title.as_str())
+                .collect::<Vec<_>>(),
+            vec!["A", "C"]
+        );
         assert_eq!(p.sources[1].n, 2, "numbers stay consecutive");
         match &p.dropped[0].reason {
             PackDropReason::CharBudget { needed, remaining } => {
                 assert_eq!(*needed, chars(&format!("[2] B\n{long}")));
-                assert_eq!(*remaining, 800 - chars(&format!("[1] A\n{}", "短。".repeat(50))));
+                assert_eq!(
+                    *remaining,
+                    800 - chars(&format!("[1] A\n{}", "短。".repeat(50)))
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -248,10 +333,21 @@ mod tests {
     #[test]
     fn an_oversized_first_source_is_cut_at_a_sentence_end() {
         let body = "First sentence is here. ".repeat(60);
-        let p = pack(&[cand(1, "Doc", &body)], &PackProfile { name: "t".into(), max_sources: 3, max_chars: 100 });
+        let p = pack(
+            &[cand(1, "Doc", &body)],
+            &PackProfile {
+                name: "t".into(),
+                max_sources: 3,
+                max_chars: 100,
+            },
+        );
         assert_eq!(p.truncated, vec![1]);
         assert!(p.chars <= 100, "{}", p.chars);
-        assert!(p.sources[0].passage.body.ends_with("here."), "{:?}", p.sources[0].passage.body);
+        assert!(
+            p.sources[0].passage.body.ends_with("here."),
+            "{:?}",
+            p.sources[0].passage.body
+        );
     }
 
     #[test]
@@ -261,6 +357,12 @@ mod tests {
         dup.hit.rank = 2;
         let p = pack(&[a, dup, cand(3, " ", " ")], &PackProfile::document());
         assert_eq!(p.sources.len(), 1);
-        assert_eq!(p.dropped.iter().map(|d| d.reason.clone()).collect::<Vec<_>>(), vec![PackDropReason::Duplicate, PackDropReason::Empty]);
+        assert_eq!(
+            p.dropped
+                .iter()
+                .map(|d| d.reason.clone())
+                .collect::<Vec<_>>(),
+            vec![PackDropReason::Duplicate, PackDropReason::Empty]
+        );
     }
 }

@@ -27,7 +27,9 @@ impl SentenceSpan {
 
 const STRONG: &[char] = &['。', '！', '？', '；', '!', '?', ';', '…', '｡'];
 const CLOSERS: &[char] = &['」', '』', '”', '’', '"', '\'', ')', '）', '】', '》', ']'];
-const ABBREVIATIONS: &[&str] = &["e.g", "i.e", "etc", "mr", "mrs", "ms", "dr", "no", "vs", "approx", "fig", "st"];
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "etc", "mr", "mrs", "ms", "dr", "no", "vs", "approx", "fig", "st",
+];
 
 /// Splits `text` into sentences, in order.
 pub fn split_sentences(text: &str) -> Vec<SentenceSpan> {
@@ -55,7 +57,9 @@ pub fn split_sentences(text: &str) -> Vec<SentenceSpan> {
         }
         // Absorb repeated terminators (?!, ……, ...), closing quotes and brackets.
         let mut j = i + 1;
-        while j < chars.len() && (STRONG.contains(&chars[j].1) || chars[j].1 == '.' || CLOSERS.contains(&chars[j].1)) {
+        while j < chars.len()
+            && (STRONG.contains(&chars[j].1) || chars[j].1 == '.' || CLOSERS.contains(&chars[j].1))
+        {
             j += 1;
         }
         // Absorb citation markers right after the sentence, with spaces before them.
@@ -111,20 +115,27 @@ fn period_ends_sentence(text: &str, chars: &[(usize, char)], i: usize) -> bool {
     }
     match next {
         None => {}
-        Some(n) if n.is_whitespace() || CLOSERS.contains(&n) || matches!(n, '[' | '［' | '【') => {}
+        Some(n) if n.is_whitespace() || CLOSERS.contains(&n) || matches!(n, '[' | '［' | '【') => {
+        }
         Some(n) if rag_text::is_han(n) => {}
         _ => return false,
     }
     // The word before the period.
     let at = chars[i].0;
-    let word_start = text[..at].rfind(|c: char| c.is_whitespace() || c == '(').map(|p| p + 1).unwrap_or(0);
+    let word_start = text[..at]
+        .rfind(|c: char| c.is_whitespace() || c == '(')
+        .map(|p| p + 1)
+        .unwrap_or(0);
     let word = text[word_start..at].to_lowercase();
     let word = word.trim_start_matches(['(', '"', '\'']);
     if ABBREVIATIONS.contains(&word) {
         return false;
     }
     // A single capital letter: an initial (J. Smith).
-    if word.chars().count() == 1 && word.chars().all(|c| c.is_alphabetic()) && prev.is_some_and(char::is_uppercase) {
+    if word.chars().count() == 1
+        && word.chars().all(|c| c.is_alphabetic())
+        && prev.is_some_and(char::is_uppercase)
+    {
         return false;
     }
     true
@@ -132,13 +143,25 @@ fn period_ends_sentence(text: &str, chars: &[(usize, char)], i: usize) -> bool {
 
 fn push(text: &str, start: usize, end: usize, out: &mut Vec<SentenceSpan>) {
     let piece = &text[start..end];
-    let lead = piece.len() - piece.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '•' | '·' | '#' | '>')).len();
+    let lead = piece.len()
+        - piece
+            .trim_start_matches(|c: char| {
+                c.is_whitespace() || matches!(c, '-' | '*' | '•' | '·' | '#' | '>')
+            })
+            .len();
     let trimmed = piece[lead..].trim_end();
-    if trimmed.is_empty() || !trimmed.chars().any(|c| c.is_alphanumeric() || rag_text::is_han(c)) {
+    if trimmed.is_empty()
+        || !trimmed
+            .chars()
+            .any(|c| c.is_alphanumeric() || rag_text::is_han(c))
+    {
         return;
     }
     let s = start + lead;
-    out.push(SentenceSpan { start: s, end: s + trimmed.len() });
+    out.push(SentenceSpan {
+        start: s,
+        end: s + trimmed.len(),
+    });
 }
 
 #[cfg(test)]
@@ -153,7 +176,13 @@ mod tests {
     fn chinese_terminators() {
         assert_eq!(
             split("本店营业到次日02:00。最晚接单时间是01:30！可以吗？可以；但要提前。"),
-            vec!["本店营业到次日02:00。", "最晚接单时间是01:30！", "可以吗？", "可以；", "但要提前。"]
+            vec![
+                "本店营业到次日02:00。",
+                "最晚接单时间是01:30！",
+                "可以吗？",
+                "可以；",
+                "但要提前。"
+            ]
         );
     }
 
@@ -161,7 +190,12 @@ mod tests {
     fn english_periods_numbers_and_abbreviations() {
         assert_eq!(
             split("The Pro lifts 120 kg. It moves at 3.5 cm/s, e.g. when loaded. Really?! Yes."),
-            vec!["The Pro lifts 120 kg.", "It moves at 3.5 cm/s, e.g. when loaded.", "Really?!", "Yes."]
+            vec![
+                "The Pro lifts 120 kg.",
+                "It moves at 3.5 cm/s, e.g. when loaded.",
+                "Really?!",
+                "Yes."
+            ]
         );
     }
 

@@ -38,7 +38,10 @@ pub struct SupportConfig {
 
 impl Default for SupportConfig {
     fn default() -> Self {
-        SupportConfig { min_overlap: 0.6, min_cosine: 0.82 }
+        SupportConfig {
+            min_overlap: 0.6,
+            min_cosine: 0.82,
+        }
     }
 }
 
@@ -108,7 +111,9 @@ pub struct SupportReport {
 impl SupportReport {
     /// Sentences that cite sources which do not back them.
     pub fn unsupported(&self) -> impl Iterator<Item = &SentenceSupport> {
-        self.sentences.iter().filter(|s| matches!(s.verdict, Verdict::Unsupported { .. }))
+        self.sentences
+            .iter()
+            .filter(|s| matches!(s.verdict, Verdict::Unsupported { .. }))
     }
 }
 
@@ -134,7 +139,12 @@ fn answer_sentences(answer: &str, sources: &[ContextSource]) -> Vec<AnswerSenten
             }
             let text = clean(&strip_markers(raw));
             let line = answer[..s.start].matches('\n').count();
-            AnswerSentence { range: (s.start, s.end), text, cites, line }
+            AnswerSentence {
+                range: (s.start, s.end),
+                text,
+                cites,
+                line,
+            }
         })
         .collect();
     // Inherit citations within a line from the next cited sentence.
@@ -143,7 +153,10 @@ fn answer_sentences(answer: &str, sources: &[ContextSource]) -> Vec<AnswerSenten
             continue;
         }
         let line = out[i].line;
-        let next = out[i + 1..].iter().take_while(|s| s.line == line).find(|s| !s.cites.is_empty());
+        let next = out[i + 1..]
+            .iter()
+            .take_while(|s| s.line == line)
+            .find(|s| !s.cites.is_empty());
         if let Some(c) = next.map(|s| s.cites.clone()) {
             out[i].cites = c;
         }
@@ -154,7 +167,13 @@ fn answer_sentences(answer: &str, sources: &[ContextSource]) -> Vec<AnswerSenten
 /// Strips list markers and quotation marks around a quoted sentence.
 fn clean(s: &str) -> String {
     s.trim()
-        .trim_matches(|c: char| c.is_whitespace() || matches!(c, '「' | '」' | '『' | '』' | '“' | '”' | '"' | '·' | '-' | '•' | '*'))
+        .trim_matches(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '「' | '」' | '『' | '』' | '“' | '”' | '"' | '·' | '-' | '•' | '*'
+                )
+        })
         .to_string()
 }
 
@@ -170,12 +189,14 @@ fn source_sentences(sources: &[ContextSource], wanted: &[u32]) -> Vec<SourceSent
         .iter()
         .filter(|s| wanted.contains(&s.n))
         .flat_map(|s| {
-            split_sentences(&s.passage.body).into_iter().map(move |sp| SourceSentence {
-                n: s.n,
-                id: s.passage.id,
-                span: (sp.start, sp.end),
-                text: sp.text(&s.passage.body).to_string(),
-            })
+            split_sentences(&s.passage.body)
+                .into_iter()
+                .map(move |sp| SourceSentence {
+                    n: s.n,
+                    id: s.passage.id,
+                    span: (sp.start, sp.end),
+                    text: sp.text(&s.passage.body).to_string(),
+                })
         })
         .collect()
 }
@@ -183,12 +204,22 @@ fn source_sentences(sources: &[ContextSource], wanted: &[u32]) -> Vec<SourceSent
 /// The texts [`check_support`] will ask an embedder for, so they can be
 /// embedded beforehand (as [`crate::PrecomputedEmbeddings`]).
 pub fn support_texts(answer: &str, sources: &[ContextSource]) -> Vec<String> {
-    let sentences: Vec<AnswerSentence> = answer_sentences(answer, sources).into_iter().filter(|s| !s.cites.is_empty()).collect();
-    let mut wanted: Vec<u32> = sentences.iter().flat_map(|s| s.cites.iter().copied()).collect();
+    let sentences: Vec<AnswerSentence> = answer_sentences(answer, sources)
+        .into_iter()
+        .filter(|s| !s.cites.is_empty())
+        .collect();
+    let mut wanted: Vec<u32> = sentences
+        .iter()
+        .flat_map(|s| s.cites.iter().copied())
+        .collect();
     wanted.sort_unstable();
     wanted.dedup();
     let mut texts: Vec<String> = sentences.into_iter().map(|s| s.text).collect();
-    texts.extend(source_sentences(sources, &wanted).into_iter().map(|s| s.text));
+    texts.extend(
+        source_sentences(sources, &wanted)
+            .into_iter()
+            .map(|s| s.text),
+    );
     let mut seen = std::collections::HashSet::new();
     texts.retain(|t| seen.insert(t.clone()));
     texts
@@ -205,7 +236,10 @@ pub fn check_support(
     config: &SupportConfig,
 ) -> SupportReport {
     let sentences = answer_sentences(answer, sources);
-    let mut wanted: Vec<u32> = sentences.iter().flat_map(|s| s.cites.iter().copied()).collect();
+    let mut wanted: Vec<u32> = sentences
+        .iter()
+        .flat_map(|s| s.cites.iter().copied())
+        .collect();
     wanted.sort_unstable();
     wanted.dedup();
     let candidates = source_sentences(sources, &wanted);
@@ -214,7 +248,11 @@ pub fn check_support(
     let (vectors, embedding_note) = match embedder {
         None => (None, Some("no embedder: term overlap only".to_string())),
         Some(e) => {
-            let texts: Vec<&str> = checked.iter().map(|s| s.text.as_str()).chain(candidates.iter().map(|c| c.text.as_str())).collect();
+            let texts: Vec<&str> = checked
+                .iter()
+                .map(|s| s.text.as_str())
+                .chain(candidates.iter().map(|c| c.text.as_str()))
+                .collect();
             if texts.is_empty() {
                 (None, None)
             } else {
@@ -223,20 +261,34 @@ pub fn check_support(
                         let (a, c) = v.split_at(checked.len());
                         (Some((a.to_vec(), c.to_vec())), None)
                     }
-                    Err(e) => (None, Some(format!("embeddings unavailable ({e}): term overlap only"))),
+                    Err(e) => (
+                        None,
+                        Some(format!("embeddings unavailable ({e}): term overlap only")),
+                    ),
                 }
             }
         }
     };
-    let candidate_terms: Vec<_> = candidates.iter().map(|c| term_set(analyzer, &c.text)).collect();
-    let passage_numbers: Vec<(u32, Vec<String>)> = sources.iter().map(|s| (s.n, numbers(&s.passage.body, true))).collect();
+    let candidate_terms: Vec<_> = candidates
+        .iter()
+        .map(|c| term_set(analyzer, &c.text))
+        .collect();
+    let passage_numbers: Vec<(u32, Vec<String>)> = sources
+        .iter()
+        .map(|s| (s.n, numbers(&s.passage.body, true)))
+        .collect();
 
     let mut checked_index = 0usize;
     let out = sentences
         .iter()
         .map(|s| {
             if s.cites.is_empty() {
-                return SentenceSupport { range: s.range, text: s.text.clone(), cites: vec![], verdict: Verdict::Uncited };
+                return SentenceSupport {
+                    range: s.range,
+                    text: s.text.clone(),
+                    cites: vec![],
+                    verdict: Verdict::Uncited,
+                };
             }
             let ai = checked_index;
             checked_index += 1;
@@ -251,8 +303,16 @@ pub fn check_support(
                 let cos = vectors.as_ref().map(|(a, cv)| cosine(&a[ai], &cv[ci]));
                 let by_terms = ov >= config.min_overlap;
                 let by_embedding = cos.is_some_and(|x| x >= config.min_cosine);
-                let known = passage_numbers.iter().find(|(n, _)| *n == c.n).map(|(_, v)| v.as_slice()).unwrap_or(&[]);
-                let missing_numbers: Vec<String> = stated.iter().filter(|x| !known.contains(x)).cloned().collect();
+                let known = passage_numbers
+                    .iter()
+                    .find(|(n, _)| *n == c.n)
+                    .map(|(_, v)| v.as_slice())
+                    .unwrap_or(&[]);
+                let missing_numbers: Vec<String> = stated
+                    .iter()
+                    .filter(|x| !known.contains(x))
+                    .cloned()
+                    .collect();
                 let ok = (by_terms || by_embedding) && missing_numbers.is_empty();
                 let key = ov + cos.unwrap_or(0.0) as f64;
                 let better = match &best {
@@ -260,28 +320,78 @@ pub fn check_support(
                     Some((bok, bkey, ..)) => (ok, key) > (*bok, *bkey),
                 };
                 if better {
-                    let m = SupportMatch { n: c.n, id: c.id, span: c.span, text: c.text.clone(), overlap: ov, cosine: cos, missing_numbers };
+                    let m = SupportMatch {
+                        n: c.n,
+                        id: c.id,
+                        span: c.span,
+                        text: c.text.clone(),
+                        overlap: ov,
+                        cosine: cos,
+                        missing_numbers,
+                    };
                     best = Some((ok, key, m, by_terms, by_embedding));
                 }
             }
             let verdict = match best {
-                Some((true, _, support, by_terms, by_embedding)) => Verdict::Supported { support, by_terms, by_embedding },
+                Some((true, _, support, by_terms, by_embedding)) => Verdict::Supported {
+                    support,
+                    by_terms,
+                    by_embedding,
+                },
                 Some((false, _, m, ..)) => Verdict::Unsupported { closest: Some(m) },
                 None => Verdict::Unsupported { closest: None },
             };
-            SentenceSupport { range: s.range, text: s.text.clone(), cites: s.cites.clone(), verdict }
+            SentenceSupport {
+                range: s.range,
+                text: s.text.clone(),
+                cites: s.cites.clone(),
+                verdict,
+            }
         })
         .collect();
-    SupportReport { sentences: out, embedding_note }
+    SupportReport {
+        sentences: out,
+        embedding_note,
+    }
 }
 
 const EN_NUMBERS: &[(&str, &str)] = &[
-    ("zero", "0"), ("one", "1"), ("two", "2"), ("three", "3"), ("four", "4"), ("five", "5"), ("six", "6"), ("seven", "7"), ("eight", "8"),
-    ("nine", "9"), ("ten", "10"), ("eleven", "11"), ("twelve", "12"), ("fifteen", "15"), ("twenty", "20"), ("thirty", "30"), ("forty", "40"),
-    ("fifty", "50"), ("sixty", "60"), ("ninety", "90"), ("hundred", "100"),
+    ("zero", "0"),
+    ("one", "1"),
+    ("two", "2"),
+    ("three", "3"),
+    ("four", "4"),
+    ("five", "5"),
+    ("six", "6"),
+    ("seven", "7"),
+    ("eight", "8"),
+    ("nine", "9"),
+    ("ten", "10"),
+    ("eleven", "11"),
+    ("twelve", "12"),
+    ("fifteen", "15"),
+    ("twenty", "20"),
+    ("thirty", "30"),
+    ("forty", "40"),
+    ("fifty", "50"),
+    ("sixty", "60"),
+    ("ninety", "90"),
+    ("hundred", "100"),
 ];
-const ZH_NUMBERS: &[(char, &str)] =
-    &[('零', "0"), ('一', "1"), ('二', "2"), ('两', "2"), ('三', "3"), ('四', "4"), ('五', "5"), ('六', "6"), ('七', "7"), ('八', "8"), ('九', "9"), ('十', "10")];
+const ZH_NUMBERS: &[(char, &str)] = &[
+    ('零', "0"),
+    ('一', "1"),
+    ('二', "2"),
+    ('两', "2"),
+    ('三', "3"),
+    ('四', "4"),
+    ('五', "5"),
+    ('六', "6"),
+    ('七', "7"),
+    ('八', "8"),
+    ('九', "9"),
+    ('十', "10"),
+];
 
 /// The numbers a text states, normalised ("3.50" → "3.5"). Digits always;
 /// with `words`, also English number words and Chinese numerals (passage
@@ -298,11 +408,18 @@ fn numbers(text: &str, words: bool) -> Vec<String> {
     while i < chars.len() {
         if chars[i].is_ascii_digit() {
             let mut j = i;
-            while j < chars.len() && (chars[j].is_ascii_digit() || (chars[j] == '.' && chars.get(j + 1).is_some_and(char::is_ascii_digit))) {
+            while j < chars.len()
+                && (chars[j].is_ascii_digit()
+                    || (chars[j] == '.' && chars.get(j + 1).is_some_and(char::is_ascii_digit)))
+            {
                 j += 1;
             }
             let raw: String = chars[i..j].iter().collect();
-            let n = if raw.contains('.') { raw.trim_end_matches('0').trim_end_matches('.').to_string() } else { raw.trim_start_matches('0').to_string() };
+            let n = if raw.contains('.') {
+                raw.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                raw.trim_start_matches('0').to_string()
+            };
             push(if n.is_empty() { "0".into() } else { n });
             i = j;
         } else {
@@ -332,25 +449,52 @@ mod tests {
 
     fn source(n: u32, body: &str) -> ContextSource {
         let id = PassageId::Chunk(ChunkId::generate());
-        ContextSource { n, passage: PassageView { id, kind: PassageKind::Chunk, title: format!("T{n}"), body: body.into(), source: None, highlights: vec![] } }
+        ContextSource {
+            n,
+            passage: PassageView {
+                id,
+                kind: PassageKind::Chunk,
+                title: format!("T{n}"),
+                body: body.into(),
+                source: None,
+                highlights: vec![],
+            },
+        }
     }
 
     #[test]
     fn terms_alone_support_a_same_language_answer_and_flag_an_invented_one() {
         let a = Analyzer::new();
-        let sources = vec![source(1, "The Lumen Desk Pro lifts up to 120 kg. It has two motors."), source(2, "Returns are free within 30 days.")];
+        let sources = vec![
+            source(
+                1,
+                "The Lumen Desk Pro lifts up to 120 kg. It has two motors.",
+            ),
+            source(2, "Returns are free within 30 days."),
+        ];
         let answer = "The Pro lifts up to 120 kg [1]. Returns are free within 30 days [2]. It also floats on water [1]. Thanks!";
         let r = check_support(&a, answer, &sources, None, &SupportConfig::default());
         assert_eq!(r.sentences.len(), 4);
         match &r.sentences[0].verdict {
-            Verdict::Supported { support, by_terms: true, by_embedding: false } => {
+            Verdict::Supported {
+                support,
+                by_terms: true,
+                by_embedding: false,
+            } => {
                 assert_eq!(support.n, 1);
-                assert_eq!(&sources[0].passage.body[support.span.0..support.span.1], "The Lumen Desk Pro lifts up to 120 kg.");
+                assert_eq!(
+                    &sources[0].passage.body[support.span.0..support.span.1],
+                    "The Lumen Desk Pro lifts up to 120 kg."
+                );
             }
             v => panic!("{v:?}"),
         }
         assert!(matches!(r.sentences[1].verdict, Verdict::Supported { .. }));
-        assert!(matches!(r.sentences[2].verdict, Verdict::Unsupported { .. }), "{:?}", r.sentences[2]);
+        assert!(
+            matches!(r.sentences[2].verdict, Verdict::Unsupported { .. }),
+            "{:?}",
+            r.sentences[2]
+        );
         assert_eq!(r.sentences[3].verdict, Verdict::Uncited);
         assert_eq!(r.unsupported().count(), 1);
         assert!(r.embedding_note.is_some());
@@ -360,8 +504,18 @@ mod tests {
     fn a_sentence_is_checked_only_against_what_it_cites() {
         let a = Analyzer::new();
         let sources = vec![source(1, "电机保修 5 年。"), source(2, "桌面保修 2 年。")];
-        let r = check_support(&a, "电机保修 5 年 [2]。", &sources, None, &SupportConfig::default());
-        assert!(matches!(r.sentences[0].verdict, Verdict::Unsupported { .. }), "{:?}", r.sentences[0]);
+        let r = check_support(
+            &a,
+            "电机保修 5 年 [2]。",
+            &sources,
+            None,
+            &SupportConfig::default(),
+        );
+        assert!(
+            matches!(r.sentences[0].verdict, Verdict::Unsupported { .. }),
+            "{:?}",
+            r.sentences[0]
+        );
     }
 
     #[test]
@@ -373,9 +527,18 @@ mod tests {
         assert_eq!(r.sentences.len(), 3);
         assert_eq!(r.sentences[0].verdict, Verdict::Uncited);
         assert_eq!(r.sentences[1].cites, vec![1]);
-        assert!(r.sentences.iter().skip(1).all(|s| matches!(s.verdict, Verdict::Supported { .. })), "{r:?}");
+        assert!(
+            r.sentences
+                .iter()
+                .skip(1)
+                .all(|s| matches!(s.verdict, Verdict::Supported { .. })),
+            "{r:?}"
+        );
         // Quoted verbatim: the two answer sentences are the two source sentences.
-        assert_eq!(support_texts(answer, &sources), vec!["本店营业到次日 02:00。", "每晚 01:30 停止接单。"]);
+        assert_eq!(
+            support_texts(answer, &sources),
+            vec!["本店营业到次日 02:00。", "每晚 01:30 停止接单。"]
+        );
     }
 
     #[test]
@@ -383,9 +546,22 @@ mod tests {
         assert_eq!(numbers("保修 05 年，3.50 米", false), vec!["5", "3.5"]);
         assert_eq!(numbers("five-year warranty, 两年", true), vec!["2", "5"]);
         let a = Analyzer::new();
-        let sources = vec![source(1, "The motors have a five-year warranty. Other parts: 2 years.")];
-        let r = check_support(&a, "The motors have a 5-year warranty [1]. The motors have a 10-year warranty [1].", &sources, None, &SupportConfig::default());
-        assert!(matches!(r.sentences[0].verdict, Verdict::Supported { .. }), "{:?}", r.sentences[0]);
+        let sources = vec![source(
+            1,
+            "The motors have a five-year warranty. Other parts: 2 years.",
+        )];
+        let r = check_support(
+            &a,
+            "The motors have a 5-year warranty [1]. The motors have a 10-year warranty [1].",
+            &sources,
+            None,
+            &SupportConfig::default(),
+        );
+        assert!(
+            matches!(r.sentences[0].verdict, Verdict::Supported { .. }),
+            "{:?}",
+            r.sentences[0]
+        );
         match &r.sentences[1].verdict {
             Verdict::Unsupported { closest: Some(m) } => assert_eq!(m.missing_numbers, vec!["10"]),
             v => panic!("{v:?}"),
@@ -401,8 +577,17 @@ mod tests {
             }
         }
         let a = Analyzer::new();
-        let r = check_support(&a, "Free returns [1].", &[source(1, "Returns are free.")], Some(&Broken), &SupportConfig::default());
+        let r = check_support(
+            &a,
+            "Free returns [1].",
+            &[source(1, "Returns are free.")],
+            Some(&Broken),
+            &SupportConfig::default(),
+        );
         assert!(r.embedding_note.as_deref().unwrap().contains("down"));
-        assert!(matches!(r.sentences[0].verdict, Verdict::Supported { by_terms: true, .. }));
+        assert!(matches!(
+            r.sentences[0].verdict,
+            Verdict::Supported { by_terms: true, .. }
+        ));
     }
 }

@@ -5,7 +5,11 @@ use std::collections::HashSet;
 
 /// The distinct search terms of `text` (query mode: stop words removed, stemmed).
 pub(crate) fn term_set(analyzer: &Analyzer, text: &str) -> HashSet<String> {
-    analyzer.analyze(text, Mode::Query).into_iter().map(|t| t.text).collect()
+    analyzer
+        .analyze(text, Mode::Query)
+        .into_iter()
+        .map(|t| t.text)
+        .collect()
 }
 
 /// Share of `of`'s terms found in `within` (0 when `of` has none).

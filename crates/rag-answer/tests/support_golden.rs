@@ -23,7 +23,11 @@ fn model() -> &'static E5Model {
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models"))
             .join("e5-small-q4.bin");
-        assert!(p.exists(), "{} is missing: run scripts/models/fetch-e5.sh", p.display());
+        assert!(
+            p.exists(),
+            "{} is missing: run scripts/models/fetch-e5.sh",
+            p.display()
+        );
         E5Model::load(&p).expect("the e5 model loads")
     })
 }
@@ -33,25 +37,58 @@ struct E5Sentences;
 
 impl SentenceEmbedder for E5Sentences {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        Ok(model().embed_many(texts, Kind::Query).into_iter().map(|e| e.vector).collect())
+        Ok(model()
+            .embed_many(texts, Kind::Query)
+            .into_iter()
+            .map(|e| e.vector)
+            .collect())
     }
 }
 
 fn source(n: u32, title: &str, body: &str) -> ContextSource {
     let id = PassageId::Chunk(ChunkId::generate());
-    ContextSource { n, passage: PassageView { id, kind: PassageKind::Chunk, title: title.into(), body: body.into(), source: None, highlights: vec![] } }
+    ContextSource {
+        n,
+        passage: PassageView {
+            id,
+            kind: PassageKind::Chunk,
+            title: title.into(),
+            body: body.into(),
+            source: None,
+            highlights: vec![],
+        },
+    }
 }
 
 fn check(answer: &str, sources: &[ContextSource], expected: Expect) {
     let checked = check_citations(answer, sources);
-    let report = check_support(&Analyzer::new(), &checked.text, sources, Some(&E5Sentences), &SupportConfig::default());
+    let report = check_support(
+        &Analyzer::new(),
+        &checked.text,
+        sources,
+        Some(&E5Sentences),
+        &SupportConfig::default(),
+    );
     assert_eq!(report.embedding_note, None);
     let mut lines = Vec::new();
     for s in &report.sentences {
         let line = match &s.verdict {
-            Verdict::Supported { support, by_terms, by_embedding } => {
-                let body = &sources.iter().find(|x| x.n == support.n).unwrap().passage.body;
-                assert_eq!(&body[support.span.0..support.span.1], support.text, "the span points at the supporting sentence");
+            Verdict::Supported {
+                support,
+                by_terms,
+                by_embedding,
+            } => {
+                let body = &sources
+                    .iter()
+                    .find(|x| x.n == support.n)
+                    .unwrap()
+                    .passage
+                    .body;
+                assert_eq!(
+                    &body[support.span.0..support.span.1],
+                    support.text,
+                    "the span points at the supporting sentence"
+                );
                 format!(
                     "SUPPORTED by [{}] {}..{} {:?} (overlap {:.2}, cosine {:.2}, terms {by_terms}, embedding {by_embedding})",
                     support.n,
@@ -108,8 +145,16 @@ fn chinese_answer_over_english_sources() {
 #[test]
 fn english_answer_over_chinese_sources() {
     let sources = vec![
-        source(1, "保修政策", "电机享有 5 年保修。控制盒、键盘和桌面等其他部件保修 2 年。保修期从签收之日起计算。"),
-        source(2, "退换货", "签收后 30 天内可以无理由退货。退货运费由我们承担。"),
+        source(
+            1,
+            "保修政策",
+            "电机享有 5 年保修。控制盒、键盘和桌面等其他部件保修 2 年。保修期从签收之日起计算。",
+        ),
+        source(
+            2,
+            "退换货",
+            "签收后 30 天内可以无理由退货。退货运费由我们承担。",
+        ),
     ];
     check(
         "The motors have a five-year warranty [1]. You can return the desk within 30 days of delivery for any reason [2]. Every order comes with a free office chair [2].",

@@ -12,8 +12,12 @@ use std::time::Instant;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().unwrap_or_else(|| "models/all-MiniLM-L6-v2".to_owned());
-    let threads: usize = args.next().map_or(2, |t| t.parse().expect("threads is a number"));
+    let dir = args
+        .next()
+        .unwrap_or_else(|| "models/all-MiniLM-L6-v2".to_owned());
+    let threads: usize = args
+        .next()
+        .map_or(2, |t| t.parse().expect("threads is a number"));
 
     let start = Instant::now();
     let model = rag_bert::BertModel::load(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
@@ -40,16 +44,25 @@ fn main() {
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
-    println!("single short query: median {:.2} ms, p90 {:.2} ms", times[100], times[180]);
+    println!(
+        "single short query: median {:.2} ms, p90 {:.2} ms",
+        times[100], times[180]
+    );
 
     let sentence = "Retrieval-augmented generation combines a retriever, which finds passages relevant to a \
                     question, with a generator, which writes an answer grounded in those passages. ";
-    let passages: Vec<String> = (0..64).map(|i| format!("Passage {i}. {}", sentence.repeat(1 + i % 8))).collect();
+    let passages: Vec<String> = (0..64)
+        .map(|i| format!("Passage {i}. {}", sentence.repeat(1 + i % 8)))
+        .collect();
     let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
     let tokens: usize = refs.iter().map(|p| model.encode(p).ids.len()).sum();
     for n in [1, threads] {
         let t = Instant::now();
-        let out = if n == 1 { model.embed_batch(&refs) } else { model.embed_batch_parallel(&refs, n) };
+        let out = if n == 1 {
+            model.embed_batch(&refs)
+        } else {
+            model.embed_batch_parallel(&refs, n)
+        };
         let s = t.elapsed().as_secs_f64();
         assert_eq!(out.len(), refs.len());
         println!(

@@ -9,8 +9,11 @@
 //! difference.
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: check_tokenizer FIXTURE.json");
-    let fixture: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("readable")).expect("JSON");
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: check_tokenizer FIXTURE.json");
+    let fixture: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("readable")).expect("JSON");
     let tokenizer = rag_bert::BertTokenizer::from_json(fixture["tokenizer"].to_string().as_bytes())
         .unwrap_or_else(|e| panic!("{e}"));
     let cases = fixture["cases"].as_array().expect("cases");

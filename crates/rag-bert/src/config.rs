@@ -103,12 +103,12 @@ impl BertConfig {
             "gelu" => Activation::Gelu,
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
             "relu" => Activation::Relu,
-            other => {
-                return Err(BertError::unsupported(
-                    "hidden_act",
-                    format!("`{other}`; implemented: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu"),
-                ))
-            }
+            other => return Err(BertError::unsupported(
+                "hidden_act",
+                format!(
+                    "`{other}`; implemented: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu"
+                ),
+            )),
         };
         let config = BertConfig {
             model_type,
@@ -139,7 +139,10 @@ impl BertConfig {
         ];
         for (name, value) in positive {
             if value == 0 {
-                return Err(BertError::json("config.json", format!("{name} must be positive")));
+                return Err(BertError::json(
+                    "config.json",
+                    format!("{name} must be positive"),
+                ));
             }
         }
         // `is_multiple_of` needs Rust 1.87; the workspace supports 1.85.
@@ -158,7 +161,10 @@ impl BertConfig {
             )));
         }
         if !(self.layer_norm_eps.is_finite() && self.layer_norm_eps >= 0.0) {
-            return Err(BertError::json("config.json", "layer_norm_eps must be a non-negative number"));
+            return Err(BertError::json(
+                "config.json",
+                "layer_norm_eps must be a non-negative number",
+            ));
         }
         Ok(())
     }
@@ -261,7 +267,10 @@ impl SentenceConfig {
             }
         }
         let pooling = pooling.ok_or_else(|| {
-            BertError::unsupported("sentence-transformers pipeline", "modules.json has no Pooling module")
+            BertError::unsupported(
+                "sentence-transformers pipeline",
+                "modules.json has no Pooling module",
+            )
         })?;
         Ok(SentenceConfig { pooling, normalize })
     }
@@ -269,7 +278,8 @@ impl SentenceConfig {
 
 fn parse_pooling(bytes: &[u8]) -> Result<Pooling, BertError> {
     const FILE: &str = "pooling config.json";
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| BertError::json(FILE, e.to_string()))?;
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(|e| BertError::json(FILE, e.to_string()))?;
     let obj = v
         .as_object()
         .ok_or_else(|| BertError::json(FILE, "expected an object"))?;
@@ -340,7 +350,9 @@ pub fn lowercase_input(sentence_bert_config: Option<&[u8]>) -> Result<bool, Bert
     };
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| BertError::json("sentence_bert_config.json", e.to_string()))?;
-    Ok(v.get("do_lower_case").and_then(Value::as_bool).unwrap_or(false))
+    Ok(v.get("do_lower_case")
+        .and_then(Value::as_bool)
+        .unwrap_or(false))
 }
 
 #[cfg(test)]
@@ -362,10 +374,22 @@ mod tests {
         assert_eq!(c.num_hidden_layers, 6);
         assert_eq!(c.hidden_act, Activation::Gelu);
         assert_eq!(c.max_positions(), 512);
-        assert_eq!(max_seq_len(&c, Some(br#"{"max_seq_length": 256}"#), None).unwrap(), 256);
-        assert_eq!(max_seq_len(&c, None, Some(br#"{"model_max_length": 1e30}"#)).unwrap(), 512);
-        assert_eq!(max_seq_len(&c, None, Some(br#"{"model_max_length": 128}"#)).unwrap(), 128);
-        assert_eq!(max_seq_len(&c, Some(br#"{"max_seq_length": 4096}"#), None).unwrap(), 512);
+        assert_eq!(
+            max_seq_len(&c, Some(br#"{"max_seq_length": 256}"#), None).unwrap(),
+            256
+        );
+        assert_eq!(
+            max_seq_len(&c, None, Some(br#"{"model_max_length": 1e30}"#)).unwrap(),
+            512
+        );
+        assert_eq!(
+            max_seq_len(&c, None, Some(br#"{"model_max_length": 128}"#)).unwrap(),
+            128
+        );
+        assert_eq!(
+            max_seq_len(&c, Some(br#"{"max_seq_length": 4096}"#), None).unwrap(),
+            512
+        );
     }
 
     #[test]
@@ -378,7 +402,9 @@ mod tests {
         assert!(BertConfig::from_json(distil.as_bytes()).is_err());
         let heads = MINILM.replace("\"num_attention_heads\": 12", "\"num_attention_heads\": 7");
         assert!(BertConfig::from_json(heads.as_bytes()).is_err());
-        let roberta = MINILM.replace("\"bert\"", "\"xlm-roberta\"").replace("\"pad_token_id\": 0", "\"pad_token_id\": 1");
+        let roberta = MINILM
+            .replace("\"bert\"", "\"xlm-roberta\"")
+            .replace("\"pad_token_id\": 0", "\"pad_token_id\": 1");
         let c = BertConfig::from_json(roberta.as_bytes()).unwrap();
         assert_eq!(c.position_offset, 2);
         assert_eq!(c.max_positions(), 510);
@@ -402,14 +428,27 @@ mod tests {
             Ok(Some(mean.to_vec()))
         })
         .unwrap();
-        assert_eq!(got, SentenceConfig { pooling: Pooling::Mean, normalize: true });
+        assert_eq!(
+            got,
+            SentenceConfig {
+                pooling: Pooling::Mean,
+                normalize: true
+            }
+        );
 
         let unnormalised = br#"[
           {"path": "", "type": "sentence_transformers.models.Transformer"},
           {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}
         ]"#;
-        let got = SentenceConfig::from_modules(Some(unnormalised), |_| Ok(Some(cls.to_vec()))).unwrap();
-        assert_eq!(got, SentenceConfig { pooling: Pooling::Cls, normalize: false });
+        let got =
+            SentenceConfig::from_modules(Some(unnormalised), |_| Ok(Some(cls.to_vec()))).unwrap();
+        assert_eq!(
+            got,
+            SentenceConfig {
+                pooling: Pooling::Cls,
+                normalize: false
+            }
+        );
 
         assert!(SentenceConfig::from_modules(Some(modules), |_| Ok(Some(both.to_vec()))).is_err());
         assert!(SentenceConfig::from_modules(Some(modules), |_| Ok(None)).is_err());
@@ -420,8 +459,15 @@ mod tests {
           {"path": "2_Normalize", "type": "sentence_transformers.base.modules.normalize.Normalize"}
         ]"#;
         let cls6 = br#"{"embedding_dimension": 16, "pooling_mode": "cls", "include_prompt": true}"#;
-        let got = SentenceConfig::from_modules(Some(version6), |_| Ok(Some(cls6.to_vec()))).unwrap();
-        assert_eq!(got, SentenceConfig { pooling: Pooling::Cls, normalize: true });
+        let got =
+            SentenceConfig::from_modules(Some(version6), |_| Ok(Some(cls6.to_vec()))).unwrap();
+        assert_eq!(
+            got,
+            SentenceConfig {
+                pooling: Pooling::Cls,
+                normalize: true
+            }
+        );
         let foreign = br#"[{"path": "", "type": "my_package.Transformer"}]"#;
         assert!(SentenceConfig::from_modules(Some(foreign), |_| Ok(None)).is_err());
 
@@ -430,7 +476,8 @@ mod tests {
           {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
           {"path": "2_Dense", "type": "sentence_transformers.models.Dense"}
         ]"#;
-        let err = SentenceConfig::from_modules(Some(dense), |_| Ok(Some(mean.to_vec()))).unwrap_err();
+        let err =
+            SentenceConfig::from_modules(Some(dense), |_| Ok(Some(mean.to_vec()))).unwrap_err();
         assert!(err.to_string().contains("Dense"), "{err}");
 
         assert_eq!(

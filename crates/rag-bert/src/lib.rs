@@ -211,7 +211,8 @@ impl BertModel {
 
     /// Builds a model from the files' contents; no I/O.
     pub fn from_files(files: ModelFiles<'_>) -> Result<Self, BertError> {
-        let sentence = SentenceConfig::from_modules(files.modules, |_| Ok(files.pooling.map(<[u8]>::to_vec)))?;
+        let sentence =
+            SentenceConfig::from_modules(files.modules, |_| Ok(files.pooling.map(<[u8]>::to_vec)))?;
         Self::build(files, sentence)
     }
 
@@ -226,13 +227,18 @@ impl BertModel {
             )));
         }
         let probe = tokenizer.encode("", usize::MAX);
-        if let Some(&ty) = probe.type_ids.iter().find(|&&t| t as usize >= config.type_vocab_size) {
+        if let Some(&ty) = probe
+            .type_ids
+            .iter()
+            .find(|&&t| t as usize >= config.type_vocab_size)
+        {
             return Err(BertError::Inconsistent(format!(
                 "the tokenizer's template uses type id {ty} but type_vocab_size is {}",
                 config.type_vocab_size
             )));
         }
-        let max_seq_len = config::max_seq_len(&config, files.sentence_bert_config, files.tokenizer_config)?;
+        let max_seq_len =
+            config::max_seq_len(&config, files.sentence_bert_config, files.tokenizer_config)?;
         if max_seq_len <= tokenizer.special_token_count() {
             return Err(BertError::Inconsistent(format!(
                 "maximum sequence length {max_seq_len} leaves no room for text"
@@ -292,7 +298,8 @@ impl BertModel {
     /// [`Self::max_seq_len`]).
     pub fn encode(&self, text: &str) -> Encoding {
         if self.lowercase_input {
-            self.tokenizer.encode(&text.to_lowercase(), self.max_seq_len)
+            self.tokenizer
+                .encode(&text.to_lowercase(), self.max_seq_len)
         } else {
             self.tokenizer.encode(text, self.max_seq_len)
         }
@@ -300,7 +307,9 @@ impl BertModel {
 
     /// Embeds one text on the calling thread.
     pub fn embed(&self, text: &str) -> Embedding {
-        self.embed_batch(&[text]).pop().expect("one text in, one vector out")
+        self.embed_batch(&[text])
+            .pop()
+            .expect("one text in, one vector out")
     }
 
     /// Embeds texts on the calling thread, in as few forward passes as
@@ -369,13 +378,19 @@ impl BertModel {
             .iter()
             .map(|e| {
                 assert!(!e.ids.is_empty(), "empty encoding");
-                assert_eq!(e.ids.len(), e.type_ids.len(), "ids and type ids differ in length");
+                assert_eq!(
+                    e.ids.len(),
+                    e.type_ids.len(),
+                    "ids and type ids differ in length"
+                );
                 assert!(
                     e.ids.iter().all(|&id| (id as usize) < config.vocab_size),
                     "token id outside the vocabulary"
                 );
                 assert!(
-                    e.type_ids.iter().all(|&t| (t as usize) < config.type_vocab_size),
+                    e.type_ids
+                        .iter()
+                        .all(|&t| (t as usize) < config.type_vocab_size),
                     "type id outside the type vocabulary"
                 );
                 let n = e.ids.len();
@@ -396,7 +411,11 @@ impl BertModel {
         let mut tokens = 0;
         for (ids, types) in &clipped {
             if tokens + ids.len() > MAX_BATCH_TOKENS && !batch.is_empty() {
-                out.extend(self.encoder.embed(&batch, self.sentence.pooling, self.sentence.normalize));
+                out.extend(self.encoder.embed(
+                    &batch,
+                    self.sentence.pooling,
+                    self.sentence.normalize,
+                ));
                 batch.clear();
                 tokens = 0;
             }
@@ -404,7 +423,10 @@ impl BertModel {
             tokens += ids.len();
         }
         if !batch.is_empty() {
-            out.extend(self.encoder.embed(&batch, self.sentence.pooling, self.sentence.normalize));
+            out.extend(
+                self.encoder
+                    .embed(&batch, self.sentence.pooling, self.sentence.normalize),
+            );
         }
         out
     }

@@ -19,13 +19,21 @@ use crate::weights::Tensors;
 
 /// The sub-matrix `rows × cols` of a view. (ndarray's `s!` macro expands to
 /// `unsafe` code, which this workspace forbids.)
-fn block(mut m: ArrayView2<'_, f32>, rows: Range<usize>, cols: Range<usize>) -> ArrayView2<'_, f32> {
+fn block(
+    mut m: ArrayView2<'_, f32>,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) -> ArrayView2<'_, f32> {
     m.slice_axis_inplace(Axis(0), Slice::from(rows));
     m.slice_axis_inplace(Axis(1), Slice::from(cols));
     m
 }
 
-fn block_mut(mut m: ArrayViewMut2<'_, f32>, rows: Range<usize>, cols: Range<usize>) -> ArrayViewMut2<'_, f32> {
+fn block_mut(
+    mut m: ArrayViewMut2<'_, f32>,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) -> ArrayViewMut2<'_, f32> {
     m.slice_axis_inplace(Axis(0), Slice::from(rows));
     m.slice_axis_inplace(Axis(1), Slice::from(cols));
     m
@@ -40,8 +48,11 @@ struct Linear {
 impl Linear {
     fn load(t: &Tensors<'_>, base: &str, out: usize, inp: usize) -> Result<Self, BertError> {
         Ok(Linear {
-            weight: Array2::from_shape_vec((out, inp), t.get(&format!("{base}.weight"), &[out, inp])?)
-                .map_err(|e| BertError::Weights(e.to_string()))?,
+            weight: Array2::from_shape_vec(
+                (out, inp),
+                t.get(&format!("{base}.weight"), &[out, inp])?,
+            )
+            .map_err(|e| BertError::Weights(e.to_string()))?,
             bias: Array1::from(t.get(&format!("{base}.bias"), &[out])?),
         })
     }
@@ -71,7 +82,11 @@ impl Linear {
     /// general matrix product makes (which dominates for short queries).
     fn forward_few(&self, x: ArrayView2<'_, f32>) -> Array2<f32> {
         let x = x.as_standard_layout();
-        let rows: Vec<&[f32]> = x.rows().into_iter().map(|r| r.to_slice().expect("standard layout")).collect();
+        let rows: Vec<&[f32]> = x
+            .rows()
+            .into_iter()
+            .map(|r| r.to_slice().expect("standard layout"))
+            .collect();
         let out = self.bias.len();
         let mut y = Array2::<f32>::zeros((rows.len(), out));
         let y_slice = y.as_slice_mut().expect("standard layout");
@@ -95,7 +110,12 @@ fn dot8(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let chunks_a = a.chunks_exact(8);
     let chunks_b = b.chunks_exact(8);
-    let tail: f32 = chunks_a.remainder().iter().zip(chunks_b.remainder()).map(|(x, y)| x * y).sum();
+    let tail: f32 = chunks_a
+        .remainder()
+        .iter()
+        .zip(chunks_b.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
     for (ca, cb) in chunks_a.zip(chunks_b) {
         for k in 0..8 {
             acc[k] += ca[k] * cb[k];
@@ -122,7 +142,11 @@ impl LayerNorm {
             let row = row.as_slice_mut().expect("standard layout");
             let n = row.len() as f64;
             let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-            let var = row.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+            let var = row
+                .iter()
+                .map(|&v| (f64::from(v) - mean).powi(2))
+                .sum::<f64>()
+                / n;
             let inv = 1.0 / (var + f64::from(self.eps)).sqrt();
             for ((v, g), b) in row.iter_mut().zip(&self.weight).zip(&self.bias) {
                 *v = ((f64::from(*v) - mean) * inv) as f32 * g + b;
@@ -170,13 +194,21 @@ impl Encoder {
             layers.push(Layer {
                 qkv: Linear::concat([q, k, v]),
                 attention_out: Linear::load(&t, &format!("{base}.attention.output.dense"), h, h)?,
-                attention_norm: LayerNorm::load(&t, &format!("{base}.attention.output.LayerNorm"), h, eps)?,
+                attention_norm: LayerNorm::load(
+                    &t,
+                    &format!("{base}.attention.output.LayerNorm"),
+                    h,
+                    eps,
+                )?,
                 intermediate: Linear::load(&t, &format!("{base}.intermediate.dense"), i, h)?,
                 output: Linear::load(&t, &format!("{base}.output.dense"), h, i)?,
                 output_norm: LayerNorm::load(&t, &format!("{base}.output.LayerNorm"), h, eps)?,
             });
         }
-        let extra = format!("encoder.layer.{}.attention.self.query.weight", config.num_hidden_layers);
+        let extra = format!(
+            "encoder.layer.{}.attention.self.query.weight",
+            config.num_hidden_layers
+        );
         if t.get(&extra, &[h, h]).is_ok() {
             return Err(BertError::Inconsistent(format!(
                 "the weights have more layers than num_hidden_layers = {}",
@@ -185,9 +217,24 @@ impl Encoder {
         }
         Ok(Encoder {
             config: config.clone(),
-            word: table(&t, "embeddings.word_embeddings.weight", config.vocab_size, h)?,
-            position: table(&t, "embeddings.position_embeddings.weight", config.max_position_embeddings, h)?,
-            token_type: table(&t, "embeddings.token_type_embeddings.weight", config.type_vocab_size, h)?,
+            word: table(
+                &t,
+                "embeddings.word_embeddings.weight",
+                config.vocab_size,
+                h,
+            )?,
+            position: table(
+                &t,
+                "embeddings.position_embeddings.weight",
+                config.max_position_embeddings,
+                h,
+            )?,
+            token_type: table(
+                &t,
+                "embeddings.token_type_embeddings.weight",
+                config.type_vocab_size,
+                h,
+            )?,
             embedding_norm: LayerNorm::load(&t, "embeddings.LayerNorm", h, eps)?,
             layers,
         })
@@ -198,12 +245,21 @@ impl Encoder {
     /// Every sequence must be non-empty, no longer than the position table
     /// allows, with ids below the vocabulary size and type ids below the
     /// type vocabulary size (the caller's tokenizer guarantees this).
-    pub(crate) fn embed(&self, sequences: &[(&[u32], &[u32])], pooling: Pooling, normalize: bool) -> Vec<Vec<f32>> {
+    pub(crate) fn embed(
+        &self,
+        sequences: &[(&[u32], &[u32])],
+        pooling: Pooling,
+        normalize: bool,
+    ) -> Vec<Vec<f32>> {
         let hidden = self.forward(sequences);
         let mut out = Vec::with_capacity(sequences.len());
         let mut start = 0;
         for (ids, _) in sequences {
-            let rows = block(hidden.view(), start..start + ids.len(), 0..self.config.hidden_size);
+            let rows = block(
+                hidden.view(),
+                start..start + ids.len(),
+                0..self.config.hidden_size,
+            );
             start += ids.len();
             let mut v: Vec<f32> = match pooling {
                 Pooling::Cls => rows.row(0).to_vec(),
@@ -280,7 +336,11 @@ impl Encoder {
                 let cols = head * dh..(head + 1) * dh;
                 let q = block(qkv.view(), rows.clone(), cols.clone());
                 let k = block(qkv.view(), rows.clone(), h + cols.start..h + cols.end);
-                let v = block(qkv.view(), rows.clone(), 2 * h + cols.start..2 * h + cols.end);
+                let v = block(
+                    qkv.view(),
+                    rows.clone(),
+                    2 * h + cols.start..2 * h + cols.end,
+                );
                 general_mat_mul(scale, &q, &k.t(), 0.0, &mut scores);
                 for mut row in scores.rows_mut() {
                     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -343,7 +403,8 @@ fn erf(x: f64) -> f64 {
                 + t * (0.096_784_18
                     + t * (-0.186_288_06
                         + t * (0.278_868_07
-                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let erfc = t * poly.exp();
     if x >= 0.0 {
         1.0 - erfc

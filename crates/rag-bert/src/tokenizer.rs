@@ -193,17 +193,19 @@ impl BertTokenizer {
                     name_id(piece, id as u32);
                 }
                 if model_json.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
-                    return Err(BertError::unsupported("Unigram option", "byte_fallback = true"));
+                    return Err(BertError::unsupported(
+                        "Unigram option",
+                        "byte_fallback = true",
+                    ));
                 }
-                let unk_id = match model_json.get("unk_id") {
-                    Some(v) if !v.is_null() => u32_of(v, "model.unk_id")?,
-                    _ => {
-                        return Err(BertError::unsupported(
+                let unk_id =
+                    match model_json.get("unk_id") {
+                        Some(v) if !v.is_null() => u32_of(v, "model.unk_id")?,
+                        _ => return Err(BertError::unsupported(
                             "Unigram model",
                             "without unk_id (text with unknown characters could not be encoded)",
-                        ))
-                    }
-                };
+                        )),
+                    };
                 Model::Unigram(Unigram::new(vocab, unk_id)?)
             }
             other => {
@@ -360,8 +362,14 @@ impl BertTokenizer {
                     }
                     t.to_owned()
                 }
-                NormStep::Replace { pattern: Pattern::Literal(from), content } => s.replace(from.as_str(), content),
-                NormStep::Replace { pattern: Pattern::SpaceRun, content } => replace_space_runs(&s, content),
+                NormStep::Replace {
+                    pattern: Pattern::Literal(from),
+                    content,
+                } => s.replace(from.as_str(), content),
+                NormStep::Replace {
+                    pattern: Pattern::SpaceRun,
+                    content,
+                } => replace_space_runs(&s, content),
                 NormStep::Nfc => s.nfc().collect(),
                 NormStep::Nfd => s.nfd().collect(),
                 NormStep::Nfkc => s.nfkc().collect(),
@@ -397,7 +405,11 @@ impl BertTokenizer {
                         }
                     }
                     PreStep::Metaspace(m) => {
-                        for (i, part) in m.split(word, at_start && *offset == 0).into_iter().enumerate() {
+                        for (i, part) in m
+                            .split(word, at_start && *offset == 0)
+                            .into_iter()
+                            .enumerate()
+                        {
                             next.push((if i == 0 { *offset } else { offset + 1 }, part));
                         }
                     }
@@ -417,7 +429,9 @@ impl BertTokenizer {
     pub fn encode(&self, text: &str, max_len: usize) -> Encoding {
         let content = self.tokenize(text);
         let untruncated_len = content.len() + self.special_count;
-        let keep = content.len().min(max_len.saturating_sub(self.special_count));
+        let keep = content
+            .len()
+            .min(max_len.saturating_sub(self.special_count));
         let mut ids = Vec::with_capacity(keep + self.special_count);
         let mut type_ids = Vec::with_capacity(keep + self.special_count);
         for piece in &self.template {
@@ -486,7 +500,6 @@ impl BertTokenizer {
         }
         pieces
     }
-
 }
 
 impl WordPiece {
@@ -539,7 +552,10 @@ impl WordPiece {
 /// Whether the match `text[start..end]` is not glued to word characters.
 fn is_word_boundary(text: &str, start: usize, end: usize) -> bool {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    let before = text[..start].chars().next_back().is_none_or(|c| !is_word(c));
+    let before = text[..start]
+        .chars()
+        .next_back()
+        .is_none_or(|c| !is_word(c));
     let after = text[end..].chars().next().is_none_or(|c| !is_word(c));
     before && after
 }
@@ -552,7 +568,9 @@ fn parse_post_processor(value: Option<&Value>) -> Result<Vec<TemplatePiece>, Ber
         let entry = field(pp, key, "post_processor")?;
         entry
             .get(1)
-            .ok_or_else(|| BertError::json(FILE, format!("post_processor.{key} must be [token, id]")))
+            .ok_or_else(|| {
+                BertError::json(FILE, format!("post_processor.{key} must be [token, id]"))
+            })
             .and_then(|id| u32_of(id, "post_processor"))
     };
     match type_name(pp) {
@@ -570,12 +588,16 @@ fn parse_post_processor(value: Option<&Value>) -> Result<Vec<TemplatePiece>, Ber
             let mut sequences = 0;
             for item in single {
                 let type_id = |inner: &Value| -> Result<u32, BertError> {
-                    inner.get("type_id").map_or(Ok(0), |v| u32_of(v, "post_processor.single"))
+                    inner
+                        .get("type_id")
+                        .map_or(Ok(0), |v| u32_of(v, "post_processor.single"))
                 };
                 if let Some(special) = item.get("SpecialToken") {
                     let name = field(special, "id", "post_processor.single")?
                         .as_str()
-                        .ok_or_else(|| BertError::json(FILE, "special token id must be a string"))?;
+                        .ok_or_else(|| {
+                            BertError::json(FILE, "special token id must be a string")
+                        })?;
                     let ids = specials
                         .get(name)
                         .and_then(|s| s.get("ids"))
@@ -609,7 +631,9 @@ fn parse_post_processor(value: Option<&Value>) -> Result<Vec<TemplatePiece>, Ber
         }
         other => Err(BertError::unsupported(
             "post-processor",
-            format!("`{other}`; implemented: TemplateProcessing, BertProcessing, RobertaProcessing"),
+            format!(
+                "`{other}`; implemented: TemplateProcessing, BertProcessing, RobertaProcessing"
+            ),
         )),
     }
 }
@@ -741,7 +765,9 @@ fn parse_word_piece(model: &Value) -> Result<WordPiece, BertError> {
         .as_str()
         .ok_or_else(|| BertError::json(FILE, "model.unk_token must be a string"))?;
     let unk_id = *vocab.get(unk_token).ok_or_else(|| {
-        BertError::Inconsistent(format!("the unknown token `{unk_token}` is not in the WordPiece vocabulary"))
+        BertError::Inconsistent(format!(
+            "the unknown token `{unk_token}` is not in the WordPiece vocabulary"
+        ))
     })?;
     let prefix = match model.get("continuing_subword_prefix") {
         None | Some(Value::Null) => "##".to_owned(),
@@ -755,10 +781,9 @@ fn parse_word_piece(model: &Value) -> Result<WordPiece, BertError> {
     };
     let max_input_chars_per_word = match model.get("max_input_chars_per_word") {
         None | Some(Value::Null) => 100,
-        Some(v) => v
-            .as_u64()
-            .map(|n| n as usize)
-            .ok_or_else(|| BertError::json(FILE, "model.max_input_chars_per_word must be a number"))?,
+        Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| {
+            BertError::json(FILE, "model.max_input_chars_per_word must be a number")
+        })?,
     };
     Ok(WordPiece {
         vocab,
@@ -778,7 +803,10 @@ fn parse_unigram_vocab(model: &Value) -> Result<Vec<(String, f64)>, BertError> {
             let score = entry.get(1).and_then(Value::as_f64);
             match (piece, score) {
                 (Some(p), Some(s)) => Ok((p.to_owned(), s)),
-                _ => Err(BertError::json(FILE, format!("model.vocab: expected [piece, score], found {entry}"))),
+                _ => Err(BertError::json(
+                    FILE,
+                    format!("model.vocab: expected [piece, score], found {entry}"),
+                )),
             }
         })
         .collect()
@@ -947,7 +975,10 @@ mod tests {
         // Accents are stripped when lowercasing and strip_accents is null.
         assert_eq!(tokens(&t, "Café"), ["cafe"]);
         // Control characters vanish; tabs and newlines are whitespace.
-        assert_eq!(tokens(&t, "hello\u{0}\u{200B}\tworld\n"), ["hello", "world"]);
+        assert_eq!(
+            tokens(&t, "hello\u{0}\u{200B}\tworld\n"),
+            ["hello", "world"]
+        );
         // Chinese characters become single-character words, even when glued
         // to Latin text.
         assert_eq!(tokens(&t, "hello中国world"), ["hello", "中", "国", "world"]);
@@ -974,10 +1005,16 @@ mod tests {
         let t = tiny(true, "null");
         // Special tokens written in the text are recognised before
         // normalisation, as the reference library does.
-        assert_eq!(tokens(&t, "hello [MASK]world"), ["hello", "[MASK]", "world"]);
+        assert_eq!(
+            tokens(&t, "hello [MASK]world"),
+            ["hello", "[MASK]", "world"]
+        );
         // Lowercase is not the special token: it is ordinary text, split at
         // the brackets (which this tiny vocabulary lacks).
-        assert_eq!(tokens(&t, "hello [mask]"), ["hello", "[UNK]", "[UNK]", "[UNK]"]);
+        assert_eq!(
+            tokens(&t, "hello [mask]"),
+            ["hello", "[UNK]", "[UNK]", "[UNK]"]
+        );
 
         let e = t.encode("hello world", 16);
         assert_eq!(e.ids, [2, 5, 6, 3]);
@@ -1006,16 +1043,29 @@ mod tests {
         let err = BertTokenizer::from_json(bpe.to_string().as_bytes()).unwrap_err();
         assert!(matches!(err, BertError::Unsupported { .. }), "{err}");
 
-        let wordpiece = serde_json::json!({"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0}});
+        let wordpiece =
+            serde_json::json!({"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0}});
         for (normalizer, pre, word) in [
-            (serde_json::json!({"type": "StripAccents"}), serde_json::json!({"type": "BertPreTokenizer"}), "StripAccents"),
+            (
+                serde_json::json!({"type": "StripAccents"}),
+                serde_json::json!({"type": "BertPreTokenizer"}),
+                "StripAccents",
+            ),
             (
                 serde_json::json!({"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "}),
                 serde_json::json!({"type": "BertPreTokenizer"}),
                 "Regex",
             ),
-            (serde_json::json!(null), serde_json::json!({"type": "ByteLevel"}), "ByteLevel"),
-            (serde_json::json!(null), serde_json::json!(null), "pre-tokenizer"),
+            (
+                serde_json::json!(null),
+                serde_json::json!({"type": "ByteLevel"}),
+                "ByteLevel",
+            ),
+            (
+                serde_json::json!(null),
+                serde_json::json!(null),
+                "pre-tokenizer",
+            ),
         ] {
             let json = serde_json::json!({"normalizer": normalizer, "pre_tokenizer": pre, "model": wordpiece});
             let err = BertTokenizer::from_json(json.to_string().as_bytes()).unwrap_err();

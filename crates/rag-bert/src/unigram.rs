@@ -28,7 +28,10 @@ impl Precompiled {
         let bad = |why: &str| BertError::json(FILE, format!("precompiled_charsmap: {why}"));
         if bytes.is_empty() {
             // An empty map: nothing is replaced.
-            return Ok(Precompiled { units: Vec::new(), pool: Vec::new() });
+            return Ok(Precompiled {
+                units: Vec::new(),
+                pool: Vec::new(),
+            });
         }
         if bytes.len() < 4 {
             return Err(bad("shorter than its header"));
@@ -150,7 +153,10 @@ impl Metaspace {
     /// Replaces spaces by the word mark, prepends one, and splits before
     /// every mark. `at_start` says whether `text` begins the input.
     pub(crate) fn split(&self, text: &str, at_start: bool) -> Vec<String> {
-        let mut s: String = text.chars().map(|c| if c == ' ' { self.replacement } else { c }).collect();
+        let mut s: String = text
+            .chars()
+            .map(|c| if c == ' ' { self.replacement } else { c })
+            .collect();
         let prepend = match self.prepend {
             Prepend::Always => true,
             Prepend::First => at_start,
@@ -235,7 +241,9 @@ impl Unigram {
         let mut best: Vec<Option<(f64, usize, u32)>> = vec![None; n + 1];
         best[0] = Some((0.0, 0, 0));
         for start in 0..n {
-            let Some((here, _, _)) = best[start] else { continue };
+            let Some((here, _, _)) = best[start] else {
+                continue;
+            };
             let mut single = false;
             for end in start + 1..=(start + self.max_piece_chars).min(n) {
                 let Some(&(id, score)) = self.pieces.get(&word[bounds[start]..bounds[end]]) else {
@@ -291,10 +299,17 @@ mod tests {
 
     #[test]
     fn metaspace_marks_and_splits_words() {
-        let m = Metaspace { replacement: '▁', prepend: Prepend::Always, split: true };
+        let m = Metaspace {
+            replacement: '▁',
+            prepend: Prepend::Always,
+            split: true,
+        };
         assert_eq!(m.split("Hello world", true), ["▁Hello", "▁world"]);
         assert_eq!(m.split("a  b", false), ["▁a", "▁", "▁b"]);
-        let first = Metaspace { prepend: Prepend::First, ..m.clone() };
+        let first = Metaspace {
+            prepend: Prepend::First,
+            ..m.clone()
+        };
         assert_eq!(first.split("x y", false), ["x", "▁y"]);
         let whole = Metaspace { split: false, ..m };
         assert_eq!(whole.split("x y", true), ["▁x▁y"]);
@@ -302,8 +317,20 @@ mod tests {
 
     #[test]
     fn viterbi_prefers_likely_pieces_and_fuses_unknowns() {
-        let vocab = [("<unk>", 0.0), ("▁", -2.0), ("a", -3.0), ("b", -3.0), ("ab", -4.0), ("▁ab", -4.5), ("c", -3.0)];
-        let u = Unigram::new(vocab.iter().map(|(p, s)| ((*p).to_owned(), *s)).collect(), 0).unwrap();
+        let vocab = [
+            ("<unk>", 0.0),
+            ("▁", -2.0),
+            ("a", -3.0),
+            ("b", -3.0),
+            ("ab", -4.0),
+            ("▁ab", -4.5),
+            ("c", -3.0),
+        ];
+        let u = Unigram::new(
+            vocab.iter().map(|(p, s)| ((*p).to_owned(), *s)).collect(),
+            0,
+        )
+        .unwrap();
         let mut ids = Vec::new();
         u.encode("▁ab", &mut ids);
         assert_eq!(ids, [5]);

@@ -17,7 +17,8 @@ const PREFIXES: [&str; 5] = ["", "bert.", "roberta.", "model.", "encoder."];
 
 impl<'a> Tensors<'a> {
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<Self, BertError> {
-        let file = SafeTensors::deserialize(bytes).map_err(|e| BertError::Weights(e.to_string()))?;
+        let file =
+            SafeTensors::deserialize(bytes).map_err(|e| BertError::Weights(e.to_string()))?;
         let prefix = PREFIXES
             .into_iter()
             .find(|p| file.tensor(&format!("{p}embeddings.word_embeddings.weight")).is_ok())
@@ -69,8 +70,16 @@ impl<'a> Tensors<'a> {
 
     /// A layer norm's scale and shift, under the current (`weight`/`bias`)
     /// or the original TensorFlow (`gamma`/`beta`) names.
-    pub(crate) fn layer_norm(&self, base: &str, width: usize) -> Result<(Vec<f32>, Vec<f32>), BertError> {
-        let has = |suffix: &str| self.file.tensor(&format!("{}{base}.{suffix}", self.prefix)).is_ok();
+    pub(crate) fn layer_norm(
+        &self,
+        base: &str,
+        width: usize,
+    ) -> Result<(Vec<f32>, Vec<f32>), BertError> {
+        let has = |suffix: &str| {
+            self.file
+                .tensor(&format!("{}{base}.{suffix}", self.prefix))
+                .is_ok()
+        };
         let (w, b) = if !has("weight") && has("gamma") {
             ("gamma", "beta")
         } else {

@@ -38,20 +38,36 @@ fn token_ids_equal_the_reference_tokenizer() {
     for case in &fixture().tokenizer_cases {
         let e = m.tokenizer().encode(&case.text, usize::MAX);
         if e.ids != case.ids {
-            mismatches.push(format!("{:?}: got {:?}, want {:?}", case.text, e.ids, case.ids));
+            mismatches.push(format!(
+                "{:?}: got {:?}, want {:?}",
+                case.text, e.ids, case.ids
+            ));
         }
     }
-    assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
     // The fixture exercises truncation, [UNK] and Chinese characters.
     let refs = &fixture().embeddings;
-    assert!(refs.iter().filter(|r| r.untruncated_len > r.ids.len()).count() >= 2);
+    assert!(
+        refs.iter()
+            .filter(|r| r.untruncated_len > r.ids.len())
+            .count()
+            >= 2
+    );
     let unk = m.tokenizer().unk_id();
     assert!(refs.iter().any(|r| r.ids.contains(&unk)));
     // Chinese characters become single-character tokens, each in the
     // vocabulary or [UNK] (this English vocabulary lacks most
     // Simplified characters): "每天需要多少蛋白质" is nine characters, nine
     // tokens, of which 天 and 白 are known.
-    let chinese = refs.iter().find(|r| r.text == "每天需要多少蛋白质").expect("in the fixture");
+    let chinese = refs
+        .iter()
+        .find(|r| r.text == "每天需要多少蛋白质")
+        .expect("in the fixture");
     assert_eq!(chinese.ids.len(), 9 + 2);
     let known: Vec<&str> = chinese.ids[1..10]
         .iter()
@@ -64,13 +80,20 @@ fn token_ids_equal_the_reference_tokenizer() {
 #[test]
 fn vectors_match_sentence_transformers() {
     let m = model();
-    let texts: Vec<&str> = fixture().embeddings.iter().map(|r| r.text.as_str()).collect();
+    let texts: Vec<&str> = fixture()
+        .embeddings
+        .iter()
+        .map(|r| r.text.as_str())
+        .collect();
     assert!(texts.len() >= 50);
 
     let batch = m.embed_batch(&texts);
     let vectors: Vec<Vec<f32>> = batch.iter().map(|e| e.vector.clone()).collect();
     let (min, mean, worst) = compare(&vectors);
-    eprintln!("batch: min cosine {min:.9} (1 - min = {:.1e}, text {worst}), mean {mean:.9}", 1.0 - min);
+    eprintln!(
+        "batch: min cosine {min:.9} (1 - min = {:.1e}, text {worst}), mean {mean:.9}",
+        1.0 - min
+    );
     assert!(min >= MIN_COSINE, "min cosine {min} for {:?}", texts[worst]);
 
     for (e, r) in batch.iter().zip(&fixture().embeddings) {
@@ -83,10 +106,20 @@ fn vectors_match_sentence_transformers() {
 
     // One text at a time, and spread over threads: the same vectors.
     let single: Vec<Vec<f32>> = texts.iter().map(|t| m.embed(t).vector).collect();
-    let parallel: Vec<Vec<f32>> = m.embed_batch_parallel(&texts, 2).into_iter().map(|e| e.vector).collect();
+    let parallel: Vec<Vec<f32>> = m
+        .embed_batch_parallel(&texts, 2)
+        .into_iter()
+        .map(|e| e.vector)
+        .collect();
     for (i, ((a, b), c)) in vectors.iter().zip(&single).zip(&parallel).enumerate() {
-        assert!(common::cosine(a, b) > 0.999_999, "single vs batch differ for text {i}");
-        assert!(common::cosine(a, c) > 0.999_999, "parallel vs batch differ for text {i}");
+        assert!(
+            common::cosine(a, b) > 0.999_999,
+            "single vs batch differ for text {i}"
+        );
+        assert!(
+            common::cosine(a, c) > 0.999_999,
+            "parallel vs batch differ for text {i}"
+        );
     }
 }
 
@@ -103,6 +136,9 @@ fn the_encoder_alone_matches_on_reference_ids() {
         })
         .collect();
     let (min, mean, worst) = compare(&m.embed_encodings(&encodings));
-    eprintln!("reference ids: min cosine {min:.9} (1 - min = {:.1e}, text {worst}), mean {mean:.9}", 1.0 - min);
+    eprintln!(
+        "reference ids: min cosine {min:.9} (1 - min = {:.1e}, text {worst}), mean {mean:.9}",
+        1.0 - min
+    );
     assert!(min >= MIN_COSINE);
 }

@@ -45,7 +45,10 @@ fn rewrite(
         .iter()
         .map(|(n, dt, shape, data)| {
             // `reshape` keeps the element count, so the bytes still fit.
-            (n.clone(), safetensors::tensor::TensorView::new(*dt, shape.clone(), data).unwrap())
+            (
+                n.clone(),
+                safetensors::tensor::TensorView::new(*dt, shape.clone(), data).unwrap(),
+            )
         })
         .collect();
     safetensors::serialize(views, None::<HashMap<String, String>>).unwrap()
@@ -101,7 +104,11 @@ fn files<'a>(config: &'a [u8], weights: &'a [u8], tokenizer: &'a [u8]) -> ModelF
 }
 
 fn texts() -> Vec<&'static str> {
-    fixture().embeddings.iter().map(|r| r.text.as_str()).collect()
+    fixture()
+        .embeddings
+        .iter()
+        .map(|r| r.text.as_str())
+        .collect()
 }
 
 #[test]
@@ -109,14 +116,21 @@ fn half_precision_weights_with_a_bert_prefix() {
     let config = model_file("config.json");
     let tokenizer = model_file("tokenizer.json");
     let sbert = model_file("sentence_bert_config.json");
-    for (dtype, convert, floor) in [(Dtype::F16, to_f16 as fn(f32) -> [u8; 2], 0.999), (Dtype::BF16, to_bf16, 0.99)] {
+    for (dtype, convert, floor) in [
+        (Dtype::F16, to_f16 as fn(f32) -> [u8; 2], 0.999),
+        (Dtype::BF16, to_bf16, 0.99),
+    ] {
         let weights = rewrite(dtype, convert, "bert.", |_| false, |_| None);
         let model = BertModel::from_files(ModelFiles {
             sentence_bert_config: Some(&sbert),
             ..files(&config, &weights, &tokenizer)
         })
         .unwrap();
-        let vectors: Vec<Vec<f32>> = model.embed_batch(&texts()).into_iter().map(|e| e.vector).collect();
+        let vectors: Vec<Vec<f32>> = model
+            .embed_batch(&texts())
+            .into_iter()
+            .map(|e| e.vector)
+            .collect();
         let (min, mean, _) = compare(&vectors);
         eprintln!("{dtype:?} weights: min cosine {min:.6}, mean {mean:.6}");
         assert!(min >= floor, "{dtype:?}: min cosine {min}");
@@ -137,7 +151,11 @@ fn defaults_without_sentence_transformers_files() {
     let short: Vec<&str> = texts().into_iter().filter(|t| t.len() < 400).collect();
     let got = model.embed_batch(&short);
     for (e, text) in got.iter().zip(&short) {
-        let r = fixture().embeddings.iter().find(|r| r.text == *text).unwrap();
+        let r = fixture()
+            .embeddings
+            .iter()
+            .find(|r| r.text == *text)
+            .unwrap();
         assert!(common::cosine(&e.vector, &r.vector) > 0.9999, "{text:?}");
     }
 
@@ -162,7 +180,10 @@ fn defaults_without_sentence_transformers_files() {
     assert_eq!(cls.sentence_config().pooling, Pooling::Cls);
     let v = cls.embed("hello world").vector;
     let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    assert!((norm - 1.0).abs() > 0.01, "CLS vector unexpectedly normalised ({norm})");
+    assert!(
+        (norm - 1.0).abs() > 0.01,
+        "CLS vector unexpectedly normalised ({norm})"
+    );
 }
 
 #[test]
@@ -170,9 +191,19 @@ fn broken_models_are_refused_with_clear_errors() {
     let config = model_file("config.json");
     let tokenizer = model_file("tokenizer.json");
 
-    let no_layer = rewrite(Dtype::F16, to_f16, "", |n| n.starts_with("encoder.layer.5.output.dense"), |_| None);
+    let no_layer = rewrite(
+        Dtype::F16,
+        to_f16,
+        "",
+        |n| n.starts_with("encoder.layer.5.output.dense"),
+        |_| None,
+    );
     let err = BertModel::from_files(files(&config, &no_layer, &tokenizer)).unwrap_err();
-    assert!(err.to_string().contains("encoder.layer.5.output.dense.weight"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("encoder.layer.5.output.dense.weight"),
+        "{err}"
+    );
 
     let wrong = rewrite(
         Dtype::F16,
@@ -184,11 +215,15 @@ fn broken_models_are_refused_with_clear_errors() {
     let err = BertModel::from_files(files(&config, &wrong, &tokenizer)).unwrap_err();
     assert!(err.to_string().contains("shape"), "{err}");
 
-    let seven = String::from_utf8(config.clone()).unwrap().replace("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 7");
+    let seven = String::from_utf8(config.clone())
+        .unwrap()
+        .replace("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 7");
     let weights = model_file("model.safetensors");
     let err = BertModel::from_files(files(seven.as_bytes(), &weights, &tokenizer)).unwrap_err();
     assert!(err.to_string().contains("encoder.layer.6"), "{err}");
-    let five = String::from_utf8(config.clone()).unwrap().replace("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 5");
+    let five = String::from_utf8(config.clone())
+        .unwrap()
+        .replace("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 5");
     let err = BertModel::from_files(files(five.as_bytes(), &weights, &tokenizer)).unwrap_err();
     assert!(matches!(err, BertError::Inconsistent(_)), "{err}");
 
@@ -201,7 +236,11 @@ fn broken_models_are_refused_with_clear_errors() {
     std::fs::write(dir.join("config.json"), &config).unwrap();
     std::fs::write(dir.join("tokenizer.json"), &tokenizer).unwrap();
     let err = BertModel::load(&dir).unwrap_err();
-    assert!(matches!(err, BertError::MissingFile { .. }) && err.to_string().contains("model.safetensors"), "{err}");
+    assert!(
+        matches!(err, BertError::MissingFile { .. })
+            && err.to_string().contains("model.safetensors"),
+        "{err}"
+    );
     std::fs::remove_file(dir.join("tokenizer.json")).unwrap();
     let err = BertModel::load(&dir).unwrap_err();
     assert!(err.to_string().contains("tokenizer.json"), "{err}");

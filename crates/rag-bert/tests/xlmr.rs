@@ -23,7 +23,11 @@ struct Row {
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
     let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
     let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
     dot / (na * nb)
@@ -32,7 +36,10 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 #[test]
 fn tiny_xlm_roberta_matches_sentence_transformers() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-xlmr");
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-xlmr-reference.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/tiny-xlmr-reference.json"
+    );
     let fixture: Fixture = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let model = BertModel::load(dir).unwrap();
     assert_eq!(model.config().model_type, "xlm-roberta");
@@ -52,5 +59,8 @@ fn tiny_xlm_roberta_matches_sentence_transformers() {
         min = min.min(c);
     }
     eprintln!("tiny XLM-R: {} texts, min cosine {min:.9}", texts.len());
-    assert!(got.iter().filter(|e| e.truncated()).count() >= 2, "the fixture exercises truncation");
+    assert!(
+        got.iter().filter(|e| e.truncated()).count() >= 2,
+        "the fixture exercises truncation"
+    );
 }

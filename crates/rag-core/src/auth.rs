@@ -95,7 +95,10 @@ impl Viewer {
 
     /// Whether a valid owner name: 1 to 128 bytes, no control characters, not the operator marker.
     pub fn valid_owner(owner: &str) -> bool {
-        !owner.is_empty() && owner.len() <= 128 && owner != OPERATOR_OWNER && !owner.chars().any(char::is_control)
+        !owner.is_empty()
+            && owner.len() <= 128
+            && owner != OPERATOR_OWNER
+            && !owner.chars().any(char::is_control)
     }
 }
 
@@ -130,7 +133,11 @@ pub struct ApiKeyInfo {
 #[async_trait]
 pub trait KeyStore: Send + Sync {
     /// Creates a tenant; `false` when it exists already.
-    async fn create_tenant(&self, tenant: &TenantId, created_at: Timestamp) -> crate::error::Result<bool>;
+    async fn create_tenant(
+        &self,
+        tenant: &TenantId,
+        created_at: Timestamp,
+    ) -> crate::error::Result<bool>;
     /// All tenants.
     async fn tenants(&self) -> crate::error::Result<Vec<TenantId>>;
     /// Stores a new key under the sha256 hex of its secret.

@@ -27,11 +27,13 @@ pub mod source;
 
 pub use auth::{ApiKeyInfo, KeyStore, Role, Viewer, OPERATOR_OWNER};
 pub use error::{CoreError, UserError};
-pub use event::{CitedSource, ContextDropped, PipelineEvent, RerankMove, SentenceCheck, StageTiming, TokenUsage};
-pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
+pub use event::{
+    CitedSource, ContextDropped, PipelineEvent, RerankMove, SentenceCheck, StageTiming, TokenUsage,
+};
 pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, SourceId, TenantId};
-pub use source::{FetchError, FetchedPage, Fetcher, PageOutcome, Source, SourcePage, SourceStatus};
+pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
 pub use model::*;
 pub use params::*;
 pub use query::*;
 pub use seams::*;
+pub use source::{FetchError, FetchedPage, Fetcher, PageOutcome, Source, SourcePage, SourceStatus};

@@ -104,16 +104,44 @@ pub trait QueryLogStore: Send + Sync {
     /// Appends a record.
     async fn log_query(&self, record: &QueryLogRecord) -> crate::error::Result<()>;
     /// Records of a knowledge base, newest first.
-    async fn query_log(&self, tenant: &TenantId, kb: KbId, filter: &LogFilter) -> crate::error::Result<Vec<QueryLogRecord>>;
+    async fn query_log(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        filter: &LogFilter,
+    ) -> crate::error::Result<Vec<QueryLogRecord>>;
     /// One record, if it exists for the tenant and the viewer may see it.
-    async fn query_log_entry(&self, tenant: &TenantId, id: &str, viewer: &Viewer) -> crate::error::Result<Option<QueryLogRecord>>;
+    async fn query_log_entry(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        viewer: &Viewer,
+    ) -> crate::error::Result<Option<QueryLogRecord>>;
     /// Sets feedback; `false` when no such record exists for the tenant and viewer.
-    async fn set_feedback(&self, tenant: &TenantId, id: &str, viewer: &Viewer, feedback: &str) -> crate::error::Result<bool>;
+    async fn set_feedback(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        viewer: &Viewer,
+        feedback: &str,
+    ) -> crate::error::Result<bool>;
     /// Conversations of a knowledge base the viewer may see, latest activity first.
-    async fn conversations(&self, tenant: &TenantId, kb: KbId, viewer: &Viewer, limit: usize) -> crate::error::Result<Vec<ConversationSummary>>;
+    async fn conversations(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        viewer: &Viewer,
+        limit: usize,
+    ) -> crate::error::Result<Vec<ConversationSummary>>;
     /// Forgets a conversation's turns in a knowledge base (the viewer's rows
     /// only); returns how many turns were removed.
-    async fn delete_conversation(&self, tenant: &TenantId, kb: KbId, id: &str, viewer: &Viewer) -> crate::error::Result<usize>;
+    async fn delete_conversation(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        id: &str,
+        viewer: &Viewer,
+    ) -> crate::error::Result<usize>;
 }
 
 /// A conversation as the query log knows it.

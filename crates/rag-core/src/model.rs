@@ -63,7 +63,11 @@ pub const MAX_DRAFT_PAIRS: usize = 30;
 
 impl Default for DraftSettings {
     fn default() -> Self {
-        DraftSettings { status: FaqStatus::Pending, auto: false, max_pairs: 8 }
+        DraftSettings {
+            status: FaqStatus::Pending,
+            auto: false,
+            max_pairs: 8,
+        }
     }
 }
 
@@ -103,16 +107,27 @@ impl AnswerSettings {
     /// Checks the values: a known profile, thresholds in [0, 1], templates of
     /// at most 20,000 bytes.
     pub fn validate(&self) -> Result<(), crate::error::UserError> {
-        let bad = |name: &'static str, reason: String| Err(crate::error::UserError::InvalidParam { name, reason });
+        let bad = |name: &'static str, reason: String| {
+            Err(crate::error::UserError::InvalidParam { name, reason })
+        };
         if !matches!(self.profile.as_str(), "auto" | "faq" | "document") {
-            return bad("answer.profile", format!("{:?} is not auto, faq or document", self.profile));
+            return bad(
+                "answer.profile",
+                format!("{:?} is not auto, faq or document", self.profile),
+            );
         }
-        for (name, v) in [("answer.min_fused", self.min_fused), ("answer.min_cosine", self.min_cosine)] {
+        for (name, v) in [
+            ("answer.min_fused", self.min_fused),
+            ("answer.min_cosine", self.min_cosine),
+        ] {
             if v.is_some_and(|x| !(0.0..=1.0).contains(&x)) {
                 return bad(name, "a threshold is between 0 and 1".into());
             }
         }
-        for (name, v) in [("answer.prompt_system", &self.prompt_system), ("answer.prompt_user", &self.prompt_user)] {
+        for (name, v) in [
+            ("answer.prompt_system", &self.prompt_system),
+            ("answer.prompt_user", &self.prompt_user),
+        ] {
             if v.as_ref().is_some_and(|t| t.len() > 20_000) {
                 return bad(name, "a template has at most 20,000 bytes".into());
             }
@@ -123,7 +138,13 @@ impl AnswerSettings {
 
 impl Default for AnswerSettings {
     fn default() -> Self {
-        AnswerSettings { profile: "auto".into(), min_fused: Some(0.05), min_cosine: Some(0.80), prompt_system: None, prompt_user: None }
+        AnswerSettings {
+            profile: "auto".into(),
+            min_fused: Some(0.05),
+            min_cosine: Some(0.80),
+            prompt_system: None,
+            prompt_user: None,
+        }
     }
 }
 
@@ -388,7 +409,9 @@ impl Passage {
     /// path and the text, for facts "key: value".
     pub fn embedding_text(&self) -> String {
         match self.id {
-            PassageId::Chunk(_) if !self.title.is_empty() => format!("{}\n{}", self.title, self.body),
+            PassageId::Chunk(_) if !self.title.is_empty() => {
+                format!("{}\n{}", self.title, self.body)
+            }
             PassageId::Chunk(_) => self.body.clone(),
             PassageId::Faq(_) | PassageId::Fact(_) => format!("{}: {}", self.title, self.body),
         }

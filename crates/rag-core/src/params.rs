@@ -107,7 +107,12 @@ pub struct Bm25Params {
 impl Default for Bm25Params {
     fn default() -> Self {
         // Chosen on SciFact's train judgements; see README "Quality".
-        Bm25Params { k1: 1.5, b: 0.75, fields: FieldMode::Flat, ngram_weight: 0.5 }
+        Bm25Params {
+            k1: 1.5,
+            b: 0.75,
+            fields: FieldMode::Flat,
+            ngram_weight: 0.5,
+        }
     }
 }
 
@@ -115,16 +120,28 @@ impl Bm25Params {
     /// Checks ranges.
     pub fn validate(&self) -> Result<(), UserError> {
         if !(self.k1.is_finite() && (0.0..=10.0).contains(&self.k1)) {
-            return Err(UserError::InvalidParam { name: "bm25.k1", reason: "must be in [0, 10]".into() });
+            return Err(UserError::InvalidParam {
+                name: "bm25.k1",
+                reason: "must be in [0, 10]".into(),
+            });
         }
         if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
-            return Err(UserError::InvalidParam { name: "bm25.b", reason: "must be in [0, 1]".into() });
+            return Err(UserError::InvalidParam {
+                name: "bm25.b",
+                reason: "must be in [0, 1]".into(),
+            });
         }
         if !(self.ngram_weight.is_finite() && (0.0..=10.0).contains(&self.ngram_weight)) {
-            return Err(UserError::InvalidParam { name: "bm25.ngram_weight", reason: "must be in [0, 10]".into() });
+            return Err(UserError::InvalidParam {
+                name: "bm25.ngram_weight",
+                reason: "must be in [0, 10]".into(),
+            });
         }
         if let FieldMode::MultiField { title, body, tags } = self.fields {
-            if [title, body, tags].iter().any(|w| !w.is_finite() || *w < 0.0) {
+            if [title, body, tags]
+                .iter()
+                .any(|w| !w.is_finite() || *w < 0.0)
+            {
                 return Err(UserError::InvalidParam {
                     name: "bm25.fields",
                     reason: "field weights must be finite and non-negative".into(),
@@ -157,7 +174,14 @@ pub struct PathWeights {
 impl Default for PathWeights {
     fn default() -> Self {
         // Chosen on SciFact's train judgements and the demo knowledge base; see README.
-        PathWeights { bm25: 1.0, substring: 0.1, fuzzy: 1.0, synonym: 0.5, fact: 1.0, dense: 1.0 }
+        PathWeights {
+            bm25: 1.0,
+            substring: 0.1,
+            fuzzy: 1.0,
+            synonym: 0.5,
+            fact: 1.0,
+            dense: 1.0,
+        }
     }
 }
 
@@ -225,7 +249,10 @@ impl FusionParams {
     /// Checks ranges.
     pub fn validate(&self) -> Result<(), UserError> {
         if !(self.k.is_finite() && self.k >= 0.0) {
-            return Err(UserError::InvalidParam { name: "fusion.k", reason: "must be a non-negative number".into() });
+            return Err(UserError::InvalidParam {
+                name: "fusion.k",
+                reason: "must be a non-negative number".into(),
+            });
         }
         if let Some(l) = self.lexical_interpolation {
             if !(0.0..=1.0).contains(&l) {
@@ -238,14 +265,23 @@ impl FusionParams {
         for p in PathKind::ALL {
             let w = self.weights.of(p);
             if !(w.is_finite() && w >= 0.0) {
-                return Err(UserError::InvalidParam { name: "weights", reason: format!("{p} weight must be >= 0") });
+                return Err(UserError::InvalidParam {
+                    name: "weights",
+                    reason: format!("{p} weight must be >= 0"),
+                });
             }
         }
         if self.top_k == 0 || self.top_k > 1000 {
-            return Err(UserError::InvalidParam { name: "fusion.top_k", reason: "must be in 1..=1000".into() });
+            return Err(UserError::InvalidParam {
+                name: "fusion.top_k",
+                reason: "must be in 1..=1000".into(),
+            });
         }
         if !(0.0..=1.0).contains(&self.min_score) {
-            return Err(UserError::InvalidParam { name: "fusion.min_score", reason: "must be in [0, 1]".into() });
+            return Err(UserError::InvalidParam {
+                name: "fusion.min_score",
+                reason: "must be in [0, 1]".into(),
+            });
         }
         Ok(())
     }
@@ -263,7 +299,11 @@ impl FusionParams {
         if path == PathKind::Dense {
             return 1.0 - lambda;
         }
-        let total: f64 = running.iter().filter(|p| p.is_lexical()).map(|p| self.weights.of(*p)).sum();
+        let total: f64 = running
+            .iter()
+            .filter(|p| p.is_lexical())
+            .map(|p| self.weights.of(*p))
+            .sum();
         if total <= 0.0 {
             0.0
         } else {
@@ -311,16 +351,28 @@ impl RetrievalParams {
     /// Checks ranges.
     pub fn validate(&self) -> Result<(), UserError> {
         if self.per_path_k == 0 || self.per_path_k > 1000 {
-            return Err(UserError::InvalidParam { name: "per_path_k", reason: "must be in 1..=1000".into() });
+            return Err(UserError::InvalidParam {
+                name: "per_path_k",
+                reason: "must be in 1..=1000".into(),
+            });
         }
         if self.paths.is_empty() {
-            return Err(UserError::InvalidParam { name: "paths", reason: "at least one path must run".into() });
+            return Err(UserError::InvalidParam {
+                name: "paths",
+                reason: "at least one path must run".into(),
+            });
         }
         if !(0.0..=1.0).contains(&self.fuzzy_threshold) {
-            return Err(UserError::InvalidParam { name: "fuzzy_threshold", reason: "must be in [0, 1]".into() });
+            return Err(UserError::InvalidParam {
+                name: "fuzzy_threshold",
+                reason: "must be in [0, 1]".into(),
+            });
         }
         if self.rerank_top_k == 0 || self.rerank_top_k > 1000 {
-            return Err(UserError::InvalidParam { name: "rerank_top_k", reason: "must be in 1..=1000".into() });
+            return Err(UserError::InvalidParam {
+                name: "rerank_top_k",
+                reason: "must be in 1..=1000".into(),
+            });
         }
         self.bm25.validate()?;
         self.fusion.validate()

@@ -1,8 +1,10 @@
 //! The seam traits. Implementations are handed to the engine as `Arc<dyn Trait>`.
 
 use crate::error::Result;
-use crate::ids::{DocId, FaqId, FactId, KbId, TenantId};
-use crate::model::{Chunk, Document, Fact, FaqEntry, KbSettings, KbSnapshot, KnowledgeBase, SynonymGroup, UserWord};
+use crate::ids::{DocId, FactId, FaqId, KbId, TenantId};
+use crate::model::{
+    Chunk, Document, Fact, FaqEntry, KbSettings, KbSnapshot, KnowledgeBase, SynonymGroup, UserWord,
+};
 use crate::params::PathKind;
 use crate::query::{AnalyzedQuery, Filters, Fused, FusedHit, RankedList};
 use async_trait::async_trait;
@@ -25,7 +27,12 @@ pub trait Retriever: Send + Sync {
     /// The path this retriever implements.
     fn path(&self) -> PathKind;
     /// Returns up to `k` hits, best first.
-    async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList>;
+    async fn retrieve(
+        &self,
+        query: &AnalyzedQuery,
+        k: usize,
+        ctx: &SearchCtx,
+    ) -> Result<RankedList>;
 }
 
 /// Combines any number of ranked lists into one.
@@ -59,7 +66,12 @@ pub trait Reranker: Send + Sync {
     /// Name shown in events.
     fn name(&self) -> &str;
     /// Returns the candidates in a new order, at most `top_k` of them.
-    async fn rerank(&self, query: &AnalyzedQuery, candidates: Vec<RerankCandidate>, top_k: usize) -> Result<Vec<RerankedHit>>;
+    async fn rerank(
+        &self,
+        query: &AnalyzedQuery,
+        candidates: Vec<RerankCandidate>,
+        top_k: usize,
+    ) -> Result<Vec<RerankedHit>>;
 }
 
 /// The reranker used when none is configured: keeps the fused order.
@@ -71,8 +83,20 @@ impl Reranker for IdentityReranker {
     fn name(&self) -> &str {
         "identity"
     }
-    async fn rerank(&self, _query: &AnalyzedQuery, candidates: Vec<RerankCandidate>, top_k: usize) -> Result<Vec<RerankedHit>> {
-        Ok(candidates.into_iter().take(top_k).map(|c| RerankedHit { hit: c.hit, score: None }).collect())
+    async fn rerank(
+        &self,
+        _query: &AnalyzedQuery,
+        candidates: Vec<RerankCandidate>,
+        top_k: usize,
+    ) -> Result<Vec<RerankedHit>> {
+        Ok(candidates
+            .into_iter()
+            .take(top_k)
+            .map(|c| RerankedHit {
+                hit: c.hit,
+                score: None,
+            })
+            .collect())
     }
 }
 
@@ -119,15 +143,24 @@ pub struct ChatMessage {
 impl ChatMessage {
     /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
-        ChatMessage { role: ChatRole::System, content: content.into() }
+        ChatMessage {
+            role: ChatRole::System,
+            content: content.into(),
+        }
     }
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        ChatMessage { role: ChatRole::User, content: content.into() }
+        ChatMessage {
+            role: ChatRole::User,
+            content: content.into(),
+        }
     }
     /// An assistant message.
     pub fn assistant(content: impl Into<String>) -> Self {
-        ChatMessage { role: ChatRole::Assistant, content: content.into() }
+        ChatMessage {
+            role: ChatRole::Assistant,
+            content: content.into(),
+        }
     }
 }
 
@@ -172,7 +205,10 @@ pub trait Generator: Send + Sync {
     /// Name shown in events.
     fn name(&self) -> &str;
     /// Streams the answer.
-    async fn generate(&self, request: GenerateRequest) -> Result<BoxStream<'static, Result<GenEvent>>>;
+    async fn generate(
+        &self,
+        request: GenerateRequest,
+    ) -> Result<BoxStream<'static, Result<GenEvent>>>;
 }
 
 /// One change inside an atomic write.
@@ -265,22 +301,42 @@ pub trait StoreRead: Send + Sync {
     /// Documents of a knowledge base.
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>>;
     /// A document with its chunks in order, if it exists in this tenant's knowledge base.
-    async fn document(&self, tenant: &TenantId, kb: KbId, doc: DocId) -> Result<Option<(Document, Vec<Chunk>)>>;
+    async fn document(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        doc: DocId,
+    ) -> Result<Option<(Document, Vec<Chunk>)>>;
     /// A document with that content hash and owner, if one exists.
-    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str, owner: Option<&str>) -> Result<Option<DocId>>;
+    async fn document_by_hash(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        hash: &str,
+        owner: Option<&str>,
+    ) -> Result<Option<DocId>>;
     /// FAQ entries of a knowledge base.
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>>;
     /// URL sources of a knowledge base, oldest first.
     async fn sources(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<crate::source::Source>>;
     /// The embedding space of the knowledge base's vectors, if it has any.
-    async fn embedding_space(&self, tenant: &TenantId, kb: KbId) -> Result<Option<crate::model::EmbeddingSpace>>;
+    async fn embedding_space(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<Option<crate::model::EmbeddingSpace>>;
 }
 
 /// Write side of a store. Every call is atomic and scoped by a tenant.
 #[async_trait]
 pub trait StoreWrite: Send + Sync {
     /// Creates a knowledge base.
-    async fn create_kb(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase>;
+    async fn create_kb(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        settings: KbSettings,
+    ) -> Result<KnowledgeBase>;
     /// Deletes a knowledge base and everything in it.
     async fn delete_kb(&self, tenant: &TenantId, kb: KbId) -> Result<()>;
     /// Applies all operations or none; returns the knowledge base's new sequence number.

@@ -119,7 +119,9 @@ pub enum FetchError {
     BadUrl(String),
     /// The host resolves to a loopback, private or link-local address and
     /// such addresses are not allowed.
-    #[error("{0} is a private or loopback address; fetching it is not allowed (sources.allow_private)")]
+    #[error(
+        "{0} is a private or loopback address; fetching it is not allowed (sources.allow_private)"
+    )]
     Blocked(String),
     /// No complete answer in time.
     #[error("no complete answer within {ms} ms")]

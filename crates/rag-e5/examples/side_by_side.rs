@@ -17,7 +17,9 @@ fn field(line: &str, key: &str) -> String {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dataset = args.next().expect("usage: side_by_side DATASET_DIR [QUERIES] [PASSAGES]");
+    let dataset = args
+        .next()
+        .expect("usage: side_by_side DATASET_DIR [QUERIES] [PASSAGES]");
     let n_queries: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(200);
     let n_passages: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100);
     let model_path = std::env::var("RAGSCOPE_MODELS_DIR")
@@ -47,7 +49,10 @@ fn main() {
         })
         .collect();
     times.sort_by(f64::total_cmp);
-    let tokens: usize = passages.iter().map(|p| model.token_count(p, Kind::Passage)).sum();
+    let tokens: usize = passages
+        .iter()
+        .map(|p| model.token_count(p, Kind::Passage))
+        .sum();
     let t = Instant::now();
     std::hint::black_box(model.embed_many(&passages, Kind::Passage));
     let secs = t.elapsed().as_secs_f64();

@@ -7,11 +7,14 @@
 use crate::embed::CachedEmbedder;
 use crate::engine::{Engine, KbIndex};
 use futures::StreamExt;
-use rag_answer::{AnswerLanguage, ExtractiveConfig, MissSignals, MissThresholds, PrecomputedEmbeddings, PromptTemplate, SupportConfig};
+use rag_answer::{
+    AnswerLanguage, ExtractiveConfig, MissSignals, MissThresholds, PrecomputedEmbeddings,
+    PromptTemplate, SupportConfig,
+};
 use rag_core::event::ContextSource;
 use rag_core::{
-    AnalyzedQuery, AnswerSettings, CitedSource, CoreError, FusedHit, GenEvent, GenerateRequest, Language, PathKind, PipelineEvent,
-    RankedList, SentenceCheck, TokenUsage,
+    AnalyzedQuery, AnswerSettings, CitedSource, CoreError, FusedHit, GenEvent, GenerateRequest,
+    Language, PathKind, PipelineEvent, RankedList, SentenceCheck, TokenUsage,
 };
 use std::sync::Arc;
 
@@ -81,10 +84,17 @@ impl Engine {
             best_fused: reranked.first().map(|h| h.normalized),
             best_cosine: top1_cosine.map(|c| c as f32),
         };
-        let thresholds = MissThresholds { min_fused: settings.min_fused, min_cosine: settings.min_cosine.map(|c| c as f32) };
+        let thresholds = MissThresholds {
+            min_fused: settings.min_fused,
+            min_cosine: settings.min_cosine.map(|c| c as f32),
+        };
         let mut miss = rag_answer::decide_miss(&signals, &thresholds);
         let mut out = AnswerOutcome::default();
-        let mut miss_reasons: Vec<String> = miss.reasons.iter().map(|r| serde_json::to_string(r).unwrap_or_default()).collect();
+        let mut miss_reasons: Vec<String> = miss
+            .reasons
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap_or_default())
+            .collect();
         // A Chinese question whose best passage (also Chinese) contains fewer
         // than half of its key terms is a miss even when one common word
         // matched well: 「火星的大气层由什么组成」 is not answered by a passage
@@ -92,10 +102,17 @@ impl Engine {
         // English questions (inflection) and questions across languages keep
         // the score thresholds only.
         // Words of two or more characters only: single characters (由, 是) match anything.
-        let words: Vec<&String> = analyzed.key_terms.iter().filter(|k| k.chars().count() >= 2).collect();
+        let words: Vec<&String> = analyzed
+            .key_terms
+            .iter()
+            .filter(|k| k.chars().count() >= 2)
+            .collect();
         if !miss.kb_miss && analyzed.language == Language::Zh && words.len() >= 2 {
             if let Some(top) = sources.first() {
-                let text = rag_text::normalize_for_match(&format!("{}\n{}", top.passage.title, top.passage.body));
+                let text = rag_text::normalize_for_match(&format!(
+                    "{}\n{}",
+                    top.passage.title, top.passage.body
+                ));
                 if AnswerLanguage::of_source(&top.passage.body) != Some(AnswerLanguage::En) {
                     let covered = words.iter().filter(|k| text.contains(k.as_str())).count();
                     if covered * 2 < words.len() {
@@ -116,12 +133,24 @@ impl Engine {
             out.generator = "miss".into();
             out.kb_miss = true;
             let reply = rag_answer::miss_reply(language).to_owned();
-            emit(PipelineEvent::AnswerToken { text: reply.clone() });
+            emit(PipelineEvent::AnswerToken {
+                text: reply.clone(),
+            });
             (reply, &[])
         } else {
             miss_reasons.clear();
             let generated = match self.inner.components.generator.clone() {
-                Some(generator) => match self.llm_answer(generator.as_ref(), question, language, sources, settings, emit).await {
+                Some(generator) => match self
+                    .llm_answer(
+                        generator.as_ref(),
+                        question,
+                        language,
+                        sources,
+                        settings,
+                        emit,
+                    )
+                    .await
+                {
                     Ok((text, model, usage)) => {
                         out.generator = generator.name().to_owned();
                         out.model = model;
@@ -129,7 +158,10 @@ impl Engine {
                         Some(text)
                     }
                     Err(e) => {
-                        warnings.push(format!("generator {} failed, extractive answer instead: {e}", generator.name()));
+                        warnings.push(format!(
+                            "generator {} failed, extractive answer instead: {e}",
+                            generator.name()
+                        ));
                         None
                     }
                 },
@@ -138,12 +170,22 @@ impl Engine {
             let text = match generated {
                 Some(t) => t,
                 None => {
-                    let (engine, question, srcs) = (self.clone(), question.to_owned(), sources.to_vec());
+                    let (engine, question, srcs) =
+                        (self.clone(), question.to_owned(), sources.to_vec());
                     let ans = tokio::task::spawn_blocking(move || {
-                        rag_answer::extractive_answer(&engine.inner.analyzer, &question, &srcs, None, &ExtractiveConfig::default())
+                        rag_answer::extractive_answer(
+                            &engine.inner.analyzer,
+                            &question,
+                            &srcs,
+                            None,
+                            &ExtractiveConfig::default(),
+                        )
                     })
                     .await
-                    .map_err(|e| CoreError::Component { component: "extractive generator".into(), message: e.to_string() })?;
+                    .map_err(|e| CoreError::Component {
+                        component: "extractive generator".into(),
+                        message: e.to_string(),
+                    })?;
                     out.generator = rag_answer::EXTRACTIVE_NAME.into();
                     for ev in ans.events() {
                         if let GenEvent::Delta(t) = ev {
@@ -211,8 +253,16 @@ impl Engine {
     ) -> Result<(String, Option<String>, Option<TokenUsage>), CoreError> {
         let messages = template(settings)
             .messages(question, language, sources)
-            .map_err(|e| CoreError::Component { component: "prompt".into(), message: e.to_string() })?;
-        let request = GenerateRequest { question: question.to_owned(), sources: sources.to_vec(), messages, json: false };
+            .map_err(|e| CoreError::Component {
+                component: "prompt".into(),
+                message: e.to_string(),
+            })?;
+        let request = GenerateRequest {
+            question: question.to_owned(),
+            sources: sources.to_vec(),
+            messages,
+            json: false,
+        };
         let mut stream = generator.generate(request).await?;
         let (mut text, mut model, mut usage) = (String::new(), None, None);
         while let Some(ev) = stream.next().await {
@@ -221,7 +271,11 @@ impl Engine {
                     text.push_str(&t);
                     emit(PipelineEvent::AnswerToken { text: t });
                 }
-                GenEvent::Usage { model: m, prompt, completion } => {
+                GenEvent::Usage {
+                    model: m,
+                    prompt,
+                    completion,
+                } => {
                     model = Some(m);
                     usage = Some(TokenUsage { prompt, completion });
                 }
@@ -231,7 +285,12 @@ impl Engine {
         Ok((text, model, usage))
     }
 
-    async fn support(&self, answer: &str, sources: &[ContextSource], warnings: &mut Vec<String>) -> Result<Vec<SentenceCheck>, CoreError> {
+    async fn support(
+        &self,
+        answer: &str,
+        sources: &[ContextSource],
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<SentenceCheck>, CoreError> {
         let mut pre = None;
         // Embeddings are needed where words cannot match: an answer sentence
         // in another language than a source it cites. Same-language support
@@ -252,10 +311,19 @@ impl Engine {
         let (engine, answer, sources) = (self.clone(), answer.to_owned(), sources.to_vec());
         let report = tokio::task::spawn_blocking(move || {
             let emb = pre.as_ref().map(|p| p as &dyn rag_answer::SentenceEmbedder);
-            rag_answer::check_support(&engine.inner.analyzer, &answer, &sources, emb, &SupportConfig::default())
+            rag_answer::check_support(
+                &engine.inner.analyzer,
+                &answer,
+                &sources,
+                emb,
+                &SupportConfig::default(),
+            )
         })
         .await
-        .map_err(|e| CoreError::Component { component: "support check".into(), message: e.to_string() })?;
+        .map_err(|e| CoreError::Component {
+            component: "support check".into(),
+            message: e.to_string(),
+        })?;
         Ok(report
             .sentences
             .into_iter()
@@ -280,7 +348,10 @@ impl Engine {
     }
 }
 
-async fn embed_all(embedder: &CachedEmbedder, texts: Vec<String>) -> Result<PrecomputedEmbeddings, CoreError> {
+async fn embed_all(
+    embedder: &CachedEmbedder,
+    texts: Vec<String>,
+) -> Result<PrecomputedEmbeddings, CoreError> {
     let mut pre = PrecomputedEmbeddings::new();
     for t in texts {
         let v = embedder.embed_query(&t).await?;
@@ -316,7 +387,12 @@ pub(crate) async fn llm_rewrite(
         ),
         rag_core::ChatMessage::user(format!("<conversation>\n{history}</conversation>\nLast message: {}", rag_answer::escape_data(followup))),
     ];
-    let request = GenerateRequest { question: followup.to_owned(), sources: Vec::new(), messages, json: false };
+    let request = GenerateRequest {
+        question: followup.to_owned(),
+        sources: Vec::new(),
+        messages,
+        json: false,
+    };
     let mut stream = generator.generate(request).await?;
     let mut text = String::new();
     while let Some(ev) = stream.next().await {
@@ -326,7 +402,13 @@ pub(crate) async fn llm_rewrite(
             GenEvent::Usage { .. } => {}
         }
     }
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").trim_matches(['"', '「', '」', '“', '”']).trim();
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .trim_matches(['"', '「', '」', '“', '”'])
+        .trim();
     if line.is_empty() || line.chars().count() > 300 {
         return Ok(None);
     }

@@ -13,8 +13,8 @@
 use crate::engine::Engine;
 use futures::StreamExt;
 use rag_core::{
-    now, CoreError, DocId, Document, FaqEntry, FaqId, GenEvent, GenerateRequest, KnowledgeBase, PassageId, TenantId, UserError,
-    Viewer, WriteOp,
+    now, CoreError, DocId, Document, FaqEntry, FaqId, GenEvent, GenerateRequest, KnowledgeBase,
+    PassageId, TenantId, UserError, Viewer, WriteOp,
 };
 use serde::Serialize;
 use std::sync::Arc;
@@ -99,14 +99,23 @@ impl Engine {
     /// stores them (see the module documentation). A document the viewer
     /// may not see is not found; a document restricted to an owner is
     /// refused, as FAQ entries are visible to the whole tenant.
-    pub async fn draft_faqs(&self, tenant: &TenantId, kb_name: &str, doc: DocId, viewer: &Viewer) -> Result<DraftOutcome, DraftFailure> {
+    pub async fn draft_faqs(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        doc: DocId,
+        viewer: &Viewer,
+    ) -> Result<DraftOutcome, DraftFailure> {
         let kb = self.kb(tenant, kb_name).await?;
         let (document, _) = self
             .store()
             .document(tenant, kb.id, doc)
             .await?
             .filter(|(d, _)| viewer.sees(d.owner.as_deref()))
-            .ok_or_else(|| UserError::NotFound { what: "document", id: doc.to_string() })?;
+            .ok_or_else(|| UserError::NotFound {
+                what: "document",
+                id: doc.to_string(),
+            })?;
         if document.owner.is_some() {
             return Err(DraftFailure::Restricted { doc });
         }
@@ -126,8 +135,16 @@ impl Engine {
         settings.validate()?;
         let max_pairs = settings.max_pairs;
         let (title, text) = (document.title.clone(), document.text.clone());
-        let prompt = blocking(move || rag_answer::draft_prompt(&title, &text, max_pairs, DRAFT_BUDGET_CHARS)).await?;
-        let request = GenerateRequest { question: String::new(), sources: Vec::new(), messages: prompt.messages, json: true };
+        let prompt = blocking(move || {
+            rag_answer::draft_prompt(&title, &text, max_pairs, DRAFT_BUDGET_CHARS)
+        })
+        .await?;
+        let request = GenerateRequest {
+            question: String::new(),
+            sources: Vec::new(),
+            messages: prompt.messages,
+            json: true,
+        };
         let mut stream = generator.generate(request).await.map_err(provider)?;
         let mut reply = String::new();
         while let Some(event) = stream.next().await {
@@ -141,15 +158,27 @@ impl Engine {
 
         // What is there now: the drafts to replace, and questions already answered elsewhere.
         let existing = self.store().faqs(tenant, kb.id).await?;
-        let replaced = existing.iter().filter(|f| f.source_doc == Some(document.id) && !f.edited).count();
+        let replaced = existing
+            .iter()
+            .filter(|f| f.source_doc == Some(document.id) && !f.edited)
+            .count();
         let mut dropped = parsed.dropped;
         let ts = now();
         let mut added: Vec<FaqEntry> = Vec::new();
         // Entries that stay: everything but the drafts being replaced.
-        let staying: Vec<&FaqEntry> = existing.iter().filter(|f| !(f.source_doc == Some(document.id) && !f.edited)).collect();
+        let staying: Vec<&FaqEntry> = existing
+            .iter()
+            .filter(|f| !(f.source_doc == Some(document.id) && !f.edited))
+            .collect();
         for pair in parsed.pairs {
-            if staying.iter().any(|f| rag_answer::drafts::same_question(&f.question, &pair.question)) {
-                dropped.push(format!("entry {}: the knowledge base already has this question", pair.index));
+            if staying
+                .iter()
+                .any(|f| rag_answer::drafts::same_question(&f.question, &pair.question))
+            {
+                dropped.push(format!(
+                    "entry {}: the knowledge base already has this question",
+                    pair.index
+                ));
                 continue;
             }
             added.push(FaqEntry {
@@ -169,12 +198,26 @@ impl Engine {
             });
         }
         if added.is_empty() {
-            return Err(DraftFailure::Rejected(rag_answer::DraftError::NoValidEntry { dropped }));
+            return Err(DraftFailure::Rejected(
+                rag_answer::DraftError::NoValidEntry { dropped },
+            ));
         }
         let mut ops = vec![WriteOp::DeleteUneditedDrafts(document.id)];
         ops.extend(added.iter().cloned().map(WriteOp::PutFaq));
-        let texts = added.iter().map(|f| (PassageId::Faq(f.id), format!("{}: {}", f.question, f.answer))).collect();
-        ops.extend(self.vectors_for(tenant, kb.id, texts).await.map_err(provider)?);
+        let texts = added
+            .iter()
+            .map(|f| {
+                (
+                    PassageId::Faq(f.id),
+                    format!("{}: {}", f.question, f.answer),
+                )
+            })
+            .collect();
+        ops.extend(
+            self.vectors_for(tenant, kb.id, texts)
+                .await
+                .map_err(provider)?,
+        );
         let seq = self.store().apply(tenant, kb.id, ops).await?;
         tracing::info!(kb = %kb.name, doc = %document.id, added = added.len(), dropped = dropped.len(), replaced, seq, "FAQ entries drafted");
         Ok(DraftOutcome {
@@ -191,6 +234,13 @@ impl Engine {
 }
 
 /// Runs CPU work (prompt building over a long text, parsing) on a blocking thread.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, CoreError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| CoreError::Component { component: "drafts".into(), message: e.to_string() })
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| CoreError::Component {
+            component: "drafts".into(),
+            message: e.to_string(),
+        })
 }

@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 /// sha256 of bytes, as lowercase hex.
 pub(crate) fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// sha256 (hex) of a text: the key of its vector in the cache and in the store.
@@ -44,25 +47,43 @@ impl CachedEmbedder {
     /// Embeds passages, taking what it can from the cache. `batch` texts go to
     /// the model at a time, and each batch is cached as soon as it is done, so
     /// an interrupted run keeps what it computed.
-    pub async fn embed_documents(&self, texts: &[String], batch: usize) -> Result<(Vec<Vec<f32>>, EmbedStats), CoreError> {
+    pub async fn embed_documents(
+        &self,
+        texts: &[String],
+        batch: usize,
+    ) -> Result<(Vec<Vec<f32>>, EmbedStats), CoreError> {
         self.embed(texts, batch, false).await
     }
 
     /// Embeds a query (queries are cached under their own keys).
     pub async fn embed_query(&self, text: &str) -> Result<Vec<f32>, CoreError> {
         let (mut v, _) = self.embed(&[text.to_owned()], 1, true).await?;
-        v.pop().ok_or_else(|| CoreError::Component { component: "embedder".into(), message: "no vector".into() })
+        v.pop().ok_or_else(|| CoreError::Component {
+            component: "embedder".into(),
+            message: "no vector".into(),
+        })
     }
 
-    async fn embed(&self, texts: &[String], batch: usize, query: bool) -> Result<(Vec<Vec<f32>>, EmbedStats), CoreError> {
+    async fn embed(
+        &self,
+        texts: &[String],
+        batch: usize,
+        query: bool,
+    ) -> Result<(Vec<Vec<f32>>, EmbedStats), CoreError> {
         let model = self.inner.model_id().to_owned();
-        let keys: Vec<String> = texts.iter().map(|t| text_hash(&format!("{}{t}", if query { "query\u{1}" } else { "" }))).collect();
+        let keys: Vec<String> = texts
+            .iter()
+            .map(|t| text_hash(&format!("{}{t}", if query { "query\u{1}" } else { "" })))
+            .collect();
         let mut out: Vec<Option<Vec<f32>>> = match &self.cache {
             Some(c) => c.get(&model, &keys).await?,
             None => vec![None; texts.len()],
         };
         let missing: Vec<usize> = (0..texts.len()).filter(|i| out[*i].is_none()).collect();
-        let stats = EmbedStats { cached: texts.len() - missing.len(), computed: missing.len() };
+        let stats = EmbedStats {
+            cached: texts.len() - missing.len(),
+            computed: missing.len(),
+        };
         for group in missing.chunks(batch.max(1)) {
             let refs: Vec<&str> = group.iter().map(|i| texts[*i].as_str()).collect();
             let vectors = if query {
@@ -81,13 +102,20 @@ impl CachedEmbedder {
                 });
             }
             if let Some(c) = &self.cache {
-                let items: Vec<(String, Vec<f32>)> = group.iter().zip(&vectors).map(|(i, v)| (keys[*i].clone(), v.clone())).collect();
+                let items: Vec<(String, Vec<f32>)> = group
+                    .iter()
+                    .zip(&vectors)
+                    .map(|(i, v)| (keys[*i].clone(), v.clone()))
+                    .collect();
                 c.put(&model, &items).await?;
             }
             for (i, v) in group.iter().zip(vectors) {
                 out[*i] = Some(v);
             }
         }
-        Ok((out.into_iter().map(|v| v.unwrap_or_default()).collect(), stats))
+        Ok((
+            out.into_iter().map(|v| v.unwrap_or_default()).collect(),
+            stats,
+        ))
     }
 }

@@ -4,8 +4,8 @@ use crate::chunk::ChunkParams;
 use crate::dense::DenseIndex;
 use crate::embed::{text_hash, CachedEmbedder};
 use rag_core::{
-    CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbId, KbSettings, KnowledgeBase, PassageVector, Reranker, Store,
-    TenantId, UserError, WriteOp,
+    CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbId, KbSettings, KnowledgeBase,
+    PassageVector, Reranker, Store, TenantId, UserError, WriteOp,
 };
 use rag_lexical::LexicalIndex;
 use rag_text::Analyzer;
@@ -32,7 +32,14 @@ pub struct Components {
 impl Components {
     /// Store and reranker only: the lexical paths.
     pub fn lexical(store: Arc<dyn Store>) -> Self {
-        Components { store, reranker: Arc::new(rag_core::IdentityReranker), embedder: None, cache: None, generator: None, fetcher: None }
+        Components {
+            store,
+            reranker: Arc::new(rag_core::IdentityReranker),
+            embedder: None,
+            cache: None,
+            generator: None,
+            fetcher: None,
+        }
     }
 }
 
@@ -115,7 +122,13 @@ pub(crate) struct Inner {
 /// Knowledge-base names: 1–64 characters, no control characters or slashes.
 fn validate_kb_name(name: &str) -> Result<(), UserError> {
     let n = name.chars().count();
-    if n == 0 || n > 64 || name.trim() != name || name.chars().any(|c| c.is_control() || c == '/' || c == '\\') {
+    if n == 0
+        || n > 64
+        || name.trim() != name
+        || name
+            .chars()
+            .any(|c| c.is_control() || c == '/' || c == '\\')
+    {
         return Err(UserError::InvalidParam {
             name: "kb",
             reason: "a knowledge-base name has 1 to 64 characters, no surrounding spaces, slashes or control characters".into(),
@@ -140,7 +153,11 @@ impl Engine {
 
     /// Drops the cached indexes of a knowledge base (after it was deleted).
     pub(crate) fn forget_index(&self, kb: KbId) {
-        self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner()).remove(&kb);
+        self.inner
+            .indexes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&kb);
     }
 
     /// The store.
@@ -154,7 +171,12 @@ impl Engine {
     }
 
     /// Creates a knowledge base.
-    pub async fn create_kb(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
+    pub async fn create_kb(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        settings: KbSettings,
+    ) -> Result<KnowledgeBase, CoreError> {
         validate_kb_name(name)?;
         settings.retrieval.validate()?;
         settings.answer.validate()?;
@@ -164,16 +186,20 @@ impl Engine {
 
     /// A knowledge base by name, or [`UserError::UnknownKb`].
     pub async fn kb(&self, tenant: &TenantId, name: &str) -> Result<KnowledgeBase, CoreError> {
-        self.store()
-            .kb_by_name(tenant, name)
-            .await?
-            .ok_or_else(|| UserError::UnknownKb { name: name.to_owned() }.into())
+        self.store().kb_by_name(tenant, name).await?.ok_or_else(|| {
+            UserError::UnknownKb {
+                name: name.to_owned(),
+            }
+            .into()
+        })
     }
 
     /// The embedder with its cache, when one is configured.
     pub fn embedder(&self) -> Option<CachedEmbedder> {
         let c = &self.inner.components;
-        c.embedder.clone().map(|e| CachedEmbedder::new(e, c.cache.clone()))
+        c.embedder
+            .clone()
+            .map(|e| CachedEmbedder::new(e, c.cache.clone()))
     }
 
     /// The configured LLM, if any (the extractive generator answers otherwise).
@@ -188,7 +214,11 @@ impl Engine {
 
     /// The indexes of a knowledge base at its current commit; built (off the
     /// async runtime) when missing or stale.
-    pub async fn index(&self, tenant: &TenantId, kb: &KnowledgeBase) -> Result<Arc<KbIndex>, CoreError> {
+    pub async fn index(
+        &self,
+        tenant: &TenantId,
+        kb: &KnowledgeBase,
+    ) -> Result<Arc<KbIndex>, CoreError> {
         let seq = self.store().kb_seq(tenant, kb.id).await?;
         if let Some(ix) = self.cached(kb.id, seq) {
             return Ok(ix);
@@ -203,14 +233,22 @@ impl Engine {
         let vector_params = self.inner.config.vectors.clone();
         let index = tokio::task::spawn_blocking(move || {
             let lexical = LexicalIndex::build(&analyzer, &snapshot);
-            let dense = DenseIndex::build(&snapshot, &lexical, vector_params).map(|r| r.map_err(|e| e.to_string()));
+            let dense = DenseIndex::build(&snapshot, &lexical, vector_params)
+                .map(|r| r.map_err(|e| e.to_string()));
             KbIndex { lexical, dense }
         })
         .await
-        .map_err(|e| CoreError::Component { component: "index".into(), message: e.to_string() })?;
+        .map_err(|e| CoreError::Component {
+            component: "index".into(),
+            message: e.to_string(),
+        })?;
         tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
         let index = Arc::new(index);
-        self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(kb.id, index.clone());
+        self.inner
+            .indexes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(kb.id, index.clone());
         Ok(index)
     }
 
@@ -223,15 +261,24 @@ impl Engine {
 impl Engine {
     /// Checks that the configured embedder may write into a knowledge base
     /// whose vectors are in `space`.
-    pub(crate) fn check_space(&self, space: Option<&EmbeddingSpace>, embedder: &CachedEmbedder, dims: usize) -> Result<(), CoreError> {
+    pub(crate) fn check_space(
+        &self,
+        space: Option<&EmbeddingSpace>,
+        embedder: &CachedEmbedder,
+        dims: usize,
+    ) -> Result<(), CoreError> {
         match space {
-            Some(s) if s.model_id != embedder.model().model_id() || (dims != 0 && s.dims != dims) => Err(UserError::EmbeddingSpaceMismatch {
-                stored_model: s.model_id.clone(),
-                stored_dims: s.dims,
-                configured_model: embedder.model().model_id().to_owned(),
-                configured_dims: dims,
+            Some(s)
+                if s.model_id != embedder.model().model_id() || (dims != 0 && s.dims != dims) =>
+            {
+                Err(UserError::EmbeddingSpaceMismatch {
+                    stored_model: s.model_id.clone(),
+                    stored_dims: s.dims,
+                    configured_model: embedder.model().model_id().to_owned(),
+                    configured_dims: dims,
+                }
+                .into())
             }
-            .into()),
             _ => Ok(()),
         }
     }
@@ -255,15 +302,24 @@ impl Engine {
         let snapshot = self.store().snapshot(tenant, kb.id).await?;
         let mut report = ReembedReport::default();
         let model_id = embedder.model().model_id().to_owned();
-        let switched = snapshot.space.as_ref().is_some_and(|s| s.model_id != model_id);
+        let switched = snapshot
+            .space
+            .as_ref()
+            .is_some_and(|s| s.model_id != model_id);
         if switched {
-            self.store().apply(tenant, kb.id, vec![WriteOp::ClearVectors]).await?;
+            self.store()
+                .apply(tenant, kb.id, vec![WriteOp::ClearVectors])
+                .await?;
             report.switched_model = true;
         }
         let current: std::collections::HashMap<_, _> = if switched {
             Default::default()
         } else {
-            snapshot.vectors.iter().map(|v| (v.id, v.text_hash.clone())).collect()
+            snapshot
+                .vectors
+                .iter()
+                .map(|v| (v.id, v.text_hash.clone()))
+                .collect()
         };
         let todo: Vec<(rag_core::PassageId, String, String)> = snapshot
             .passages
@@ -279,17 +335,28 @@ impl Engine {
         progress(0, todo.len());
         for part in todo.chunks(batch) {
             let texts: Vec<String> = part.iter().map(|(_, _, t)| t.clone()).collect();
-            let (vectors, stats) = embedder.embed_documents(&texts, self.inner.config.embed_batch).await?;
+            let (vectors, stats) = embedder
+                .embed_documents(&texts, self.inner.config.embed_batch)
+                .await?;
             report.cached += stats.cached;
             report.computed += stats.computed;
             let dims = vectors.first().map_or(0, Vec::len);
-            let space = EmbeddingSpace { model_id: model_id.clone(), dims };
+            let space = EmbeddingSpace {
+                model_id: model_id.clone(),
+                dims,
+            };
             let vectors = part
                 .iter()
                 .zip(vectors)
-                .map(|((id, hash, _), vector)| PassageVector { id: *id, text_hash: hash.clone(), vector })
+                .map(|((id, hash, _), vector)| PassageVector {
+                    id: *id,
+                    text_hash: hash.clone(),
+                    vector,
+                })
                 .collect();
-            self.store().apply(tenant, kb.id, vec![WriteOp::PutVectors { space, vectors }]).await?;
+            self.store()
+                .apply(tenant, kb.id, vec![WriteOp::PutVectors { space, vectors }])
+                .await?;
             done += part.len();
             progress(done, todo.len());
         }

@@ -8,8 +8,9 @@
 
 use crate::engine::Engine;
 use rag_core::{
-    Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, KbSettings, PassageId, PassageVector,
-    Source, SourceId, SynonymGroup, TenantId, UserError, UserWord, WriteOp,
+    Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId,
+    KbSettings, PassageId, PassageVector, Source, SourceId, SynonymGroup, TenantId, UserError,
+    UserWord, WriteOp,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -86,7 +87,11 @@ pub struct ExportCounts {
 }
 
 fn bad(reason: impl Into<String>) -> CoreError {
-    UserError::InvalidParam { name: "import", reason: reason.into() }.into()
+    UserError::InvalidParam {
+        name: "import",
+        reason: reason.into(),
+    }
+    .into()
 }
 
 /// Fresh ids for everything, remembered so references follow.
@@ -144,11 +149,18 @@ impl Engine {
         with_vectors: bool,
         out: &mut (dyn FnMut(&ExportLine) -> std::io::Result<()> + Send),
     ) -> Result<ExportCounts, CoreError> {
-        let io = |e: std::io::Error| CoreError::Component { component: "export".into(), message: e.to_string() };
+        let io = |e: std::io::Error| CoreError::Component {
+            component: "export".into(),
+            message: e.to_string(),
+        };
         let kb = self.kb(tenant, kb_name).await?;
         let store = self.store();
         let snapshot = store.snapshot(tenant, kb.id).await?;
-        let space = if with_vectors { snapshot.space.clone() } else { None };
+        let space = if with_vectors {
+            snapshot.space.clone()
+        } else {
+            None
+        };
         let mut n = ExportCounts::default();
         out(&ExportLine::Header {
             format: EXPORT_FORMAT.into(),
@@ -159,7 +171,9 @@ impl Engine {
         })
         .map_err(io)?;
         for info in store.documents(tenant, kb.id).await? {
-            let Some((document, chunks)) = store.document(tenant, kb.id, info.id).await? else { continue };
+            let Some((document, chunks)) = store.document(tenant, kb.id, info.id).await? else {
+                continue;
+            };
             n.documents += 1;
             n.chunks += chunks.len();
             out(&ExportLine::Document { document, chunks }).map_err(io)?;
@@ -187,7 +201,12 @@ impl Engine {
         if space.is_some() {
             for v in &snapshot.vectors {
                 n.vectors += 1;
-                out(&ExportLine::Vector { id: v.id, text_hash: v.text_hash.clone(), vector: v.vector.clone() }).map_err(io)?;
+                out(&ExportLine::Vector {
+                    id: v.id,
+                    text_hash: v.text_hash.clone(),
+                    vector: v.vector.clone(),
+                })
+                .map_err(io)?;
             }
         }
         Ok(n)
@@ -205,17 +224,29 @@ impl Engine {
         new_ids: bool,
     ) -> Result<(rag_core::KnowledgeBase, ExportCounts), CoreError> {
         let mut lines = lines.into_iter();
-        let Some(ExportLine::Header { format, version, name: exported, settings, space }) = lines.next() else {
+        let Some(ExportLine::Header {
+            format,
+            version,
+            name: exported,
+            settings,
+            space,
+        }) = lines.next()
+        else {
             return Err(bad("the first line must be the export header"));
         };
         if format != EXPORT_FORMAT {
-            return Err(bad(format!("not a ragscope knowledge-base export (format {format:?})")));
+            return Err(bad(format!(
+                "not a ragscope knowledge-base export (format {format:?})"
+            )));
         }
         if version > EXPORT_VERSION {
             return Err(bad(format!("export format version {version} is newer than this ragscope reads ({EXPORT_VERSION})")));
         }
         let name = name.unwrap_or(&exported).to_owned();
-        let mut remap = Remap { on: new_ids, ..Remap::default() };
+        let mut remap = Remap {
+            on: new_ids,
+            ..Remap::default()
+        };
         let mut n = ExportCounts::default();
         let mut ops: Vec<Vec<WriteOp>> = Vec::new();
         let mut vectors: Vec<PassageVector> = Vec::new();
@@ -223,7 +254,10 @@ impl Engine {
         for line in lines {
             match line {
                 ExportLine::Header { .. } => return Err(bad("a second header line")),
-                ExportLine::Document { mut document, mut chunks } => {
+                ExportLine::Document {
+                    mut document,
+                    mut chunks,
+                } => {
                     document.id = remap.doc(document.id);
                     for c in &mut chunks {
                         c.id = remap.chunk(c.id);
@@ -253,11 +287,19 @@ impl Engine {
                     ops.push(vec![WriteOp::AddUserWord(w)]);
                 }
                 ExportLine::Source(s) => sources.push(s),
-                ExportLine::Vector { id, text_hash, vector } => {
+                ExportLine::Vector {
+                    id,
+                    text_hash,
+                    vector,
+                } => {
                     if space.is_none() {
                         return Err(bad("vectors without an embedding space in the header"));
                     }
-                    vectors.push(PassageVector { id: remap.passage(id), text_hash, vector });
+                    vectors.push(PassageVector {
+                        id: remap.passage(id),
+                        text_hash,
+                        vector,
+                    });
                 }
             }
         }
@@ -282,7 +324,10 @@ impl Engine {
         if let Some(space) = space.filter(|_| !vectors.is_empty()) {
             n.vectors = vectors.len();
             for batch in vectors.chunks(2_000) {
-                ops.push(vec![WriteOp::PutVectors { space: space.clone(), vectors: batch.to_vec() }]);
+                ops.push(vec![WriteOp::PutVectors {
+                    space: space.clone(),
+                    vectors: batch.to_vec(),
+                }]);
             }
         }
         // Documents one write each; the small items in batches.
@@ -292,10 +337,13 @@ impl Engine {
             for group in ops {
                 for mut op in group {
                     fix_kb(&mut op);
-                    let big = matches!(op, WriteOp::PutDocument { .. } | WriteOp::PutVectors { .. });
+                    let big =
+                        matches!(op, WriteOp::PutDocument { .. } | WriteOp::PutVectors { .. });
                     batch.push(op);
                     if big || batch.len() >= 500 {
-                        store.apply(tenant, kb.id, std::mem::take(&mut batch)).await?;
+                        store
+                            .apply(tenant, kb.id, std::mem::take(&mut batch))
+                            .await?;
                     }
                 }
             }

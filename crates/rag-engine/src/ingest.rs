@@ -4,22 +4,25 @@
 //! async runtime, embeds through the cache, writes, and reports progress.
 
 use crate::chunk::{split, to_chunks};
+use crate::drafts::DraftFailure;
 use crate::embed::{hex_sha256, text_hash, EmbedStats};
 use crate::engine::Engine;
-use crate::job::{IngestOptions, IngestProgress};
-use crate::drafts::DraftFailure;
 use crate::job::NotDrafted;
+use crate::job::{IngestOptions, IngestProgress};
 use crate::pipeline::error_code;
 use rag_core::{
-    chunk_title, now, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, PassageId, PassageVector,
-    SynonymGroup, TenantId, UserError, UserWord, WriteOp,
+    chunk_title, now, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId,
+    PassageId, PassageVector, SynonymGroup, TenantId, UserError, UserWord, WriteOp,
 };
 use rag_ingest::{check_size, extract, Content, Limits};
 use serde::Serialize;
 
 /// The refusal of a file whose job was cancelled before its write.
 fn cancelled() -> (&'static str, String) {
-    ("cancelled", "the job was cancelled before this file was stored; nothing of it was stored".into())
+    (
+        "cancelled",
+        "the job was cancelled before this file was stored; nothing of it was stored".into(),
+    )
 }
 
 /// What happened to one input.
@@ -62,19 +65,28 @@ pub struct IngestOutcome {
     pub status: IngestStatus,
 }
 
-
 impl Engine {
     /// Ingests one file with the engine's chunk sizes and the approximate
     /// token counter. Never fails for a bad file: problems are reported in
     /// the outcome. See [`Engine::ingest_with`].
-    pub async fn ingest(&self, tenant: &TenantId, kb_name: &str, source: &str, bytes: Vec<u8>) -> Result<IngestOutcome, CoreError> {
+    pub async fn ingest(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        source: &str,
+        bytes: Vec<u8>,
+    ) -> Result<IngestOutcome, CoreError> {
         let options = IngestOptions::new(self.config().chunk);
-        self.ingest_with(tenant, kb_name, source, bytes, &options, &mut |_| {}).await
+        self.ingest_with(tenant, kb_name, source, bytes, &options, &mut |_| {})
+            .await
     }
 
     /// The limits files are checked against (the engine's largest file).
     pub fn ingest_limits(&self) -> Limits {
-        Limits { max_file_bytes: self.config().max_file_bytes as u64, ..Limits::default() }
+        Limits {
+            max_file_bytes: self.config().max_file_bytes as u64,
+            ..Limits::default()
+        }
     }
 
     /// Ingests one file as a step of a job, reporting each stage to
@@ -100,8 +112,13 @@ impl Engine {
         options: &IngestOptions,
         progress: &mut (dyn FnMut(IngestProgress) + Send),
     ) -> Result<IngestOutcome, CoreError> {
-        progress(IngestProgress::Received { source: source.to_owned(), bytes: bytes.len() as u64 });
-        let result = self.ingest_stages(tenant, kb_name, source, bytes, options, progress).await;
+        progress(IngestProgress::Received {
+            source: source.to_owned(),
+            bytes: bytes.len() as u64,
+        });
+        let result = self
+            .ingest_stages(tenant, kb_name, source, bytes, options, progress)
+            .await;
         let status = match result {
             Ok(Ok(status)) => status,
             Ok(Err((code, reason))) => {
@@ -110,14 +127,24 @@ impl Engine {
                 IngestStatus::Failed { reason }
             }
             Err(e) => {
-                progress(IngestProgress::failed(source, error_code(&e), e.to_string()));
+                progress(IngestProgress::failed(
+                    source,
+                    error_code(&e),
+                    e.to_string(),
+                ));
                 return Err(e);
             }
         };
         if let IngestStatus::Skipped { reason } = &status {
-            progress(IngestProgress::Skipped { source: source.to_owned(), reason: reason.clone() });
+            progress(IngestProgress::Skipped {
+                source: source.to_owned(),
+                reason: reason.clone(),
+            });
         }
-        Ok(IngestOutcome { source: source.to_owned(), status })
+        Ok(IngestOutcome {
+            source: source.to_owned(),
+            status,
+        })
     }
 
     /// The stages after `received`. The inner error is a refused file
@@ -134,7 +161,10 @@ impl Engine {
         options
             .chunk
             .validate()
-            .map_err(|e| UserError::InvalidParam { name: "chunk", reason: e.to_string() })?;
+            .map_err(|e| UserError::InvalidParam {
+                name: "chunk",
+                reason: e.to_string(),
+            })?;
         let kb = self.kb(tenant, kb_name).await?;
         let limits = self.ingest_limits();
         if let Err(e) = check_size(bytes.len() as u64, &limits) {
@@ -143,15 +173,22 @@ impl Engine {
         let store = self.store();
         // The same bytes are already a document: skip before extracting anything.
         let hash = hex_sha256(&bytes);
-        if store.document_by_hash(tenant, kb.id, &hash, options.owner.as_deref()).await?.is_some() {
-            return Ok(Ok(IngestStatus::Skipped { reason: "already ingested (same content)".into() }));
+        if store
+            .document_by_hash(tenant, kb.id, &hash, options.owner.as_deref())
+            .await?
+            .is_some()
+        {
+            return Ok(Ok(IngestStatus::Skipped {
+                reason: "already ingested (same content)".into(),
+            }));
         }
         if options.cancelled() {
             return Ok(Err(cancelled()));
         }
 
         let (name, media) = (source.to_owned(), options.media_type.clone());
-        let extraction = blocking(move || extract(&name, media.as_deref(), &bytes, &limits)).await?;
+        let extraction =
+            blocking(move || extract(&name, media.as_deref(), &bytes, &limits)).await?;
         let extraction = match extraction {
             Ok(x) => x,
             Err(e) => return Ok(Err((e.code(), e.to_string()))),
@@ -174,8 +211,11 @@ impl Engine {
                     let model = self.embedder()?.model().clone();
                     model.count_tokens("probe")?;
                     let approx = rag_ingest::ApproxTokenCounter;
-                    Some(std::sync::Arc::new(move |s: &str| model.count_tokens(s).unwrap_or_else(|| rag_ingest::TokenCounter::count_tokens(&approx, s)))
-                        as crate::job::TokenCountFn)
+                    Some(std::sync::Arc::new(move |s: &str| {
+                        model
+                            .count_tokens(s)
+                            .unwrap_or_else(|| rag_ingest::TokenCounter::count_tokens(&approx, s))
+                    }) as crate::job::TokenCountFn)
                 });
                 let params = options.chunk;
                 let (doc, pieces) = blocking(move || {
@@ -183,7 +223,10 @@ impl Engine {
                     (doc, pieces)
                 })
                 .await?;
-                let pieces = pieces.map_err(|e| UserError::InvalidParam { name: "chunk", reason: e.to_string() })?;
+                let pieces = pieces.map_err(|e| UserError::InvalidParam {
+                    name: "chunk",
+                    reason: e.to_string(),
+                })?;
                 if pieces.is_empty() {
                     return Ok(Err(("empty_file", "no text to index".into())));
                 }
@@ -192,19 +235,30 @@ impl Engine {
                     chunks: pieces.len(),
                     max_tokens: pieces.iter().map(|c| c.tokens).max().unwrap_or(0),
                 });
-                let title = doc.title.clone().filter(|t| !t.trim().is_empty()).unwrap_or_else(|| file_stem(source));
+                let title = doc
+                    .title
+                    .clone()
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_else(|| file_stem(source));
                 let doc_id = DocId::generate();
                 let chunks = to_chunks(doc_id, pieces);
                 let texts: Vec<(PassageId, String)> = chunks
                     .iter()
-                    .map(|c| (PassageId::Chunk(c.id), format!("{}\n{}", chunk_title(&title, &c.heading_path), c.text)))
+                    .map(|c| {
+                        (
+                            PassageId::Chunk(c.id),
+                            format!("{}\n{}", chunk_title(&title, &c.heading_path), c.text),
+                        )
+                    })
                     .collect();
                 if options.cancelled() {
                     return Ok(Err(cancelled()));
                 }
                 let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
                     Ok(v) => v,
-                    Err(e) if embedding_failure(&e) => return Ok(Err(("embedding_failed", e.to_string()))),
+                    Err(e) if embedding_failure(&e) => {
+                        return Ok(Err(("embedding_failed", e.to_string())))
+                    }
                     Err(e) => return Err(e),
                 };
                 progress(self.embedded_event(source, &stats));
@@ -218,7 +272,12 @@ impl Engine {
                 let replaced = !older.is_empty();
                 // Unedited drafts of the older version, which this write deletes (reported when drafting again).
                 let old_drafts = if replaced && kb.settings.drafts.auto {
-                    store.faqs(tenant, kb.id).await?.iter().filter(|f| !f.edited && f.source_doc.is_some_and(|d| older.contains(&d))).count()
+                    store
+                        .faqs(tenant, kb.id)
+                        .await?
+                        .iter()
+                        .filter(|f| !f.edited && f.source_doc.is_some_and(|d| older.contains(&d)))
+                        .count()
                 } else {
                     0
                 };
@@ -243,7 +302,10 @@ impl Engine {
                 // Re-sync: drafts a person edited follow the new version; the
                 // older version goes with its unedited drafts.
                 for old in older {
-                    ops.push(WriteOp::RelinkDrafts { from: old, to: doc_id });
+                    ops.push(WriteOp::RelinkDrafts {
+                        from: old,
+                        to: doc_id,
+                    });
                     ops.push(WriteOp::DeleteDocument(old));
                 }
                 if options.cancelled() {
@@ -252,7 +314,10 @@ impl Engine {
                 let seq = store.apply(tenant, kb.id, ops).await?;
                 tracing::info!(kb = %kb.name, source, format = format.as_str(), chunks = n, replaced, seq, "document ingested");
                 if let Some(stored) = stored {
-                    progress(self.auto_draft(tenant, &kb, stored, old_drafts, options).await);
+                    progress(
+                        self.auto_draft(tenant, &kb, stored, old_drafts, options)
+                            .await,
+                    );
                 }
                 progress(IngestProgress::Indexed {
                     source: source.to_owned(),
@@ -262,7 +327,10 @@ impl Engine {
                     faq_duplicates: 0,
                     replaced,
                 });
-                Ok(Ok(IngestStatus::Document { chunks: n, replaced }))
+                Ok(Ok(IngestStatus::Document {
+                    chunks: n,
+                    replaced,
+                }))
             }
             Content::Faqs { rows, encoding } => {
                 progress(IngestProgress::Extracted {
@@ -278,7 +346,9 @@ impl Engine {
                 let mut duplicates = 0;
                 let mut ops = Vec::new();
                 for r in rows {
-                    let present = existing.iter().any(|e| e.question == r.question && e.answer == r.answer);
+                    let present = existing
+                        .iter()
+                        .any(|e| e.question == r.question && e.answer == r.answer);
                     let repeated = ops.iter().any(|o| matches!(o, WriteOp::PutFaq(f) if f.question == r.question && f.answer == r.answer));
                     if present || repeated {
                         duplicates += 1;
@@ -302,12 +372,17 @@ impl Engine {
                 }
                 let added = ops.len();
                 if added == 0 {
-                    return Ok(Ok(IngestStatus::Skipped { reason: format!("all {duplicates} entries already present") }));
+                    return Ok(Ok(IngestStatus::Skipped {
+                        reason: format!("all {duplicates} entries already present"),
+                    }));
                 }
                 let texts: Vec<(PassageId, String)> = ops
                     .iter()
                     .filter_map(|o| match o {
-                        WriteOp::PutFaq(f) => Some((PassageId::Faq(f.id), format!("{}: {}", f.question, f.answer))),
+                        WriteOp::PutFaq(f) => Some((
+                            PassageId::Faq(f.id),
+                            format!("{}: {}", f.question, f.answer),
+                        )),
                         _ => None,
                     })
                     .collect();
@@ -316,7 +391,9 @@ impl Engine {
                 }
                 let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
                     Ok(v) => v,
-                    Err(e) if embedding_failure(&e) => return Ok(Err(("embedding_failed", e.to_string()))),
+                    Err(e) if embedding_failure(&e) => {
+                        return Ok(Err(("embedding_failed", e.to_string())))
+                    }
                     Err(e) => return Err(e),
                 };
                 progress(self.embedded_event(source, &stats));
@@ -356,10 +433,17 @@ impl Engine {
             added: 0,
             replaced: old_drafts,
             dropped: Vec::new(),
-            error: Some(NotDrafted { code: code.to_owned(), reason }),
+            error: Some(NotDrafted {
+                code: code.to_owned(),
+                reason,
+            }),
         };
         if options.cancelled() {
-            return failed("cancelled", "the job was cancelled after the document was stored; no FAQ entries were drafted".into());
+            return failed(
+                "cancelled",
+                "the job was cancelled after the document was stored; no FAQ entries were drafted"
+                    .into(),
+            );
         }
         if document.owner.is_some() {
             let e = DraftFailure::Restricted { doc: document.id };
@@ -369,7 +453,13 @@ impl Engine {
             return failed(DraftFailure::NoLlm.code(), DraftFailure::NoLlm.to_string());
         };
         match self.draft_document(tenant, kb, document, generator).await {
-            Ok(o) => IngestProgress::Drafted { source: source.clone(), added: o.added.len(), replaced: old_drafts + o.replaced, dropped: o.dropped, error: None },
+            Ok(o) => IngestProgress::Drafted {
+                source: source.clone(),
+                added: o.added.len(),
+                replaced: old_drafts + o.replaced,
+                dropped: o.dropped,
+                error: None,
+            },
             Err(e) => {
                 tracing::warn!(kb = %kb.name, source = %source, error = %e, "automatic FAQ drafting failed");
                 failed(e.code(), e.to_string())
@@ -390,7 +480,12 @@ impl Engine {
 
     /// Embeds `texts` for storing beside their passages, when an embedder is
     /// configured; refuses when the knowledge base's vectors come from another model.
-    pub(crate) async fn vectors_for(&self, tenant: &TenantId, kb: rag_core::KbId, texts: Vec<(PassageId, String)>) -> Result<Option<WriteOp>, CoreError> {
+    pub(crate) async fn vectors_for(
+        &self,
+        tenant: &TenantId,
+        kb: rag_core::KbId,
+        texts: Vec<(PassageId, String)>,
+    ) -> Result<Option<WriteOp>, CoreError> {
         Ok(self.embed_for_ingest(tenant, kb, texts).await?.0)
     }
 
@@ -402,30 +497,53 @@ impl Engine {
         kb: rag_core::KbId,
         texts: Vec<(PassageId, String)>,
     ) -> Result<(Option<WriteOp>, Option<EmbedStats>), CoreError> {
-        let Some(embedder) = self.embedder() else { return Ok((None, None)) };
+        let Some(embedder) = self.embedder() else {
+            return Ok((None, None));
+        };
         if texts.is_empty() {
             return Ok((None, None));
         }
         let space = self.store().embedding_space(tenant, kb).await?;
         self.check_space(space.as_ref(), &embedder, 0)?;
         let strings: Vec<String> = texts.iter().map(|(_, t)| t.clone()).collect();
-        let (vectors, stats) = embedder.embed_documents(&strings, self.config().embed_batch).await?;
+        let (vectors, stats) = embedder
+            .embed_documents(&strings, self.config().embed_batch)
+            .await?;
         let dims = vectors.first().map_or(0, Vec::len);
         self.check_space(space.as_ref(), &embedder, dims)?;
         let vectors = texts
             .into_iter()
             .zip(vectors)
-            .map(|((id, text), vector)| PassageVector { id, text_hash: text_hash(&text), vector })
+            .map(|((id, text), vector)| PassageVector {
+                id,
+                text_hash: text_hash(&text),
+                vector,
+            })
             .collect();
-        let op = WriteOp::PutVectors { space: EmbeddingSpace { model_id: embedder.model().model_id().to_owned(), dims }, vectors };
+        let op = WriteOp::PutVectors {
+            space: EmbeddingSpace {
+                model_id: embedder.model().model_id().to_owned(),
+                dims,
+            },
+            vectors,
+        };
         Ok((Some(op), Some(stats)))
     }
 
     /// Adds synonym groups to a knowledge base (groups already present are skipped).
-    pub async fn add_synonyms(&self, tenant: &TenantId, kb_name: &str, groups: Vec<SynonymGroup>) -> Result<usize, CoreError> {
+    pub async fn add_synonyms(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        groups: Vec<SynonymGroup>,
+    ) -> Result<usize, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let existing = self.store().snapshot(tenant, kb.id).await?.synonyms;
-        let ops: Vec<WriteOp> = groups.into_iter().filter(|g| !existing.contains(g)).map(WriteOp::AddSynonyms).collect();
+        let ops: Vec<WriteOp> = groups
+            .into_iter()
+            .filter(|g| !existing.contains(g))
+            .map(WriteOp::AddSynonyms)
+            .collect();
         let n = ops.len();
         if n > 0 {
             self.store().apply(tenant, kb.id, ops).await?;
@@ -434,19 +552,38 @@ impl Engine {
     }
 
     /// Adds or replaces structured facts (by key).
-    pub async fn put_facts(&self, tenant: &TenantId, kb_name: &str, facts: Vec<(String, String, Vec<String>)>) -> Result<usize, CoreError> {
+    pub async fn put_facts(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        facts: Vec<(String, String, Vec<String>)>,
+    ) -> Result<usize, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let snapshot = self.store().snapshot(tenant, kb.id).await?;
         let mut ops: Vec<WriteOp> = Vec::new();
         for (key, value, key_synonyms) in facts {
             let existing = snapshot.passages.iter().find_map(|p| match p.id {
-                rag_core::PassageId::Fact(id) if p.title == key => Some((id, p.body == value && p.aliases == key_synonyms)),
+                rag_core::PassageId::Fact(id) if p.title == key => {
+                    Some((id, p.body == value && p.aliases == key_synonyms))
+                }
                 _ => None,
             });
             match existing {
                 Some((_, true)) => continue,
-                Some((id, false)) => ops.push(WriteOp::PutFact(Fact { id, kb: kb.id, key, value, key_synonyms })),
-                None => ops.push(WriteOp::PutFact(Fact { id: FactId::generate(), kb: kb.id, key, value, key_synonyms })),
+                Some((id, false)) => ops.push(WriteOp::PutFact(Fact {
+                    id,
+                    kb: kb.id,
+                    key,
+                    value,
+                    key_synonyms,
+                })),
+                None => ops.push(WriteOp::PutFact(Fact {
+                    id: FactId::generate(),
+                    kb: kb.id,
+                    key,
+                    value,
+                    key_synonyms,
+                })),
             }
         }
         let n = ops.len();
@@ -454,7 +591,9 @@ impl Engine {
             let texts: Vec<(PassageId, String)> = ops
                 .iter()
                 .filter_map(|o| match o {
-                    WriteOp::PutFact(f) => Some((PassageId::Fact(f.id), format!("{}: {}", f.key, f.value))),
+                    WriteOp::PutFact(f) => {
+                        Some((PassageId::Fact(f.id), format!("{}: {}", f.key, f.value)))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -467,19 +606,37 @@ impl Engine {
     }
 
     /// Adds words to the knowledge base's segmenter dictionary.
-    pub async fn add_user_words(&self, tenant: &TenantId, kb_name: &str, words: Vec<UserWord>) -> Result<usize, CoreError> {
+    pub async fn add_user_words(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        words: Vec<UserWord>,
+    ) -> Result<usize, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let n = words.len();
         if n > 0 {
-            self.store().apply(tenant, kb.id, words.into_iter().map(WriteOp::AddUserWord).collect()).await?;
+            self.store()
+                .apply(
+                    tenant,
+                    kb.id,
+                    words.into_iter().map(WriteOp::AddUserWord).collect(),
+                )
+                .await?;
         }
         Ok(n)
     }
 }
 
 /// Runs CPU work (extraction, chunking) on a blocking thread.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, CoreError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| CoreError::Component { component: "ingest".into(), message: e.to_string() })
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| CoreError::Component {
+            component: "ingest".into(),
+            message: e.to_string(),
+        })
 }
 
 /// An embedder that failed (a model or endpoint error) fails the file, not the job.
@@ -491,5 +648,9 @@ fn embedding_failure(e: &CoreError) -> bool {
 fn file_stem(source: &str) -> String {
     let last = source.rsplit(['/', '\\']).next().unwrap_or(source);
     let stem = last.rsplit_once('.').map_or(last, |(s, _)| s);
-    if stem.is_empty() { last.to_owned() } else { stem.to_owned() }
+    if stem.is_empty() {
+        last.to_owned()
+    } else {
+        stem.to_owned()
+    }
 }

@@ -46,7 +46,10 @@ pub struct IngestOptions {
 impl std::fmt::Debug for IngestOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IngestOptions")
-            .field("token_counter", &self.token_counter.as_ref().map(|_| "custom"))
+            .field(
+                "token_counter",
+                &self.token_counter.as_ref().map(|_| "custom"),
+            )
             .field("chunk", &self.chunk)
             .field("media_type", &self.media_type)
             .field("cancel", &self.cancel)
@@ -58,7 +61,10 @@ impl std::fmt::Debug for IngestOptions {
 impl IngestOptions {
     /// Options with these chunk sizes and the approximate token counter.
     pub fn new(chunk: ChunkParams) -> Self {
-        IngestOptions { chunk, ..IngestOptions::default() }
+        IngestOptions {
+            chunk,
+            ..IngestOptions::default()
+        }
     }
 
     /// Counts tokens with `counter` (the embedder's tokenizer).
@@ -79,7 +85,9 @@ impl IngestOptions {
     }
 
     pub(crate) fn cancelled(&self) -> bool {
-        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 }
 
@@ -218,12 +226,25 @@ impl IngestProgress {
 
     /// Whether this is a file's last event.
     pub fn is_terminal(&self) -> bool {
-        matches!(self, IngestProgress::Indexed { .. } | IngestProgress::Skipped { .. } | IngestProgress::Failed { .. })
+        matches!(
+            self,
+            IngestProgress::Indexed { .. }
+                | IngestProgress::Skipped { .. }
+                | IngestProgress::Failed { .. }
+        )
     }
 
     /// A failure event.
-    pub fn failed(source: impl Into<String>, code: impl Into<String>, reason: impl Into<String>) -> Self {
-        IngestProgress::Failed { source: source.into(), code: code.into(), reason: reason.into() }
+    pub fn failed(
+        source: impl Into<String>,
+        code: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        IngestProgress::Failed {
+            source: source.into(),
+            code: code.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -280,17 +301,33 @@ impl IngestSummary {
         match event {
             IngestProgress::Received { .. } => self.files += 1,
             IngestProgress::Extracted { .. } | IngestProgress::Chunked { .. } => {}
-            IngestProgress::Embedded { cached, computed, .. } => {
+            IngestProgress::Embedded {
+                cached, computed, ..
+            } => {
                 self.vectors_cached += cached;
                 self.vectors_computed += computed;
             }
-            IngestProgress::Drafted { source, added, error, .. } => {
+            IngestProgress::Drafted {
+                source,
+                added,
+                error,
+                ..
+            } => {
                 self.drafts_added += added;
                 if let Some(e) = error {
-                    self.drafts_failed.push(FailedFile { source: source.clone(), reason: e.reason.clone() });
+                    self.drafts_failed.push(FailedFile {
+                        source: source.clone(),
+                        reason: e.reason.clone(),
+                    });
                 }
             }
-            IngestProgress::Indexed { chunks, faqs_added, faq_duplicates, replaced, .. } => {
+            IngestProgress::Indexed {
+                chunks,
+                faqs_added,
+                faq_duplicates,
+                replaced,
+                ..
+            } => {
                 if *chunks > 0 {
                     self.documents += 1;
                 }
@@ -300,9 +337,18 @@ impl IngestSummary {
                 self.replaced += usize::from(*replaced);
             }
             IngestProgress::Skipped { .. } => self.skipped += 1,
-            IngestProgress::Failed { source, code, reason } => {
-                self.failed.entry(code.clone()).or_default().push(FailedFile { source: source.clone(), reason: reason.clone() })
-            }
+            IngestProgress::Failed {
+                source,
+                code,
+                reason,
+            } => self
+                .failed
+                .entry(code.clone())
+                .or_default()
+                .push(FailedFile {
+                    source: source.clone(),
+                    reason: reason.clone(),
+                }),
         }
     }
 

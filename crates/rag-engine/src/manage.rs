@@ -6,8 +6,9 @@
 
 use crate::engine::Engine;
 use rag_core::{
-    Chunk, CoreError, DocId, Document, DocumentInfo, Fact, FactId, FaqEntry, FaqId, FaqStatus, KbSettings, KnowledgeBase,
-    PassageId, PassageKind, SynonymGroup, TenantId, Timestamp, UserError, UserWord, Viewer, WriteOp,
+    Chunk, CoreError, DocId, Document, DocumentInfo, Fact, FactId, FaqEntry, FaqId, FaqStatus,
+    KbSettings, KnowledgeBase, PassageId, PassageKind, SynonymGroup, TenantId, Timestamp,
+    UserError, UserWord, Viewer, WriteOp,
 };
 
 /// A new FAQ entry.
@@ -63,15 +64,27 @@ pub struct Lexicon {
 }
 
 fn not_found(what: &'static str, id: impl ToString) -> CoreError {
-    UserError::NotFound { what, id: id.to_string() }.into()
+    UserError::NotFound {
+        what,
+        id: id.to_string(),
+    }
+    .into()
 }
 
 fn check_text(name: &'static str, s: &str, max: usize) -> Result<(), CoreError> {
     if s.trim().is_empty() {
-        return Err(UserError::InvalidParam { name, reason: "must not be empty".into() }.into());
+        return Err(UserError::InvalidParam {
+            name,
+            reason: "must not be empty".into(),
+        }
+        .into());
     }
     if s.len() > max {
-        return Err(UserError::InvalidParam { name, reason: format!("is {} bytes long; the limit is {max}", s.len()) }.into());
+        return Err(UserError::InvalidParam {
+            name,
+            reason: format!("is {} bytes long; the limit is {max}", s.len()),
+        }
+        .into());
     }
     Ok(())
 }
@@ -94,17 +107,29 @@ impl Engine {
     }
 
     /// Replaces a knowledge base's settings.
-    pub async fn update_kb_settings(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
+    pub async fn update_kb_settings(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        settings: KbSettings,
+    ) -> Result<KnowledgeBase, CoreError> {
         settings.retrieval.validate()?;
         settings.answer.validate()?;
         settings.drafts.validate()?;
         let kb = self.kb(tenant, name).await?;
-        self.store().apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)]).await?;
+        self.store()
+            .apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)])
+            .await?;
         self.kb(tenant, name).await
     }
 
     /// Documents of a knowledge base that `viewer` may see.
-    pub async fn documents(&self, tenant: &TenantId, kb: &str, viewer: &Viewer) -> Result<Vec<DocumentInfo>, CoreError> {
+    pub async fn documents(
+        &self,
+        tenant: &TenantId,
+        kb: &str,
+        viewer: &Viewer,
+    ) -> Result<Vec<DocumentInfo>, CoreError> {
         let kb = self.kb(tenant, kb).await?;
         let mut docs = self.store().documents(tenant, kb.id).await?;
         docs.retain(|d| viewer.sees(d.owner.as_deref()));
@@ -112,7 +137,13 @@ impl Engine {
     }
 
     /// A document with its chunks; another owner's restricted document is not found.
-    pub async fn document(&self, tenant: &TenantId, kb: &str, doc: DocId, viewer: &Viewer) -> Result<(Document, Vec<Chunk>), CoreError> {
+    pub async fn document(
+        &self,
+        tenant: &TenantId,
+        kb: &str,
+        doc: DocId,
+        viewer: &Viewer,
+    ) -> Result<(Document, Vec<Chunk>), CoreError> {
         let kb = self.kb(tenant, kb).await?;
         self.store()
             .document(tenant, kb.id, doc)
@@ -124,12 +155,25 @@ impl Engine {
     /// Deletes a document with its chunks, vectors and index entries, and the
     /// FAQ entries drafted from it that nobody edited; edited drafts stay,
     /// unlinked from it.
-    pub async fn delete_document(&self, tenant: &TenantId, kb: &str, doc: DocId, viewer: &Viewer) -> Result<(), CoreError> {
+    pub async fn delete_document(
+        &self,
+        tenant: &TenantId,
+        kb: &str,
+        doc: DocId,
+        viewer: &Viewer,
+    ) -> Result<(), CoreError> {
         let kb = self.kb(tenant, kb).await?;
-        if !self.store().document(tenant, kb.id, doc).await?.is_some_and(|(d, _)| viewer.sees(d.owner.as_deref())) {
+        if !self
+            .store()
+            .document(tenant, kb.id, doc)
+            .await?
+            .is_some_and(|(d, _)| viewer.sees(d.owner.as_deref()))
+        {
             return Err(not_found("document", doc));
         }
-        self.store().apply(tenant, kb.id, vec![WriteOp::DeleteDocument(doc)]).await?;
+        self.store()
+            .apply(tenant, kb.id, vec![WriteOp::DeleteDocument(doc)])
+            .await?;
         Ok(())
     }
 
@@ -141,11 +185,20 @@ impl Engine {
 
     /// One FAQ entry.
     pub async fn faq(&self, tenant: &TenantId, kb: &str, id: FaqId) -> Result<FaqEntry, CoreError> {
-        self.faqs(tenant, kb).await?.into_iter().find(|f| f.id == id).ok_or_else(|| not_found("FAQ entry", id))
+        self.faqs(tenant, kb)
+            .await?
+            .into_iter()
+            .find(|f| f.id == id)
+            .ok_or_else(|| not_found("FAQ entry", id))
     }
 
     /// Creates an FAQ entry (embedded in the same write when an embedder is configured).
-    pub async fn create_faq(&self, tenant: &TenantId, kb_name: &str, new: NewFaq) -> Result<FaqEntry, CoreError> {
+    pub async fn create_faq(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        new: NewFaq,
+    ) -> Result<FaqEntry, CoreError> {
         check_text("question", &new.question, MAX_FAQ_TEXT)?;
         check_text("answer", &new.answer, MAX_FAQ_TEXT)?;
         let kb = self.kb(tenant, kb_name).await?;
@@ -166,7 +219,10 @@ impl Engine {
             source_doc: None,
         };
         let mut ops = vec![WriteOp::PutFaq(entry.clone())];
-        let text = vec![(PassageId::Faq(entry.id), format!("{}: {}", entry.question, entry.answer))];
+        let text = vec![(
+            PassageId::Faq(entry.id),
+            format!("{}: {}", entry.question, entry.answer),
+        )];
         ops.extend(self.vectors_for(tenant, kb.id, text).await?);
         self.store().apply(tenant, kb.id, ops).await?;
         Ok(entry)
@@ -175,7 +231,13 @@ impl Engine {
     /// Edits an FAQ entry: sets `edited` (an edited draft is never deleted
     /// by re-syncing its document); re-embeds only when the question or
     /// answer changed.
-    pub async fn update_faq(&self, tenant: &TenantId, kb_name: &str, id: FaqId, patch: FaqPatch) -> Result<FaqEntry, CoreError> {
+    pub async fn update_faq(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        id: FaqId,
+        patch: FaqPatch,
+    ) -> Result<FaqEntry, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let mut entry = self.faq(tenant, kb_name, id).await?;
         let before = (entry.question.clone(), entry.answer.clone());
@@ -197,7 +259,10 @@ impl Engine {
         entry.updated_at = rag_core::now();
         let mut ops = vec![WriteOp::PutFaq(entry.clone())];
         if before != (entry.question.clone(), entry.answer.clone()) {
-            let text = vec![(PassageId::Faq(entry.id), format!("{}: {}", entry.question, entry.answer))];
+            let text = vec![(
+                PassageId::Faq(entry.id),
+                format!("{}: {}", entry.question, entry.answer),
+            )];
             ops.extend(self.vectors_for(tenant, kb.id, text).await?);
         }
         self.store().apply(tenant, kb.id, ops).await?;
@@ -207,20 +272,35 @@ impl Engine {
     /// Approves, disables or sends an entry back to review. A status change
     /// is not an edit: an approved draft nobody edited is still replaced
     /// when its document is re-synced.
-    pub async fn set_faq_status(&self, tenant: &TenantId, kb_name: &str, id: FaqId, status: FaqStatus) -> Result<FaqEntry, CoreError> {
+    pub async fn set_faq_status(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        id: FaqId,
+        status: FaqStatus,
+    ) -> Result<FaqEntry, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let mut entry = self.faq(tenant, kb_name, id).await?;
         entry.status = status;
         entry.updated_at = rag_core::now();
-        self.store().apply(tenant, kb.id, vec![WriteOp::PutFaq(entry.clone())]).await?;
+        self.store()
+            .apply(tenant, kb.id, vec![WriteOp::PutFaq(entry.clone())])
+            .await?;
         Ok(entry)
     }
 
     /// Deletes an FAQ entry and its vector.
-    pub async fn delete_faq(&self, tenant: &TenantId, kb_name: &str, id: FaqId) -> Result<(), CoreError> {
+    pub async fn delete_faq(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        id: FaqId,
+    ) -> Result<(), CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         self.faq(tenant, kb_name, id).await?;
-        self.store().apply(tenant, kb.id, vec![WriteOp::DeleteFaq(id)]).await?;
+        self.store()
+            .apply(tenant, kb.id, vec![WriteOp::DeleteFaq(id)])
+            .await?;
         Ok(())
     }
 
@@ -233,28 +313,55 @@ impl Engine {
             .iter()
             .filter(|p| p.kind() == PassageKind::Fact)
             .filter_map(|p| match p.id {
-                PassageId::Fact(id) => {
-                    Some(Fact { id, kb: kb.id, key: p.title.clone(), value: p.body.clone(), key_synonyms: p.aliases.clone() })
-                }
+                PassageId::Fact(id) => Some(Fact {
+                    id,
+                    kb: kb.id,
+                    key: p.title.clone(),
+                    value: p.body.clone(),
+                    key_synonyms: p.aliases.clone(),
+                }),
                 _ => None,
             })
             .collect();
-        Ok(Lexicon { synonyms: snapshot.synonyms, user_words: snapshot.user_words, facts })
+        Ok(Lexicon {
+            synonyms: snapshot.synonyms,
+            user_words: snapshot.user_words,
+            facts,
+        })
     }
 
     /// Deletes a fact.
-    pub async fn delete_fact(&self, tenant: &TenantId, kb_name: &str, id: FactId) -> Result<(), CoreError> {
+    pub async fn delete_fact(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        id: FactId,
+    ) -> Result<(), CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
-        if !self.lexicon(tenant, kb_name).await?.facts.iter().any(|f| f.id == id) {
+        if !self
+            .lexicon(tenant, kb_name)
+            .await?
+            .facts
+            .iter()
+            .any(|f| f.id == id)
+        {
             return Err(not_found("fact", id));
         }
-        self.store().apply(tenant, kb.id, vec![WriteOp::DeleteFact(id)]).await?;
+        self.store()
+            .apply(tenant, kb.id, vec![WriteOp::DeleteFact(id)])
+            .await?;
         Ok(())
     }
 
     /// The FAQ lookup tool for agents: approved FAQ hits for `query` as
     /// "Q: … A: … Source: …", or "No relevant FAQs found for: <query>".
-    pub async fn faq_tool(&self, tenant: &TenantId, kb_name: &str, query: &str, viewer: &Viewer) -> Result<String, CoreError> {
+    pub async fn faq_tool(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        query: &str,
+        viewer: &Viewer,
+    ) -> Result<String, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let request = rag_core::QueryRequest {
             kb: kb_name.to_owned(),
@@ -264,7 +371,11 @@ impl Engine {
             generate: false,
             conversation_id: None,
         };
-        let options = crate::QueryOptions { views: true, log: false, viewer: viewer.clone() };
+        let options = crate::QueryOptions {
+            views: true,
+            log: false,
+            viewer: viewer.clone(),
+        };
         let mut sink = |_e: rag_core::PipelineEvent| {};
         let out = self.run(tenant, request, options, &mut sink).await?;
         let index = self.index(tenant, &kb).await?;

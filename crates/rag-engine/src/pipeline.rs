@@ -1,15 +1,16 @@
 //! The query pipeline as a stream of events.
 
+use crate::embed::CachedEmbedder;
 use crate::engine::Engine;
+use crate::engine::KbIndex;
 use async_trait::async_trait;
 use futures::Stream;
 use rag_core::{
-    AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, Language, PathKind, PipelineEvent, QueryRequest, RankedList,
-    RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId, TokenKind, UserError,
+    AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, Language, PathKind, PipelineEvent,
+    QueryRequest, RankedList, RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId,
+    TokenKind, UserError,
 };
 use rag_fusion::RrfFuser;
-use crate::embed::CachedEmbedder;
-use crate::engine::KbIndex;
 use rag_lexical::Filter;
 use rag_text::normalize_for_match;
 use std::sync::Arc;
@@ -29,14 +30,21 @@ pub struct QueryOptions {
 
 impl Default for QueryOptions {
     fn default() -> Self {
-        QueryOptions { views: true, log: true, viewer: rag_core::Viewer::Public }
+        QueryOptions {
+            views: true,
+            log: true,
+            viewer: rag_core::Viewer::Public,
+        }
     }
 }
 
 impl QueryOptions {
     /// Default options for a caller who sees what `viewer` sees.
     pub fn for_viewer(viewer: rag_core::Viewer) -> Self {
-        QueryOptions { viewer, ..Default::default() }
+        QueryOptions {
+            viewer,
+            ..Default::default()
+        }
     }
 }
 
@@ -73,11 +81,29 @@ impl Retriever for DenseRetriever {
         PathKind::Dense
     }
 
-    async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList, CoreError> {
-        let unavailable = |reason: String| -> CoreError { UserError::PathUnavailable { path: "dense".into(), reason }.into() };
+    async fn retrieve(
+        &self,
+        query: &AnalyzedQuery,
+        k: usize,
+        ctx: &SearchCtx,
+    ) -> Result<RankedList, CoreError> {
+        let unavailable = |reason: String| -> CoreError {
+            UserError::PathUnavailable {
+                path: "dense".into(),
+                reason,
+            }
+            .into()
+        };
         let dense = match &self.index.dense {
-            None => return Err(unavailable("this knowledge base has no vectors yet; run `ragscope reembed --kb NAME`".into())),
-            Some(Err(e)) => return Err(unavailable(format!("its vectors could not be loaded: {e}"))),
+            None => {
+                return Err(unavailable(
+                    "this knowledge base has no vectors yet; run `ragscope reembed --kb NAME`"
+                        .into(),
+                ))
+            }
+            Some(Err(e)) => {
+                return Err(unavailable(format!("its vectors could not be loaded: {e}")))
+            }
             Some(Ok(d)) => d,
         };
         let model = self.embedder.model().model_id();
@@ -91,14 +117,27 @@ impl Retriever for DenseRetriever {
             .into());
         }
         let vector = self.embedder.embed_query(&query.raw).await?;
-        let (index, filter) = (self.index.clone(), Filter::new(&ctx.filters, ctx.now, &ctx.viewer));
+        let (index, filter) = (
+            self.index.clone(),
+            Filter::new(&ctx.filters, ctx.now, &ctx.viewer),
+        );
         tokio::task::spawn_blocking(move || {
-            let dense = index.dense.as_ref().and_then(|d| d.as_ref().ok()).expect("checked above");
+            let dense = index
+                .dense
+                .as_ref()
+                .and_then(|d| d.as_ref().ok())
+                .expect("checked above");
             dense.search(&vector, k, &filter, &index.lexical)
         })
         .await
-        .map_err(|e| CoreError::Component { component: "dense retriever".into(), message: e.to_string() })?
-        .map_err(|e| CoreError::Component { component: "dense retriever".into(), message: e.to_string() })
+        .map_err(|e| CoreError::Component {
+            component: "dense retriever".into(),
+            message: e.to_string(),
+        })?
+        .map_err(|e| CoreError::Component {
+            component: "dense retriever".into(),
+            message: e.to_string(),
+        })
     }
 }
 
@@ -108,26 +147,41 @@ impl Retriever for LexicalRetriever {
         self.path
     }
 
-    async fn retrieve(&self, query: &AnalyzedQuery, k: usize, ctx: &SearchCtx) -> Result<RankedList, CoreError> {
-        let (index, path, params, query) = (self.index.clone(), self.path, self.params.clone(), query.clone());
+    async fn retrieve(
+        &self,
+        query: &AnalyzedQuery,
+        k: usize,
+        ctx: &SearchCtx,
+    ) -> Result<RankedList, CoreError> {
+        let (index, path, params, query) = (
+            self.index.clone(),
+            self.path,
+            self.params.clone(),
+            query.clone(),
+        );
         let filter = Filter::new(&ctx.filters, ctx.now, &ctx.viewer);
         tokio::task::spawn_blocking(move || {
             let index = &index.lexical;
             match path {
-            PathKind::Bm25 => Ok(index.bm25(&query, k, &params.bm25, &filter)),
-            PathKind::Substring => Ok(index.substring(&query, k, &filter)),
-            PathKind::Fuzzy => Ok(index.fuzzy(&query, k, params.fuzzy_threshold, &params.bm25, &filter)),
-            PathKind::Synonym => Ok(index.synonym(&query, k, &params.bm25, &filter)),
-            PathKind::Fact => Ok(index.facts(&query, k)),
-            PathKind::Dense => Err(UserError::PathUnavailable {
-                path: "dense".into(),
-                reason: "the dense path is not lexical".into(),
-            }
-            .into()),
+                PathKind::Bm25 => Ok(index.bm25(&query, k, &params.bm25, &filter)),
+                PathKind::Substring => Ok(index.substring(&query, k, &filter)),
+                PathKind::Fuzzy => {
+                    Ok(index.fuzzy(&query, k, params.fuzzy_threshold, &params.bm25, &filter))
+                }
+                PathKind::Synonym => Ok(index.synonym(&query, k, &params.bm25, &filter)),
+                PathKind::Fact => Ok(index.facts(&query, k)),
+                PathKind::Dense => Err(UserError::PathUnavailable {
+                    path: "dense".into(),
+                    reason: "the dense path is not lexical".into(),
+                }
+                .into()),
             }
         })
         .await
-        .map_err(|e| CoreError::Component { component: format!("{path} retriever"), message: e.to_string() })?
+        .map_err(|e| CoreError::Component {
+            component: format!("{path} retriever"),
+            message: e.to_string(),
+        })?
     }
 }
 
@@ -155,7 +209,10 @@ pub fn error_code(e: &CoreError) -> &'static str {
 
 /// Whether the question is in one of the two languages and the knowledge base in the other.
 fn across_languages(q: &AnalyzedQuery, kb: Language) -> bool {
-    matches!((q.language, kb), (Language::Zh, Language::En) | (Language::En, Language::Zh))
+    matches!(
+        (q.language, kb),
+        (Language::Zh, Language::En) | (Language::En, Language::Zh)
+    )
 }
 
 /// λ suggested for a query: a question in another language than the
@@ -165,8 +222,15 @@ fn across_languages(q: &AnalyzedQuery, kb: Language) -> bool {
 fn suggest_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
     if across_languages(q, kb) {
         (0.2, "the question and the knowledge base are in different languages: words rarely match across languages, meaning does")
-    } else if q.tokens.iter().any(|t| matches!(t.kind, TokenKind::Ident | TokenKind::Number)) {
-        (0.7, "the query names identifiers or numbers, which exact matching finds best")
+    } else if q
+        .tokens
+        .iter()
+        .any(|t| matches!(t.kind, TokenKind::Ident | TokenKind::Number))
+    {
+        (
+            0.7,
+            "the query names identifiers or numbers, which exact matching finds best",
+        )
     } else if q.tokens.len() <= 2 {
         (0.6, "a short keyword query")
     } else {
@@ -184,10 +248,23 @@ const CONFIDENT_LEXICAL_LAMBDA: f64 = 0.9;
 /// The λ applied after recall: the suggestion, raised when BM25 has a clear
 /// winner for a question in the knowledge base's language (in another
 /// language, BM25 scores say little). Returns λ and why.
-fn lambda_after_recall(suggested: (f64, &str), q: &AnalyzedQuery, kb: Language, lists: &[RankedList]) -> (f64, String) {
+fn lambda_after_recall(
+    suggested: (f64, &str),
+    q: &AnalyzedQuery,
+    kb: Language,
+    lists: &[RankedList],
+) -> (f64, String) {
     let (lambda, reason) = suggested;
-    let bm25 = lists.iter().find(|l| l.path == PathKind::Bm25).map(|l| l.hits.as_slice()).unwrap_or_default();
-    if across_languages(q, kb) || lambda >= CONFIDENT_LEXICAL_LAMBDA || bm25.len() < 2 || bm25[0].score <= 0.0 {
+    let bm25 = lists
+        .iter()
+        .find(|l| l.path == PathKind::Bm25)
+        .map(|l| l.hits.as_slice())
+        .unwrap_or_default();
+    if across_languages(q, kb)
+        || lambda >= CONFIDENT_LEXICAL_LAMBDA
+        || bm25.len() < 2
+        || bm25[0].score <= 0.0
+    {
         return (lambda, reason.to_owned());
     }
     let margin = (bm25[0].score - bm25[1].score) / bm25[0].score;
@@ -210,12 +287,21 @@ impl Engine {
     /// Runs a query and streams its events; the stream ends with `done` or `error`.
     /// Dropping the stream cancels the run at its next await point (work already
     /// handed to a blocking thread finishes, and its result is discarded).
-    pub fn query(&self, tenant: &TenantId, request: QueryRequest) -> impl Stream<Item = PipelineEvent> + Send + 'static {
+    pub fn query(
+        &self,
+        tenant: &TenantId,
+        request: QueryRequest,
+    ) -> impl Stream<Item = PipelineEvent> + Send + 'static {
         self.query_with(tenant, request, QueryOptions::default())
     }
 
     /// [`Engine::query`] with options (e.g. no query-log row for read-only use).
-    pub fn query_with(&self, tenant: &TenantId, request: QueryRequest, options: QueryOptions) -> impl Stream<Item = PipelineEvent> + Send + 'static {
+    pub fn query_with(
+        &self,
+        tenant: &TenantId,
+        request: QueryRequest,
+        options: QueryOptions,
+    ) -> impl Stream<Item = PipelineEvent> + Send + 'static {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let engine = self.clone();
         let tenant = tenant.clone();
@@ -238,11 +324,21 @@ impl Engine {
     }
 
     /// Runs a query and returns all its events.
-    pub async fn query_collect(&self, tenant: &TenantId, request: QueryRequest) -> Vec<PipelineEvent> {
+    pub async fn query_collect(
+        &self,
+        tenant: &TenantId,
+        request: QueryRequest,
+    ) -> Vec<PipelineEvent> {
         let mut events = Vec::new();
         let mut emit = |e: PipelineEvent| events.push(e);
-        if let Err(e) = self.run(tenant, request, QueryOptions::default(), &mut emit).await {
-            events.push(PipelineEvent::Error { code: error_code(&e).into(), message: e.to_string() });
+        if let Err(e) = self
+            .run(tenant, request, QueryOptions::default(), &mut emit)
+            .await
+        {
+            events.push(PipelineEvent::Error {
+                code: error_code(&e).into(),
+                message: e.to_string(),
+            });
         }
         events
     }
@@ -251,7 +347,11 @@ impl Engine {
     pub fn check_query(&self, query: &str) -> Result<(), CoreError> {
         let limit = self.config().max_query_bytes;
         if query.len() > limit {
-            return Err(UserError::QueryTooLong { len: query.len(), limit }.into());
+            return Err(UserError::QueryTooLong {
+                len: query.len(),
+                limit,
+            }
+            .into());
         }
         if normalize_for_match(query).is_empty() {
             return Err(UserError::EmptyQuery.into());
@@ -260,7 +360,11 @@ impl Engine {
     }
 
     /// Validates a request and resolves its parameters against the knowledge base's settings.
-    fn validate(&self, request: &QueryRequest, kb_params: &RetrievalParams) -> Result<RetrievalParams, CoreError> {
+    fn validate(
+        &self,
+        request: &QueryRequest,
+        kb_params: &RetrievalParams,
+    ) -> Result<RetrievalParams, CoreError> {
         self.check_query(&request.query)?;
         let params = request.params.clone().unwrap_or_else(|| kb_params.clone());
         params.validate()?;
@@ -289,51 +393,81 @@ impl Engine {
         });
 
         let index = self.index(tenant, &kb).await?;
-        timings.push(StageTiming { stage: "prepare".into(), ms: ms(started) });
+        timings.push(StageTiming {
+            stage: "prepare".into(),
+            ms: ms(started),
+        });
         let t = Instant::now();
         // A follow-up in a conversation is rewritten into a standalone query
         // from the earlier turns in the query log.
         // (standalone query, how it was obtained)
         let mut rewrite: Option<(String, String)> = None;
         if let Some(conv) = &request.conversation_id {
-            let filter =
-                rag_core::LogFilter { conversation_id: Some(conv.clone()), limit: 4, viewer: options.viewer.clone(), ..Default::default() };
+            let filter = rag_core::LogFilter {
+                conversation_id: Some(conv.clone()),
+                limit: 4,
+                viewer: options.viewer.clone(),
+                ..Default::default()
+            };
             let mut turns: Vec<rag_answer::Turn> = self
                 .store()
                 .query_log(tenant, kb.id, &filter)
                 .await?
                 .into_iter()
-                .map(|r| rag_answer::Turn { query: r.rewritten_query.unwrap_or(r.query), answer: r.answer })
+                .map(|r| rag_answer::Turn {
+                    query: r.rewritten_query.unwrap_or(r.query),
+                    answer: r.answer,
+                })
                 .collect();
             turns.reverse();
             if !turns.is_empty() {
                 if let Some(generator) = self.inner.components.generator.clone() {
-                    match crate::answer::llm_rewrite(generator.as_ref(), &turns, &request.query).await {
+                    match crate::answer::llm_rewrite(generator.as_ref(), &turns, &request.query)
+                        .await
+                    {
                         Ok(Some(q)) => rewrite = Some((q, "llm".to_owned())),
                         Ok(None) => {}
-                        Err(e) => warnings.push(format!("the LLM could not rewrite the follow-up, the heuristic did: {e}")),
+                        Err(e) => warnings.push(format!(
+                            "the LLM could not rewrite the follow-up, the heuristic did: {e}"
+                        )),
                     }
                 }
                 if rewrite.is_none() {
                     let (engine, q) = (self.clone(), request.query.clone());
-                    rewrite = tokio::task::spawn_blocking(move || rag_answer::rewrite_followup(&engine.inner.analyzer, &turns, &q))
-                        .await
-                        .map_err(|e| CoreError::Component { component: "follow-up rewrite".into(), message: e.to_string() })?
-                        .map(|r| {
-                            let method = serde_json::to_value(r.method).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-                            (r.query, method)
-                        });
+                    rewrite = tokio::task::spawn_blocking(move || {
+                        rag_answer::rewrite_followup(&engine.inner.analyzer, &turns, &q)
+                    })
+                    .await
+                    .map_err(|e| CoreError::Component {
+                        component: "follow-up rewrite".into(),
+                        message: e.to_string(),
+                    })?
+                    .map(|r| {
+                        let method = serde_json::to_value(r.method)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default();
+                        (r.query, method)
+                    });
                 }
             }
         }
-        let search_query = rewrite.as_ref().map_or_else(|| request.query.clone(), |r| r.0.clone());
+        let search_query = rewrite
+            .as_ref()
+            .map_or_else(|| request.query.clone(), |r| r.0.clone());
         let (ix, raw) = (index.clone(), search_query.clone());
         let analyzed = tokio::task::spawn_blocking(move || ix.lexical.analyze_query(&raw))
             .await
-            .map_err(|e| CoreError::Component { component: "analyzer".into(), message: e.to_string() })?;
+            .map_err(|e| CoreError::Component {
+                component: "analyzer".into(),
+                message: e.to_string(),
+            })?;
         let (lambda, reason) = suggest_lambda(&analyzed, index.lexical.language());
         let elapsed = ms(t);
-        timings.push(StageTiming { stage: "query_analyzed".into(), ms: elapsed });
+        timings.push(StageTiming {
+            stage: "query_analyzed".into(),
+            ms: elapsed,
+        });
         emit(PipelineEvent::QueryAnalyzed {
             normalized: analyzed.normalized.clone(),
             language: analyzed.language,
@@ -346,18 +480,32 @@ impl Engine {
         });
 
         // Recall: every path in parallel.
-        let ctx = SearchCtx { filters: request.filters.clone(), now: rag_core::now(), viewer: options.viewer.clone() };
+        let ctx = SearchCtx {
+            filters: request.filters.clone(),
+            now: rag_core::now(),
+            viewer: options.viewer.clone(),
+        };
         let mut retrievers: Vec<Arc<dyn Retriever>> = Vec::new();
         for p in &params.paths {
             if *p != PathKind::Dense {
-                retrievers.push(Arc::new(LexicalRetriever { index: index.clone(), path: *p, params: params.clone() }));
+                retrievers.push(Arc::new(LexicalRetriever {
+                    index: index.clone(),
+                    path: *p,
+                    params: params.clone(),
+                }));
             } else if let Some(embedder) = self.embedder() {
-                retrievers.push(Arc::new(DenseRetriever { index: index.clone(), embedder }));
+                retrievers.push(Arc::new(DenseRetriever {
+                    index: index.clone(),
+                    embedder,
+                }));
             } else {
                 // Never silently empty: the reader sees why the dense path did not run.
                 let message = "no embedder is configured; the dense path did not run".to_owned();
                 warnings.push(format!("dense path failed: {message}"));
-                emit(PipelineEvent::RecallFailed { path: PathKind::Dense, message });
+                emit(PipelineEvent::RecallFailed {
+                    path: PathKind::Dense,
+                    message,
+                });
             }
         }
         let runs = retrievers.iter().map(|r| {
@@ -375,36 +523,59 @@ impl Engine {
         let mut lists = Vec::new();
         let mut path_timings = Vec::new();
         while let Some((path, result, elapsed)) = futures::StreamExt::next(&mut pending).await {
-            path_timings.push(StageTiming { stage: format!("recall:{path}"), ms: elapsed });
+            path_timings.push(StageTiming {
+                stage: format!("recall:{path}"),
+                ms: elapsed,
+            });
             match result {
                 Ok(list) => {
                     let passages = if options.views {
-                        list.hits.iter().filter_map(|h| index.lexical.view(h.id, &h.matched)).collect()
+                        list.hits
+                            .iter()
+                            .filter_map(|h| index.lexical.view(h.id, &h.matched))
+                            .collect()
                     } else {
                         Vec::new()
                     };
-                    emit(PipelineEvent::Recall { list: list.clone(), passages, elapsed_ms: elapsed });
+                    emit(PipelineEvent::Recall {
+                        list: list.clone(),
+                        passages,
+                        elapsed_ms: elapsed,
+                    });
                     lists.push(list);
                 }
                 Err(e) => {
                     warnings.push(format!("{path} path failed: {e}"));
-                    emit(PipelineEvent::RecallFailed { path, message: e.to_string() });
+                    emit(PipelineEvent::RecallFailed {
+                        path,
+                        message: e.to_string(),
+                    });
                 }
             }
         }
 
         drop(pending);
-        timings.push(StageTiming { stage: "recall".into(), ms: ms(recall_started) });
+        timings.push(StageTiming {
+            stage: "recall".into(),
+            ms: ms(recall_started),
+        });
         // Fusion sees the lists in the request's path order, whatever order they finished in.
         lists.sort_by_key(|l| params.paths.iter().position(|p| *p == l.path));
 
         let t = Instant::now();
         let mut fusion = params.fusion;
-        let dense_took_part = lists.iter().any(|l| l.path == PathKind::Dense && !l.hits.is_empty());
+        let dense_took_part = lists
+            .iter()
+            .any(|l| l.path == PathKind::Dense && !l.hits.is_empty());
         let interpolation_reason = if fusion.lexical_interpolation.is_some() {
             Some("set by the request".to_owned())
         } else if fusion.auto_interpolation && dense_took_part {
-            let (applied, why) = lambda_after_recall((lambda, reason), &analyzed, index.lexical.language(), &lists);
+            let (applied, why) = lambda_after_recall(
+                (lambda, reason),
+                &analyzed,
+                index.lexical.language(),
+                &lists,
+            );
             fusion.lexical_interpolation = Some(applied);
             Some(why)
         } else {
@@ -412,7 +583,10 @@ impl Engine {
         };
         let fused = RrfFuser::new(fusion).fuse(&lists);
         let elapsed = ms(t);
-        timings.push(StageTiming { stage: "fused".into(), ms: elapsed });
+        timings.push(StageTiming {
+            stage: "fused".into(),
+            ms: elapsed,
+        });
         emit(PipelineEvent::Fused {
             hits: fused.hits.clone(),
             dropped: fused.dropped.clone(),
@@ -424,45 +598,85 @@ impl Engine {
         });
 
         let t = Instant::now();
-        let reranker: Arc<dyn rag_core::Reranker> =
-            if params.rerank { self.inner.components.reranker.clone() } else { Arc::new(rag_core::IdentityReranker) };
+        let reranker: Arc<dyn rag_core::Reranker> = if params.rerank {
+            self.inner.components.reranker.clone()
+        } else {
+            Arc::new(rag_core::IdentityReranker)
+        };
         let candidates: Vec<rag_core::RerankCandidate> = fused
             .hits
             .iter()
             .map(|h| rag_core::RerankCandidate {
                 hit: h.clone(),
-                text: index.lexical.view(h.id, &[]).map(|v| format!("{}\n{}", v.title, v.body)).unwrap_or_default(),
+                text: index
+                    .lexical
+                    .view(h.id, &[])
+                    .map(|v| format!("{}\n{}", v.title, v.body))
+                    .unwrap_or_default(),
             })
             .collect();
         let mut skipped = None;
         let mut moves = Vec::new();
         let reranked = if !params.rerank {
             skipped = Some("rerank skipped: turned off for this request".to_owned());
-            fused.hits.iter().take(params.rerank_top_k).cloned().collect()
+            fused
+                .hits
+                .iter()
+                .take(params.rerank_top_k)
+                .cloned()
+                .collect()
         } else {
-            match reranker.rerank(&analyzed, candidates, params.rerank_top_k).await {
+            match reranker
+                .rerank(&analyzed, candidates, params.rerank_top_k)
+                .await
+            {
                 Ok(r) => {
                     moves = r
                         .iter()
                         .enumerate()
-                        .map(|(i, h)| rag_core::RerankMove { id: h.hit.id, from: h.hit.rank, to: i as u32 + 1, score: h.score })
+                        .map(|(i, h)| rag_core::RerankMove {
+                            id: h.hit.id,
+                            from: h.hit.rank,
+                            to: i as u32 + 1,
+                            score: h.score,
+                        })
                         .collect();
                     r.into_iter()
                         .enumerate()
-                        .map(|(i, h)| FusedHit { rank: i as u32 + 1, ..h.hit })
+                        .map(|(i, h)| FusedHit {
+                            rank: i as u32 + 1,
+                            ..h.hit
+                        })
                         .collect::<Vec<_>>()
                 }
                 Err(e) => {
-                    let reason = format!("rerank skipped: {} failed: {e}; the fused order is kept", reranker.name());
+                    let reason = format!(
+                        "rerank skipped: {} failed: {e}; the fused order is kept",
+                        reranker.name()
+                    );
                     warnings.push(reason.clone());
                     skipped = Some(reason);
-                    fused.hits.iter().take(params.rerank_top_k).cloned().collect()
+                    fused
+                        .hits
+                        .iter()
+                        .take(params.rerank_top_k)
+                        .cloned()
+                        .collect()
                 }
             }
         };
         let elapsed = ms(t);
-        timings.push(StageTiming { stage: "reranked".into(), ms: elapsed });
-        emit(PipelineEvent::Reranked { reranker: reranker.name().into(), hits: reranked.clone(), skipped, moves, elapsed_ms: elapsed });
+        timings.push(StageTiming {
+            stage: "reranked".into(),
+            ms: elapsed,
+        });
+        emit(PipelineEvent::Reranked {
+            reranker: reranker.name().into(),
+            hits: reranked.clone(),
+            skipped,
+            moves,
+            elapsed_ms: elapsed,
+        });
 
         // Context: numbered sources within the knowledge base's budget.
         let t = Instant::now();
@@ -472,15 +686,32 @@ impl Engine {
                 .filter_map(|h| {
                     let matched: Vec<String> = lists
                         .iter()
-                        .flat_map(|l| l.hits.iter().filter(|x| x.id == h.id).flat_map(|x| x.matched.iter().cloned()))
+                        .flat_map(|l| {
+                            l.hits
+                                .iter()
+                                .filter(|x| x.id == h.id)
+                                .flat_map(|x| x.matched.iter().cloned())
+                        })
                         .collect();
-                    index.lexical.view(h.id, &matched).map(|passage| rag_answer::PackCandidate { hit: h.clone(), passage })
+                    index
+                        .lexical
+                        .view(h.id, &matched)
+                        .map(|passage| rag_answer::PackCandidate {
+                            hit: h.clone(),
+                            passage,
+                        })
                 })
                 .collect();
             let profile = match kb.settings.answer.profile.as_str() {
                 "auto" => {
-                    let faq_like = candidates.first().is_some_and(|c| c.passage.kind != rag_core::PassageKind::Chunk);
-                    if faq_like { rag_answer::PackProfile::faq() } else { rag_answer::PackProfile::document() }
+                    let faq_like = candidates
+                        .first()
+                        .is_some_and(|c| c.passage.kind != rag_core::PassageKind::Chunk);
+                    if faq_like {
+                        rag_answer::PackProfile::faq()
+                    } else {
+                        rag_answer::PackProfile::document()
+                    }
                 }
                 name => rag_answer::PackProfile::named(name).unwrap_or_default(),
             };
@@ -489,14 +720,21 @@ impl Engine {
             rag_answer::pack(&[], &rag_answer::PackProfile::default())
         };
         let elapsed = ms(t);
-        timings.push(StageTiming { stage: "context_assembled".into(), ms: elapsed });
+        timings.push(StageTiming {
+            stage: "context_assembled".into(),
+            ms: elapsed,
+        });
         emit(PipelineEvent::ContextAssembled {
             sources: packed.sources.clone(),
             profile: packed.profile.name.clone(),
             dropped: packed
                 .dropped
                 .iter()
-                .map(|d| rag_core::ContextDropped { id: d.id, rank: d.rank, reason: d.reason.to_string() })
+                .map(|d| rag_core::ContextDropped {
+                    id: d.id,
+                    rank: d.rank,
+                    reason: d.reason.to_string(),
+                })
                 .collect(),
             elapsed_ms: elapsed,
         });
@@ -504,9 +742,22 @@ impl Engine {
         let answer = if request.generate {
             let t = Instant::now();
             let out = self
-                .answer(&request.query, &analyzed, &index, &reranked, &lists, &packed.sources, &kb.settings.answer, &mut warnings, emit)
+                .answer(
+                    &request.query,
+                    &analyzed,
+                    &index,
+                    &reranked,
+                    &lists,
+                    &packed.sources,
+                    &kb.settings.answer,
+                    &mut warnings,
+                    emit,
+                )
                 .await?;
-            timings.push(StageTiming { stage: "answered".into(), ms: ms(t) });
+            timings.push(StageTiming {
+                stage: "answered".into(),
+                ms: ms(t),
+            });
             Some(out)
         } else {
             None
@@ -541,7 +792,11 @@ impl Engine {
                     .iter()
                     .map(|h| rag_core::LoggedHit {
                         id: h.id,
-                        title: index.lexical.passage(h.id).map(|p| p.title.clone()).unwrap_or_default(),
+                        title: index
+                            .lexical
+                            .passage(h.id)
+                            .map(|p| p.title.clone())
+                            .unwrap_or_default(),
                         rank: h.rank,
                         normalized: h.normalized,
                         path_ranks: h.contributions.iter().map(|c| (c.path, c.rank)).collect(),
@@ -550,7 +805,11 @@ impl Engine {
                 answer: answer.as_ref().map(|a| a.text.clone()),
                 generator: answer.as_ref().map(|a| a.generator.clone()),
                 model: answer.as_ref().and_then(|a| a.model.clone()),
-                top1_cosine: lists.iter().find(|l| l.path == PathKind::Dense).and_then(|l| l.hits.first()).map(|h| h.score),
+                top1_cosine: lists
+                    .iter()
+                    .find(|l| l.path == PathKind::Dense)
+                    .and_then(|l| l.hits.first())
+                    .map(|h| h.score),
                 top_fused_score: reranked.first().map(|h| h.normalized),
                 cited: answer.as_ref().map(|a| a.cited.clone()).unwrap_or_default(),
                 kb_miss: answer.as_ref().is_some_and(|a| a.kb_miss),
@@ -565,8 +824,18 @@ impl Engine {
                 warnings.push(format!("the query log could not be written: {e}"));
             }
         }
-        emit(PipelineEvent::Done { timings, paths: path_timings, total_ms, warnings });
-        Ok(PipelineOutput { analyzed, lists, fused, reranked })
+        emit(PipelineEvent::Done {
+            timings,
+            paths: path_timings,
+            total_ms,
+            warnings,
+        });
+        Ok(PipelineOutput {
+            analyzed,
+            lists,
+            fused,
+            reranked,
+        })
     }
 }
 
@@ -578,7 +847,11 @@ fn fired_groups(lists: &[RankedList]) -> Vec<Vec<String>> {
         .filter(|l| l.path == PathKind::Synonym)
         .flat_map(|l| l.notes.iter())
         .filter_map(|n| n.split_once(" → "))
-        .map(|(said, others)| std::iter::once(said.trim().to_owned()).chain(others.split(", ").map(|o| o.trim().to_owned())).collect())
+        .map(|(said, others)| {
+            std::iter::once(said.trim().to_owned())
+                .chain(others.split(", ").map(|o| o.trim().to_owned()))
+                .collect()
+        })
         .collect()
 }
 
@@ -593,36 +866,74 @@ mod tests {
     use rag_core::{FaqId, Hit, PassageId};
 
     fn query(language: Language) -> AnalyzedQuery {
-        AnalyzedQuery { raw: String::new(), normalized: String::new(), language, tokens: Vec::new(), key_terms: Vec::new() }
+        AnalyzedQuery {
+            raw: String::new(),
+            normalized: String::new(),
+            language,
+            tokens: Vec::new(),
+            key_terms: Vec::new(),
+        }
     }
 
     fn bm25(scores: &[f64]) -> Vec<RankedList> {
         let hits = scores
             .iter()
             .enumerate()
-            .map(|(i, s)| Hit { id: PassageId::Faq(FaqId::generate()), rank: i as u32 + 1, score: *s, matched: vec![] })
+            .map(|(i, s)| Hit {
+                id: PassageId::Faq(FaqId::generate()),
+                rank: i as u32 + 1,
+                score: *s,
+                matched: vec![],
+            })
             .collect();
-        vec![RankedList { path: PathKind::Bm25, hits, notes: vec![] }]
+        vec![RankedList {
+            path: PathKind::Bm25,
+            hits,
+            notes: vec![],
+        }]
     }
 
     #[test]
     fn a_clear_bm25_winner_leans_lexical_and_says_why() {
-        let (lambda, why) = lambda_after_recall((0.5, "a balanced question"), &query(Language::Zh), Language::Zh, &bm25(&[20.0, 10.0, 9.0]));
+        let (lambda, why) = lambda_after_recall(
+            (0.5, "a balanced question"),
+            &query(Language::Zh),
+            Language::Zh,
+            &bm25(&[20.0, 10.0, 9.0]),
+        );
         assert_eq!(lambda, CONFIDENT_LEXICAL_LAMBDA);
-        assert!(why.contains("50 %") && why.contains("a balanced question"), "{why}");
+        assert!(
+            why.contains("50 %") && why.contains("a balanced question"),
+            "{why}"
+        );
     }
 
     #[test]
     fn a_close_race_keeps_the_suggestion() {
-        let (lambda, why) = lambda_after_recall((0.5, "a balanced question"), &query(Language::En), Language::En, &bm25(&[20.0, 15.0]));
+        let (lambda, why) = lambda_after_recall(
+            (0.5, "a balanced question"),
+            &query(Language::En),
+            Language::En,
+            &bm25(&[20.0, 15.0]),
+        );
         assert_eq!((lambda, why.as_str()), (0.5, "a balanced question"));
     }
 
     #[test]
     fn across_languages_and_without_a_runner_up_bm25_is_not_trusted() {
-        let across = lambda_after_recall((0.2, "across"), &query(Language::Zh), Language::En, &bm25(&[20.0, 1.0]));
+        let across = lambda_after_recall(
+            (0.2, "across"),
+            &query(Language::Zh),
+            Language::En,
+            &bm25(&[20.0, 1.0]),
+        );
         assert_eq!(across.0, 0.2);
-        let single = lambda_after_recall((0.5, "one hit"), &query(Language::Zh), Language::Zh, &bm25(&[20.0]));
+        let single = lambda_after_recall(
+            (0.5, "one hit"),
+            &query(Language::Zh),
+            Language::Zh,
+            &bm25(&[20.0]),
+        );
         assert_eq!(single.0, 0.5);
         let none = lambda_after_recall((0.5, "no list"), &query(Language::Zh), Language::Zh, &[]);
         assert_eq!(none.0, 0.5);

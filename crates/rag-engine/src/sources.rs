@@ -9,10 +9,11 @@
 
 use crate::embed::hex_sha256;
 use crate::engine::Engine;
-use crate::job::IngestOptions;
 use crate::ingest::IngestStatus;
+use crate::job::IngestOptions;
 use rag_core::{
-    CoreError, DocId, FetchError, Fetcher, PageOutcome, Source, SourceId, SourcePage, SourceStatus, TenantId, UserError, Viewer, WriteOp,
+    CoreError, DocId, FetchError, Fetcher, PageOutcome, Source, SourceId, SourcePage, SourceStatus,
+    TenantId, UserError, Viewer, WriteOp,
 };
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -28,7 +29,10 @@ pub struct SourceLimits {
 
 impl Default for SourceLimits {
     fn default() -> Self {
-        SourceLimits { max_depth: 3, max_pages: 200 }
+        SourceLimits {
+            max_depth: 3,
+            max_pages: 200,
+        }
     }
 }
 
@@ -44,11 +48,19 @@ pub struct NewSource {
 }
 
 fn not_found(id: impl ToString) -> CoreError {
-    UserError::NotFound { what: "source", id: id.to_string() }.into()
+    UserError::NotFound {
+        what: "source",
+        id: id.to_string(),
+    }
+    .into()
 }
 
 fn invalid(reason: impl Into<String>) -> CoreError {
-    UserError::InvalidParam { name: "source", reason: reason.into() }.into()
+    UserError::InvalidParam {
+        name: "source",
+        reason: reason.into(),
+    }
+    .into()
 }
 
 /// The URL without its fragment: `page#a` and `page#b` are one page.
@@ -59,7 +71,9 @@ fn normalise(mut u: url::Url) -> url::Url {
 
 /// Same scheme, host and port as the start page.
 fn same_site(a: &url::Url, b: &url::Url) -> bool {
-    a.scheme() == b.scheme() && a.host_str() == b.host_str() && a.port_or_known_default() == b.port_or_known_default()
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
 }
 
 fn looks_like_html(content_type: Option<&str>, body: &[u8]) -> bool {
@@ -79,7 +93,12 @@ impl Engine {
     }
 
     /// URL sources of a knowledge base that `viewer` may see.
-    pub async fn sources(&self, tenant: &TenantId, kb_name: &str, viewer: &Viewer) -> Result<Vec<Source>, CoreError> {
+    pub async fn sources(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        viewer: &Viewer,
+    ) -> Result<Vec<Source>, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let mut all = self.store().sources(tenant, kb.id).await?;
         all.retain(|s| viewer.sees(s.owner.as_deref()));
@@ -87,18 +106,37 @@ impl Engine {
     }
 
     /// One URL source.
-    pub async fn source(&self, tenant: &TenantId, kb_name: &str, id: SourceId, viewer: &Viewer) -> Result<Source, CoreError> {
-        self.sources(tenant, kb_name, viewer).await?.into_iter().find(|s| s.id == id).ok_or_else(|| not_found(id))
+    pub async fn source(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        id: SourceId,
+        viewer: &Viewer,
+    ) -> Result<Source, CoreError> {
+        self.sources(tenant, kb_name, viewer)
+            .await?
+            .into_iter()
+            .find(|s| s.id == id)
+            .ok_or_else(|| not_found(id))
     }
 
     /// Adds a URL source (status pending; [`Engine::sync_source`] reads it).
     /// Its documents are restricted to `owner` when one is given.
-    pub async fn add_source(&self, tenant: &TenantId, kb_name: &str, new: NewSource, owner: Option<String>) -> Result<Source, CoreError> {
+    pub async fn add_source(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        new: NewSource,
+        owner: Option<String>,
+    ) -> Result<Source, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let limits = self.config().sources;
-        let url = url::Url::parse(new.url.trim()).map_err(|e| invalid(format!("{:?} is not a URL: {e}", new.url)))?;
+        let url = url::Url::parse(new.url.trim())
+            .map_err(|e| invalid(format!("{:?} is not a URL: {e}", new.url)))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(invalid("only http and https URLs with a host can be sources"));
+            return Err(invalid(
+                "only http and https URLs with a host can be sources",
+            ));
         }
         let depth = new.depth.unwrap_or(0);
         let max_pages = new.max_pages.unwrap_or(50);
@@ -111,7 +149,10 @@ impl Engine {
         let url = normalise(url).to_string();
         let existing = self.store().sources(tenant, kb.id).await?;
         if let Some(s) = existing.iter().find(|s| s.url == url && s.owner == owner) {
-            return Err(invalid(format!("{url} is already a source of this knowledge base (id {})", s.id)));
+            return Err(invalid(format!(
+                "{url} is already a source of this knowledge base (id {})",
+                s.id
+            )));
         }
         let source = Source {
             id: SourceId::generate(),
@@ -126,12 +167,20 @@ impl Engine {
             last_sync: None,
             pages: Vec::new(),
         };
-        self.store().apply(tenant, kb.id, vec![WriteOp::PutSource(source.clone())]).await?;
+        self.store()
+            .apply(tenant, kb.id, vec![WriteOp::PutSource(source.clone())])
+            .await?;
         Ok(source)
     }
 
     /// Deletes a URL source and the documents of its pages.
-    pub async fn delete_source(&self, tenant: &TenantId, kb_name: &str, id: SourceId, viewer: &Viewer) -> Result<(), CoreError> {
+    pub async fn delete_source(
+        &self,
+        tenant: &TenantId,
+        kb_name: &str,
+        id: SourceId,
+        viewer: &Viewer,
+    ) -> Result<(), CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let source = self.source(tenant, kb_name, id, viewer).await?;
         let docs = self.store().documents(tenant, kb.id).await?;
@@ -158,14 +207,21 @@ impl Engine {
     ) -> Result<Source, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let mut source = self.source(tenant, kb_name, id, viewer).await?;
-        let fetcher = self.fetcher().ok_or_else(|| invalid("no fetcher is configured: URL sources cannot be read"))?;
+        let fetcher = self
+            .fetcher()
+            .ok_or_else(|| invalid("no fetcher is configured: URL sources cannot be read"))?;
         let root = url::Url::parse(&source.url).map_err(|e| invalid(format!("stored URL: {e}")))?;
         // The documents this source wrote, by URL (only those: another page or
         // file with the same content is not ours to delete).
         let ours = |docs: &[rag_core::DocumentInfo], url: &str| -> Option<DocId> {
-            docs.iter().find(|d| d.source == url && d.owner == source.owner).map(|d| d.id)
+            docs.iter()
+                .find(|d| d.source == url && d.owner == source.owner)
+                .map(|d| d.id)
         };
-        let options = IngestOptions { owner: source.owner.clone(), ..IngestOptions::new(self.config().chunk) };
+        let options = IngestOptions {
+            owner: source.owner.clone(),
+            ..IngestOptions::new(self.config().chunk)
+        };
 
         let mut queue: VecDeque<(url::Url, u32)> = VecDeque::from([(root.clone(), 0)]);
         let mut seen: HashSet<String> = HashSet::from([root.to_string()]);
@@ -183,12 +239,17 @@ impl Engine {
                     if depth == 0 {
                         root_error = Some(e.to_string());
                     }
-                    self.failed_page(tenant, kb.id, &url_s, depth, e, &ours).await?
+                    self.failed_page(tenant, kb.id, &url_s, depth, e, &ours)
+                        .await?
                 }
                 Ok(fetched) => {
-                    if depth < source.depth && looks_like_html(fetched.content_type.as_deref(), &fetched.body) {
-                        let base = url::Url::parse(&fetched.final_url).unwrap_or_else(|_| url.clone());
-                        for href in rag_ingest::html_links(&String::from_utf8_lossy(&fetched.body)) {
+                    if depth < source.depth
+                        && looks_like_html(fetched.content_type.as_deref(), &fetched.body)
+                    {
+                        let base =
+                            url::Url::parse(&fetched.final_url).unwrap_or_else(|_| url.clone());
+                        for href in rag_ingest::html_links(&String::from_utf8_lossy(&fetched.body))
+                        {
                             let Ok(next) = base.join(&href) else { continue };
                             let next = normalise(next);
                             if same_site(&root, &next) && seen.insert(next.to_string()) {
@@ -197,17 +258,41 @@ impl Engine {
                         }
                     }
                     let hash = hex_sha256(&fetched.body);
-                    let options = IngestOptions { media_type: fetched.content_type.clone(), ..options.clone() };
-                    let outcome = self.ingest_with(tenant, kb_name, &url_s, fetched.body, &options, &mut |_| {}).await?;
-                    let doc = self.store().document_by_hash(tenant, kb.id, &hash, source.owner.as_deref()).await?;
+                    let options = IngestOptions {
+                        media_type: fetched.content_type.clone(),
+                        ..options.clone()
+                    };
+                    let outcome = self
+                        .ingest_with(tenant, kb_name, &url_s, fetched.body, &options, &mut |_| {})
+                        .await?;
+                    let doc = self
+                        .store()
+                        .document_by_hash(tenant, kb.id, &hash, source.owner.as_deref())
+                        .await?;
                     match outcome.status {
-                        IngestStatus::Document { .. } | IngestStatus::Faqs { .. } => {
-                            SourcePage { url: url_s.clone(), outcome: PageOutcome::Indexed, reason: None, doc, depth }
-                        }
-                        IngestStatus::Skipped { .. } => SourcePage { url: url_s.clone(), outcome: PageOutcome::Unchanged, reason: None, doc, depth },
+                        IngestStatus::Document { .. } | IngestStatus::Faqs { .. } => SourcePage {
+                            url: url_s.clone(),
+                            outcome: PageOutcome::Indexed,
+                            reason: None,
+                            doc,
+                            depth,
+                        },
+                        IngestStatus::Skipped { .. } => SourcePage {
+                            url: url_s.clone(),
+                            outcome: PageOutcome::Unchanged,
+                            reason: None,
+                            doc,
+                            depth,
+                        },
                         IngestStatus::Failed { reason } => {
                             let docs = self.store().documents(tenant, kb.id).await?;
-                            SourcePage { url: url_s.clone(), outcome: PageOutcome::Failed, reason: Some(reason), doc: ours(&docs, &url_s), depth }
+                            SourcePage {
+                                url: url_s.clone(),
+                                outcome: PageOutcome::Failed,
+                                reason: Some(reason),
+                                doc: ours(&docs, &url_s),
+                                depth,
+                            }
                         }
                     }
                 }
@@ -227,9 +312,17 @@ impl Engine {
                     continue;
                 }
                 // A page that never had a document (it always failed) just drops out.
-                let Some(doc) = ours(&docs, url) else { continue };
+                let Some(doc) = ours(&docs, url) else {
+                    continue;
+                };
                 ops.push(WriteOp::DeleteDocument(doc));
-                let page = SourcePage { url: url.clone(), outcome: PageOutcome::Removed, reason: Some("no longer linked".into()), doc: None, depth: old.depth };
+                let page = SourcePage {
+                    url: url.clone(),
+                    outcome: PageOutcome::Removed,
+                    reason: Some("no longer linked".into()),
+                    doc: None,
+                    depth: old.depth,
+                };
                 progress(&page);
                 pages.push(page);
             }
@@ -237,11 +330,17 @@ impl Engine {
                 self.store().apply(tenant, kb.id, ops).await?;
             }
         }
-        source.status = if root_error.is_some() { SourceStatus::Failed } else { SourceStatus::Synced };
+        source.status = if root_error.is_some() {
+            SourceStatus::Failed
+        } else {
+            SourceStatus::Synced
+        };
         source.reason = root_error.map(|e| format!("the start page could not be read: {e}"));
         source.last_sync = Some(rag_core::now());
         source.pages = pages;
-        self.store().apply(tenant, kb.id, vec![WriteOp::PutSource(source.clone())]).await?;
+        self.store()
+            .apply(tenant, kb.id, vec![WriteOp::PutSource(source.clone())])
+            .await?;
         Ok(source)
     }
 
@@ -259,10 +358,24 @@ impl Engine {
         let docs = self.store().documents(tenant, kb).await?;
         let doc = ours(&docs, url);
         if let (true, Some(d)) = (error.is_gone(), doc) {
-            self.store().apply(tenant, kb, vec![WriteOp::DeleteDocument(d)]).await?;
-            return Ok(SourcePage { url: url.to_owned(), outcome: PageOutcome::Removed, reason: Some(error.to_string()), doc: None, depth });
+            self.store()
+                .apply(tenant, kb, vec![WriteOp::DeleteDocument(d)])
+                .await?;
+            return Ok(SourcePage {
+                url: url.to_owned(),
+                outcome: PageOutcome::Removed,
+                reason: Some(error.to_string()),
+                doc: None,
+                depth,
+            });
         }
-        Ok(SourcePage { url: url.to_owned(), outcome: PageOutcome::Failed, reason: Some(error.to_string()), doc, depth })
+        Ok(SourcePage {
+            url: url.to_owned(),
+            outcome: PageOutcome::Failed,
+            reason: Some(error.to_string()),
+            doc,
+            depth,
+        })
     }
 }
 
@@ -276,9 +389,18 @@ mod tests {
         assert_eq!(a.as_str(), "http://h.test:8080/docs/page");
         let root = url::Url::parse("http://h.test:8080/").unwrap();
         assert!(same_site(&root, &a));
-        assert!(!same_site(&root, &url::Url::parse("http://h.test:9090/").unwrap()));
-        assert!(!same_site(&root, &url::Url::parse("https://h.test:8080/").unwrap()));
-        assert!(!same_site(&root, &url::Url::parse("http://other.test:8080/").unwrap()));
+        assert!(!same_site(
+            &root,
+            &url::Url::parse("http://h.test:9090/").unwrap()
+        ));
+        assert!(!same_site(
+            &root,
+            &url::Url::parse("https://h.test:8080/").unwrap()
+        ));
+        assert!(!same_site(
+            &root,
+            &url::Url::parse("http://other.test:8080/").unwrap()
+        ));
         assert!(looks_like_html(Some("text/html; charset=utf-8"), b""));
         assert!(looks_like_html(None, b"<!DOCTYPE html><html>"));
         assert!(!looks_like_html(Some("text/plain"), b"<html>"));

@@ -5,7 +5,9 @@
 //! page that is gone or no longer linked loses its document.
 
 use async_trait::async_trait;
-use rag_core::{CoreError, Embedder, KbSettings, PageOutcome, Source, SourceStatus, TenantId, Viewer};
+use rag_core::{
+    CoreError, Embedder, KbSettings, PageOutcome, Source, SourceStatus, TenantId, Viewer,
+};
 use rag_engine::{Components, Engine, EngineConfig, NewSource};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,7 +45,12 @@ async fn serve(site: Site) -> String {
                 }
                 let head = String::from_utf8_lossy(&buf);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                let reply = site.lock().unwrap().get(&path).cloned().unwrap_or(Reply::Status(404));
+                let reply = site
+                    .lock()
+                    .unwrap()
+                    .get(&path)
+                    .cloned()
+                    .unwrap_or(Reply::Status(404));
                 let out = |status: &str, headers: &str, body: &[u8]| {
                     let mut v = format!("HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n", body.len()).into_bytes();
                     v.extend_from_slice(body);
@@ -51,13 +58,27 @@ async fn serve(site: Site) -> String {
                 };
                 match reply {
                     Reply::Page(ct, body) => {
-                        let _ = sock.write_all(&out("200 OK", &format!("content-type: {ct}\r\n"), body.as_bytes())).await;
+                        let _ = sock
+                            .write_all(&out(
+                                "200 OK",
+                                &format!("content-type: {ct}\r\n"),
+                                body.as_bytes(),
+                            ))
+                            .await;
                     }
                     Reply::Redirect(to) => {
-                        let _ = sock.write_all(&out("302 Found", &format!("location: {to}\r\n"), b"")).await;
+                        let _ = sock
+                            .write_all(&out("302 Found", &format!("location: {to}\r\n"), b""))
+                            .await;
                     }
                     Reply::Status(code) => {
-                        let _ = sock.write_all(&out(&format!("{code} X"), "content-type: text/plain\r\n", b"no")).await;
+                        let _ = sock
+                            .write_all(&out(
+                                &format!("{code} X"),
+                                "content-type: text/plain\r\n",
+                                b"no",
+                            ))
+                            .await;
                     }
                     Reply::Huge(n) => {
                         let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n").await;
@@ -82,7 +103,10 @@ async fn serve(site: Site) -> String {
 }
 
 fn html(title: &str, body: &str, links: &[&str]) -> Reply {
-    let nav: String = links.iter().map(|l| format!("<li><a href=\"{l}\">{l}</a></li>")).collect();
+    let nav: String = links
+        .iter()
+        .map(|l| format!("<li><a href=\"{l}\">{l}</a></li>"))
+        .collect();
     Reply::Page("text/html; charset=utf-8", format!("<!doctype html><html><head><title>{title}</title></head><body><nav><ul>{nav}</ul></nav><main><h1>{title}</h1><p>{body}</p></main></body></html>"))
 }
 
@@ -116,27 +140,64 @@ fn toy(text: &str) -> Vec<f32> {
 }
 
 fn page<'a>(s: &'a Source, url: &str) -> &'a rag_core::SourcePage {
-    s.pages.iter().find(|p| p.url == url).unwrap_or_else(|| panic!("no page {url} in {:#?}", s.pages))
+    s.pages
+        .iter()
+        .find(|p| p.url == url)
+        .unwrap_or_else(|| panic!("no page {url} in {:#?}", s.pages))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_site_is_crawled_within_limits_and_re_synced_by_content_hash() {
     let site: Site = Arc::default();
     let base = serve(site.clone()).await;
-    let links = ["/a", "/a#details", "/b.txt", "/loop", "/missing", "/huge", "/slow", "http://other.invalid/x"];
+    let links = [
+        "/a",
+        "/a#details",
+        "/b.txt",
+        "/loop",
+        "/missing",
+        "/huge",
+        "/slow",
+        "http://other.invalid/x",
+    ];
     {
         let mut s = site.lock().unwrap();
-        s.insert("/".into(), html("Help centre", "Welcome to the help centre of the zebracorn shop.", &links));
-        s.insert("/a".into(), html("Refunds", "Refunds reach the original payment method within three working days.", &["/", "/c"]));
-        s.insert("/c".into(), html("Deep page", "This page is two links deep.", &[]));
-        s.insert("/b.txt".into(), Reply::Page("text/plain; charset=utf-8", "Delivery takes two hours inside the city.".into()));
+        s.insert(
+            "/".into(),
+            html(
+                "Help centre",
+                "Welcome to the help centre of the zebracorn shop.",
+                &links,
+            ),
+        );
+        s.insert(
+            "/a".into(),
+            html(
+                "Refunds",
+                "Refunds reach the original payment method within three working days.",
+                &["/", "/c"],
+            ),
+        );
+        s.insert(
+            "/c".into(),
+            html("Deep page", "This page is two links deep.", &[]),
+        );
+        s.insert(
+            "/b.txt".into(),
+            Reply::Page(
+                "text/plain; charset=utf-8",
+                "Delivery takes two hours inside the city.".into(),
+            ),
+        );
         s.insert("/loop".into(), Reply::Redirect("/loop2"));
         s.insert("/loop2".into(), Reply::Redirect("/loop"));
         s.insert("/huge".into(), Reply::Huge(20 * 1024 * 1024));
         s.insert("/slow".into(), Reply::Hang);
     }
     let dir = tempfile::tempdir().unwrap();
-    let store = rag_store::EmbeddedStore::open(&dir.path().join("data"), rag_store::OpenMode::ReadWrite).unwrap();
+    let store =
+        rag_store::EmbeddedStore::open(&dir.path().join("data"), rag_store::OpenMode::ReadWrite)
+            .unwrap();
     let counting = Arc::new(Counting::default());
     let mut components = Components::lexical(Arc::new(store));
     components.embedder = Some(counting.clone());
@@ -150,26 +211,77 @@ async fn a_site_is_crawled_within_limits_and_re_synced_by_content_hash() {
     components.fetcher = Some(Arc::new(fetcher));
     let engine = Engine::new(components, EngineConfig::default());
     let tenant = TenantId::default_tenant();
-    engine.create_kb(&tenant, "kb", KbSettings::default()).await.unwrap();
+    engine
+        .create_kb(&tenant, "kb", KbSettings::default())
+        .await
+        .unwrap();
     let everyone = Viewer::Public;
 
     // Limits on what a source may ask for.
-    let bad = engine.add_source(&tenant, "kb", NewSource { url: "ftp://x/".into(), ..Default::default() }, None).await;
-    assert!(bad.unwrap_err().to_string().contains("http"), "only http(s)");
-    let bad = engine.add_source(&tenant, "kb", NewSource { url: format!("{base}/"), depth: Some(99), ..Default::default() }, None).await;
+    let bad = engine
+        .add_source(
+            &tenant,
+            "kb",
+            NewSource {
+                url: "ftp://x/".into(),
+                ..Default::default()
+            },
+            None,
+        )
+        .await;
+    assert!(
+        bad.unwrap_err().to_string().contains("http"),
+        "only http(s)"
+    );
+    let bad = engine
+        .add_source(
+            &tenant,
+            "kb",
+            NewSource {
+                url: format!("{base}/"),
+                depth: Some(99),
+                ..Default::default()
+            },
+            None,
+        )
+        .await;
     assert!(bad.unwrap_err().to_string().contains("depth"));
 
     let source = engine
-        .add_source(&tenant, "kb", NewSource { url: format!("{base}/"), depth: Some(1), max_pages: Some(20) }, None)
+        .add_source(
+            &tenant,
+            "kb",
+            NewSource {
+                url: format!("{base}/"),
+                depth: Some(1),
+                max_pages: Some(20),
+            },
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(source.status, SourceStatus::Pending);
-    let dup = engine.add_source(&tenant, "kb", NewSource { url: format!("{base}/#top"), ..Default::default() }, None).await;
+    let dup = engine
+        .add_source(
+            &tenant,
+            "kb",
+            NewSource {
+                url: format!("{base}/#top"),
+                ..Default::default()
+            },
+            None,
+        )
+        .await;
     assert!(dup.unwrap_err().to_string().contains("already a source"));
 
     // First sync.
     let mut seen = Vec::new();
-    let s1 = engine.sync_source(&tenant, "kb", source.id, &everyone, &mut |p| seen.push(p.url.clone())).await.unwrap();
+    let s1 = engine
+        .sync_source(&tenant, "kb", source.id, &everyone, &mut |p| {
+            seen.push(p.url.clone())
+        })
+        .await
+        .unwrap();
     assert_eq!(s1.status, SourceStatus::Synced, "{:?}", s1.reason);
     assert!(s1.last_sync.is_some());
     let u = |p: &str| format!("{base}{p}");
@@ -187,58 +299,148 @@ async fn a_site_is_crawled_within_limits_and_re_synced_by_content_hash() {
     assert!(failed("/slow").contains("within 1500 ms"));
     // The fragment is the same page, depth 1 stops before /c, other sites are not followed.
     assert_eq!(s1.pages.len(), 7, "{:#?}", s1.pages);
-    assert!(s1.pages.iter().all(|p| !p.url.contains("/c") && !p.url.contains("other.invalid") && !p.url.contains('#')));
+    assert!(s1.pages.iter().all(|p| !p.url.contains("/c")
+        && !p.url.contains("other.invalid")
+        && !p.url.contains('#')));
     assert_eq!(seen.len(), 7, "progress saw every page");
     let docs = engine.documents(&tenant, "kb", &everyone).await.unwrap();
     assert_eq!(docs.len(), 3);
-    let (doc_root, doc_a) = (page(&s1, &u("/")).doc.unwrap(), page(&s1, &u("/a")).doc.unwrap());
-    let (main, _) = engine.document(&tenant, "kb", doc_a, &everyone).await.unwrap();
-    assert!(main.text.contains("three working days") && !main.text.contains("/c"), "main text without navigation: {}", main.text);
+    let (doc_root, doc_a) = (
+        page(&s1, &u("/")).doc.unwrap(),
+        page(&s1, &u("/a")).doc.unwrap(),
+    );
+    let (main, _) = engine
+        .document(&tenant, "kb", doc_a, &everyone)
+        .await
+        .unwrap();
+    assert!(
+        main.text.contains("three working days") && !main.text.contains("/c"),
+        "main text without navigation: {}",
+        main.text
+    );
     let embedded_first = counting.0.load(Ordering::SeqCst);
     assert!(embedded_first >= 3);
     // The status is stored.
-    assert_eq!(engine.source(&tenant, "kb", source.id, &everyone).await.unwrap(), s1);
+    assert_eq!(
+        engine
+            .source(&tenant, "kb", source.id, &everyone)
+            .await
+            .unwrap(),
+        s1
+    );
 
     // Second sync of the unchanged site: nothing is extracted or embedded.
-    let s2 = engine.sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {}).await.unwrap();
-    assert_eq!(counting.0.load(Ordering::SeqCst), embedded_first, "an unchanged site embeds nothing");
+    let s2 = engine
+        .sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        counting.0.load(Ordering::SeqCst),
+        embedded_first,
+        "an unchanged site embeds nothing"
+    );
     for p in ["/", "/a", "/b.txt"] {
         assert_eq!(page(&s2, &u(p)).outcome, PageOutcome::Unchanged, "{p}");
-        assert_eq!(page(&s2, &u(p)).doc, page(&s1, &u(p)).doc, "{p} keeps its document");
+        assert_eq!(
+            page(&s2, &u(p)).doc,
+            page(&s1, &u(p)).doc,
+            "{p} keeps its document"
+        );
     }
 
     // A changed page is replaced (only it is embedded); a page gone is removed.
     {
         let mut s = site.lock().unwrap();
-        s.insert("/b.txt".into(), Reply::Page("text/plain; charset=utf-8", "Delivery now takes one hour inside the city.".into()));
+        s.insert(
+            "/b.txt".into(),
+            Reply::Page(
+                "text/plain; charset=utf-8",
+                "Delivery now takes one hour inside the city.".into(),
+            ),
+        );
         s.remove("/a");
     }
-    let s3 = engine.sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {}).await.unwrap();
-    assert_eq!(counting.0.load(Ordering::SeqCst), embedded_first + 1, "only the changed page's one chunk is embedded");
+    let s3 = engine
+        .sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        counting.0.load(Ordering::SeqCst),
+        embedded_first + 1,
+        "only the changed page's one chunk is embedded"
+    );
     assert_eq!(page(&s3, &u("/b.txt")).outcome, PageOutcome::Indexed);
     assert_ne!(page(&s3, &u("/b.txt")).doc, page(&s1, &u("/b.txt")).doc);
     assert_eq!(page(&s3, &u("/a")).outcome, PageOutcome::Removed);
     assert_eq!(page(&s3, &u("/")).doc, Some(doc_root));
     let docs = engine.documents(&tenant, "kb", &everyone).await.unwrap();
     assert_eq!(docs.len(), 2, "{docs:?}");
-    assert!(engine.document(&tenant, "kb", doc_a, &everyone).await.is_err());
+    assert!(engine
+        .document(&tenant, "kb", doc_a, &everyone)
+        .await
+        .is_err());
 
     // A page no longer linked loses its document.
-    site.lock().unwrap().insert("/".into(), html("Help centre", "Welcome to the new help centre.", &["/missing"]));
-    let s4 = engine.sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {}).await.unwrap();
+    site.lock().unwrap().insert(
+        "/".into(),
+        html(
+            "Help centre",
+            "Welcome to the new help centre.",
+            &["/missing"],
+        ),
+    );
+    let s4 = engine
+        .sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {})
+        .await
+        .unwrap();
     let gone = page(&s4, &u("/b.txt"));
-    assert_eq!((gone.outcome, gone.reason.as_deref()), (PageOutcome::Removed, Some("no longer linked")));
-    assert_eq!(engine.documents(&tenant, "kb", &everyone).await.unwrap().len(), 1);
+    assert_eq!(
+        (gone.outcome, gone.reason.as_deref()),
+        (PageOutcome::Removed, Some("no longer linked"))
+    );
+    assert_eq!(
+        engine
+            .documents(&tenant, "kb", &everyone)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // A start page that fails marks the source failed and keeps what was there.
     site.lock().unwrap().insert("/".into(), Reply::Status(503));
-    let s5 = engine.sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {}).await.unwrap();
+    let s5 = engine
+        .sync_source(&tenant, "kb", source.id, &everyone, &mut |_| {})
+        .await
+        .unwrap();
     assert_eq!(s5.status, SourceStatus::Failed);
-    assert!(s5.reason.as_deref().unwrap().contains("HTTP 503"), "{:?}", s5.reason);
-    assert_eq!(engine.documents(&tenant, "kb", &everyone).await.unwrap().len(), 1);
+    assert!(
+        s5.reason.as_deref().unwrap().contains("HTTP 503"),
+        "{:?}",
+        s5.reason
+    );
+    assert_eq!(
+        engine
+            .documents(&tenant, "kb", &everyone)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Deleting the source deletes its documents.
-    engine.delete_source(&tenant, "kb", source.id, &everyone).await.unwrap();
-    assert!(engine.documents(&tenant, "kb", &everyone).await.unwrap().is_empty());
-    assert!(engine.sources(&tenant, "kb", &everyone).await.unwrap().is_empty());
+    engine
+        .delete_source(&tenant, "kb", source.id, &everyone)
+        .await
+        .unwrap();
+    assert!(engine
+        .documents(&tenant, "kb", &everyone)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(engine
+        .sources(&tenant, "kb", &everyone)
+        .await
+        .unwrap()
+        .is_empty());
 }

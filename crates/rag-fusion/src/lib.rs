@@ -19,7 +19,10 @@
 //! assert!((fused.hits[0].normalized - 1.0).abs() < 1e-12);
 //! ```
 
-use rag_core::{Contribution, DropReason, Dropped, Fused, FusedHit, Fuser, FusionParams, PassageId, PathKind, RankedList};
+use rag_core::{
+    Contribution, DropReason, Dropped, Fused, FusedHit, Fuser, FusionParams, PassageId, PathKind,
+    RankedList,
+};
 use rustc_hash::FxHashMap;
 
 /// The RRF fuser.
@@ -46,9 +49,21 @@ impl Fuser for RrfFuser {
 /// deterministic.
 pub fn fuse(lists: &[RankedList], params: &FusionParams) -> Fused {
     // Paths that returned nothing take no share of the weight.
-    let running: Vec<PathKind> = lists.iter().filter(|l| !l.hits.is_empty()).map(|l| l.path).collect();
-    let weights: Vec<f64> =
-        lists.iter().map(|l| if l.hits.is_empty() { 0.0 } else { params.effective_weight(l.path, &running) }).collect();
+    let running: Vec<PathKind> = lists
+        .iter()
+        .filter(|l| !l.hits.is_empty())
+        .map(|l| l.path)
+        .collect();
+    let weights: Vec<f64> = lists
+        .iter()
+        .map(|l| {
+            if l.hits.is_empty() {
+                0.0
+            } else {
+                params.effective_weight(l.path, &running)
+            }
+        })
+        .collect();
     let max_score: f64 = weights.iter().map(|w| w / (params.k + 1.0)).sum();
 
     let mut order: Vec<PassageId> = Vec::new();
@@ -78,8 +93,21 @@ pub fn fuse(lists: &[RankedList], params: &FusionParams) -> Fused {
         .map(|(first_seen, id)| {
             let contributions = by_id.remove(&id).unwrap_or_default();
             let score: f64 = contributions.iter().map(|c| c.rrf).sum();
-            let normalized = if max_score > 0.0 { score / max_score } else { 0.0 };
-            (first_seen, FusedHit { id, rank: 0, score, normalized, contributions })
+            let normalized = if max_score > 0.0 {
+                score / max_score
+            } else {
+                0.0
+            };
+            (
+                first_seen,
+                FusedHit {
+                    id,
+                    rank: 0,
+                    score,
+                    normalized,
+                    contributions,
+                },
+            )
         })
         .collect();
     all.sort_by(|(fa, a), (fb, b)| {
@@ -97,19 +125,37 @@ pub fn fuse(lists: &[RankedList], params: &FusionParams) -> Fused {
             dropped.push(Dropped {
                 id: hit.id,
                 score: hit.score,
-                reason: DropReason::Threshold { normalized: hit.normalized, min_score: params.min_score },
+                reason: DropReason::Threshold {
+                    normalized: hit.normalized,
+                    min_score: params.min_score,
+                },
             });
         } else if hits.len() >= params.top_k {
-            dropped.push(Dropped { id: hit.id, score: hit.score, reason: DropReason::TopK { rank: hit.rank, top_k: params.top_k } });
+            dropped.push(Dropped {
+                id: hit.id,
+                score: hit.score,
+                reason: DropReason::TopK {
+                    rank: hit.rank,
+                    top_k: params.top_k,
+                },
+            });
         } else {
             hits.push(hit);
         }
     }
-    Fused { hits, dropped, max_score }
+    Fused {
+        hits,
+        dropped,
+        max_score,
+    }
 }
 
 fn best_rank(hit: &FusedHit) -> u32 {
-    hit.contributions.iter().map(|c| c.rank).min().unwrap_or(u32::MAX)
+    hit.contributions
+        .iter()
+        .map(|c| c.rank)
+        .min()
+        .unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -119,12 +165,20 @@ mod tests {
     use rag_core::{FaqId, Hit, PathWeights};
 
     fn ids(n: usize) -> Vec<PassageId> {
-        (0..n).map(|i| PassageId::Faq(FaqId(uuid::Uuid::from_u128(i as u128 + 1)))).collect()
+        (0..n)
+            .map(|i| PassageId::Faq(FaqId(uuid::Uuid::from_u128(i as u128 + 1))))
+            .collect()
     }
 
     fn lists_strategy() -> impl Strategy<Value = Vec<(usize, Vec<usize>)>> {
         // Up to five paths, each a permutation prefix of up to 30 of 40 ids.
-        proptest::collection::vec((0usize..5, proptest::sample::subsequence((0..40).collect::<Vec<_>>(), 0..30).prop_shuffle()), 1..5)
+        proptest::collection::vec(
+            (
+                0usize..5,
+                proptest::sample::subsequence((0..40).collect::<Vec<_>>(), 0..30).prop_shuffle(),
+            ),
+            1..5,
+        )
     }
 
     fn build(spec: &[(usize, Vec<usize>)], pool: &[PassageId]) -> Vec<RankedList> {
@@ -141,7 +195,12 @@ mod tests {
                     hits: members
                         .iter()
                         .enumerate()
-                        .map(|(r, m)| Hit { id: pool[*m], rank: r as u32 + 1, score: 100.0 - r as f64, matched: vec![] })
+                        .map(|(r, m)| Hit {
+                            id: pool[*m],
+                            rank: r as u32 + 1,
+                            score: 100.0 - r as f64,
+                            matched: vec![],
+                        })
                         .collect(),
                     notes: vec![],
                 })
@@ -208,12 +267,18 @@ mod tests {
 
     #[test]
     fn interpolation_splits_weight() {
-        let params = FusionParams { lexical_interpolation: Some(0.25), ..FusionParams::default() };
+        let params = FusionParams {
+            lexical_interpolation: Some(0.25),
+            ..FusionParams::default()
+        };
         let running = [PathKind::Bm25, PathKind::Substring, PathKind::Dense];
         let w = params.weights;
         let lex_total = w.bm25 + w.substring;
         assert!((params.effective_weight(PathKind::Dense, &running) - 0.75).abs() < 1e-12);
-        assert!((params.effective_weight(PathKind::Bm25, &running) - 0.25 * w.bm25 / lex_total).abs() < 1e-12);
+        assert!(
+            (params.effective_weight(PathKind::Bm25, &running) - 0.25 * w.bm25 / lex_total).abs()
+                < 1e-12
+        );
     }
 
     #[test]
@@ -221,12 +286,30 @@ mod tests {
         let pool = ids(3);
         let list = RankedList {
             path: PathKind::Bm25,
-            hits: pool.iter().enumerate().map(|(r, id)| Hit { id: *id, rank: r as u32 + 1, score: 1.0, matched: vec![] }).collect(),
+            hits: pool
+                .iter()
+                .enumerate()
+                .map(|(r, id)| Hit {
+                    id: *id,
+                    rank: r as u32 + 1,
+                    score: 1.0,
+                    matched: vec![],
+                })
+                .collect(),
             notes: vec![],
         };
-        let fused = fuse(&[list], &FusionParams { top_k: 2, ..FusionParams::default() });
+        let fused = fuse(
+            &[list],
+            &FusionParams {
+                top_k: 2,
+                ..FusionParams::default()
+            },
+        );
         assert_eq!(fused.hits.len(), 2);
         assert_eq!(fused.dropped.len(), 1);
-        assert_eq!(fused.dropped[0].reason, DropReason::TopK { rank: 3, top_k: 2 });
+        assert_eq!(
+            fused.dropped[0].reason,
+            DropReason::TopK { rank: 3, top_k: 2 }
+        );
     }
 }

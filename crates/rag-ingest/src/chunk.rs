@@ -70,7 +70,11 @@ pub struct ChunkParams {
 
 impl Default for ChunkParams {
     fn default() -> Self {
-        ChunkParams { target_tokens: 400, overlap_tokens: 60, min_split_chars: 200 }
+        ChunkParams {
+            target_tokens: 400,
+            overlap_tokens: 60,
+            min_split_chars: 200,
+        }
     }
 }
 
@@ -83,10 +87,16 @@ impl ChunkParams {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), ChunkParamsError> {
         if self.target_tokens < 8 {
-            return Err(ChunkParamsError(format!("target_tokens {} is below 8", self.target_tokens)));
+            return Err(ChunkParamsError(format!(
+                "target_tokens {} is below 8",
+                self.target_tokens
+            )));
         }
         if self.overlap_tokens * 2 > self.target_tokens {
-            return Err(ChunkParamsError(format!("overlap_tokens {} is over half of target_tokens {}", self.overlap_tokens, self.target_tokens)));
+            return Err(ChunkParamsError(format!(
+                "overlap_tokens {} is over half of target_tokens {}",
+                self.overlap_tokens, self.target_tokens
+            )));
         }
         Ok(())
     }
@@ -154,7 +164,12 @@ fn sections(doc: &ExtractedDoc) -> Vec<Section> {
                 }
                 prev => {
                     out.extend(prev);
-                    cur = Some(Section { path, start: b.start, end: b.end, blocks: i..i + 1 });
+                    cur = Some(Section {
+                        path,
+                        start: b.start,
+                        end: b.end,
+                        blocks: i..i + 1,
+                    });
                 }
             }
             cur_has_body = false;
@@ -164,7 +179,14 @@ fn sections(doc: &ExtractedDoc) -> Vec<Section> {
                     s.end = b.end;
                     s.blocks.end = i + 1;
                 }
-                None => cur = Some(Section { path: vec![], start: b.start, end: b.end, blocks: i..i + 1 }),
+                None => {
+                    cur = Some(Section {
+                        path: vec![],
+                        start: b.start,
+                        end: b.end,
+                        blocks: i..i + 1,
+                    })
+                }
             }
             cur_has_body = true;
         }
@@ -204,19 +226,37 @@ fn trim_range(text: &str, a: usize, b: usize) -> Option<(usize, usize)> {
 }
 
 /// Splits an over-long sentence into pieces that fit the budget.
-fn split_long(text: &str, a: usize, b: usize, target: usize, counter: &dyn TokenCounter, out: &mut Vec<Atom>, block_start: bool) {
+fn split_long(
+    text: &str,
+    a: usize,
+    b: usize,
+    target: usize,
+    counter: &dyn TokenCounter,
+    out: &mut Vec<Atom>,
+    block_start: bool,
+) {
     let mut a = a;
     let mut first = block_start;
     while let Some((s, e)) = trim_range(text, a, b) {
         let tokens = counter.count_tokens(&text[s..e]);
         if tokens <= target {
-            out.push(Atom { start: s, end: e, tokens, block_start: first });
+            out.push(Atom {
+                start: s,
+                end: e,
+                tokens,
+                block_start: first,
+            });
             return;
         }
         let points = cut_points(text, s, e);
-        let fits = |p: usize| trim_range(text, s, p).is_some_and(|(x, y)| counter.count_tokens(&text[x..y]) <= target);
+        let fits = |p: usize| {
+            trim_range(text, s, p).is_some_and(|(x, y)| counter.count_tokens(&text[x..y]) <= target)
+        };
         // Soft punctuation is used only if it keeps the piece at least a third full.
-        let min_len = |p: usize| trim_range(text, s, p).map_or(0, |(x, y)| counter.count_tokens(&text[x..y])) * 3 >= target;
+        let min_len = |p: usize| {
+            trim_range(text, s, p).map_or(0, |(x, y)| counter.count_tokens(&text[x..y])) * 3
+                >= target
+        };
         let mut cut = None;
         for (kind, pts) in points.iter().enumerate() {
             // Counts grow with the prefix: binary search the last point that fits.
@@ -229,14 +269,24 @@ fn split_long(text: &str, a: usize, b: usize, target: usize, counter: &dyn Token
         // Not even one character fits: take one character.
         let cut = cut.unwrap_or_else(|| s + text[s..].chars().next().map_or(1, char::len_utf8));
         if let Some((x, y)) = trim_range(text, s, cut) {
-            out.push(Atom { start: x, end: y, tokens: counter.count_tokens(&text[x..y]), block_start: first });
+            out.push(Atom {
+                start: x,
+                end: y,
+                tokens: counter.count_tokens(&text[x..y]),
+                block_start: first,
+            });
             first = false;
         }
         a = cut;
     }
 }
 
-fn atoms(doc: &ExtractedDoc, sec: &Section, target: usize, counter: &dyn TokenCounter) -> Vec<Atom> {
+fn atoms(
+    doc: &ExtractedDoc,
+    sec: &Section,
+    target: usize,
+    counter: &dyn TokenCounter,
+) -> Vec<Atom> {
     let text = &doc.text;
     let mut out = Vec::new();
     for b in &doc.blocks[sec.blocks.clone()] {
@@ -265,7 +315,12 @@ fn sum_tokens(atoms: &[Atom], i: usize, j: usize) -> usize {
 }
 
 /// Packs the atoms of one section into chunk ranges (atom index ranges).
-fn pack(text: &str, atoms: &[Atom], p: &ChunkParams, counter: &dyn TokenCounter) -> Vec<(usize, usize)> {
+fn pack(
+    text: &str,
+    atoms: &[Atom],
+    p: &ChunkParams,
+    counter: &dyn TokenCounter,
+) -> Vec<(usize, usize)> {
     let n = atoms.len();
     let mut out = Vec::new();
     let mut start = 0;
@@ -323,14 +378,27 @@ fn pack(text: &str, atoms: &[Atom], p: &ChunkParams, counter: &dyn TokenCounter)
 
 /// Splits a document into chunks. Sections are chunked independently;
 /// chunks come out in text order with strictly increasing ends.
-pub fn chunk(doc: &ExtractedDoc, params: &ChunkParams, counter: &dyn TokenCounter) -> Result<Vec<DocChunk>, ChunkParamsError> {
+pub fn chunk(
+    doc: &ExtractedDoc,
+    params: &ChunkParams,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<DocChunk>, ChunkParamsError> {
     params.validate()?;
     let text = &doc.text;
     let mut ranges: Vec<(Vec<String>, usize, usize)> = Vec::new();
     let secs = sections(doc);
     if text.chars().count() < params.min_split_chars {
         if let (Some(first), Some(last)) = (secs.first(), secs.last()) {
-            let path = secs.iter().find(|s| s.blocks.clone().any(|i| !matches!(doc.blocks[i].kind, BlockKind::Heading { .. }))).unwrap_or(first).path.clone();
+            let path = secs
+                .iter()
+                .find(|s| {
+                    s.blocks
+                        .clone()
+                        .any(|i| !matches!(doc.blocks[i].kind, BlockKind::Heading { .. }))
+                })
+                .unwrap_or(first)
+                .path
+                .clone();
             ranges.push((path, first.start, last.end));
         }
     } else {

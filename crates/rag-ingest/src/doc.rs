@@ -119,7 +119,11 @@ impl TextBuilder {
         }
         let start = self.text.len();
         self.text.push_str(s);
-        self.blocks.push(Block { kind, start, end: self.text.len() });
+        self.blocks.push(Block {
+            kind,
+            start,
+            end: self.text.len(),
+        });
     }
 
     pub(crate) fn first_heading(&self, level: u8) -> Option<String> {

@@ -13,28 +13,48 @@ use quick_xml::Reader;
 use crate::doc::{BlockKind, TextBuilder};
 use crate::{IngestError, Limits};
 
-fn read_entry(zip: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str, limits: &Limits) -> Result<Option<String>, IngestError> {
+fn read_entry(
+    zip: &mut zip::ZipArchive<Cursor<&[u8]>>,
+    name: &str,
+    limits: &Limits,
+) -> Result<Option<String>, IngestError> {
     let mut file = match zip.by_name(name) {
         Ok(f) => f,
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
         Err(e) => return Err(IngestError::malformed("docx", format!("{name}: {e}"))),
     };
     let limit = limits.max_decompressed_bytes;
-    let too_large = |size: u64| IngestError::TooLarge { what: format!("{name} (decompressed)"), size, limit };
+    let too_large = |size: u64| IngestError::TooLarge {
+        what: format!("{name} (decompressed)"),
+        size,
+        limit,
+    };
     if file.size() > limit {
         return Err(too_large(file.size()));
     }
     // The declared size may lie: read at most one byte past the limit.
     let mut data = Vec::new();
-    (&mut file).take(limit + 1).read_to_end(&mut data).map_err(|e| IngestError::malformed("docx", format!("{name}: {e}")))?;
+    (&mut file)
+        .take(limit + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| IngestError::malformed("docx", format!("{name}: {e}")))?;
     if data.len() as u64 > limit {
         return Err(too_large(data.len() as u64));
     }
-    String::from_utf8(data).map(Some).map_err(|_| IngestError::malformed("docx", format!("{name} is not UTF-8")))
+    String::from_utf8(data)
+        .map(Some)
+        .map_err(|_| IngestError::malformed("docx", format!("{name} is not UTF-8")))
 }
 
 fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
-    e.attributes().flatten().find(|a| a.key.local_name().as_ref() == local).and_then(|a| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned()))
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.local_name().as_ref() == local)
+        .and_then(|a| {
+            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .ok()
+                .map(|v| v.into_owned())
+        })
 }
 
 fn xml_err(name: &str, e: impl std::fmt::Display) -> IngestError {
@@ -57,16 +77,23 @@ fn heading_styles(xml: &str) -> Result<HashMap<String, u8>, IngestError> {
     let mut reader = Reader::from_str(xml);
     let mut cur: Option<String> = None;
     loop {
-        match reader.read_event().map_err(|e| xml_err("word/styles.xml", e))? {
+        match reader
+            .read_event()
+            .map_err(|e| xml_err("word/styles.xml", e))?
+        {
             Event::Start(e) | Event::Empty(e) => match e.local_name().as_ref() {
                 "style" => cur = attr(&e, "styleId"),
                 "name" => {
-                    if let (Some(id), Some(level)) = (&cur, attr(&e, "val").as_deref().and_then(level_from_name)) {
+                    if let (Some(id), Some(level)) =
+                        (&cur, attr(&e, "val").as_deref().and_then(level_from_name))
+                    {
                         map.insert(id.clone(), level);
                     }
                 }
                 "outlineLvl" => {
-                    if let (Some(id), Some(l)) = (&cur, attr(&e, "val").and_then(|v| v.parse::<u8>().ok())) {
+                    if let (Some(id), Some(l)) =
+                        (&cur, attr(&e, "val").and_then(|v| v.parse::<u8>().ok()))
+                    {
                         if l < 9 {
                             map.entry(id.clone()).or_insert(l + 1);
                         }
@@ -85,7 +112,10 @@ fn heading_styles(xml: &str) -> Result<HashMap<String, u8>, IngestError> {
 fn level_from_id(id: &str) -> Option<u8> {
     level_from_name(id).or_else(|| {
         let lower = id.to_ascii_lowercase();
-        lower.strip_prefix("heading").and_then(|d| d.parse::<u8>().ok()).filter(|l| (1..=9).contains(l))
+        lower
+            .strip_prefix("heading")
+            .and_then(|d| d.parse::<u8>().ok())
+            .filter(|l| (1..=9).contains(l))
     })
 }
 
@@ -102,13 +132,21 @@ fn resolve_entity(name: &str) -> Option<char> {
 
 /// Text and blocks of a DOCX file, and its title (the `Title` paragraph or
 /// the first level-1 heading).
-pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<(TextBuilder, Option<String>), IngestError> {
-    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| IngestError::malformed("docx", format!("not a zip archive: {e}")))?;
+pub(crate) fn extract(
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<(TextBuilder, Option<String>), IngestError> {
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
+        .map_err(|e| IngestError::malformed("docx", format!("not a zip archive: {e}")))?;
     if zip.len() > 10_000 {
-        return Err(IngestError::malformed("docx", format!("{} zip entries", zip.len())));
+        return Err(IngestError::malformed(
+            "docx",
+            format!("{} zip entries", zip.len()),
+        ));
     }
-    let doc = read_entry(&mut zip, "word/document.xml", limits)?
-        .ok_or_else(|| IngestError::malformed("docx", "no word/document.xml (not a Word document)"))?;
+    let doc = read_entry(&mut zip, "word/document.xml", limits)?.ok_or_else(|| {
+        IngestError::malformed("docx", "no word/document.xml (not a Word document)")
+    })?;
     let styles = match read_entry(&mut zip, "word/styles.xml", limits)? {
         Some(xml) => heading_styles(&xml)?,
         None => HashMap::new(),
@@ -127,10 +165,14 @@ pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<(TextBuilder, Opt
     // Inside `mc:Fallback`: a copy of the `mc:Choice` content (text boxes), skipped.
     let mut fallback = 0usize;
     loop {
-        let ev = reader.read_event().map_err(|e| xml_err("word/document.xml", e))?;
+        let ev = reader
+            .read_event()
+            .map_err(|e| xml_err("word/document.xml", e))?;
         match &ev {
             Event::Start(e) if e.local_name().as_ref() == "Fallback" => fallback += 1,
-            Event::End(e) if e.local_name().as_ref() == "Fallback" => fallback = fallback.saturating_sub(1),
+            Event::End(e) if e.local_name().as_ref() == "Fallback" => {
+                fallback = fallback.saturating_sub(1)
+            }
             _ => {}
         }
         if fallback > 0 && !matches!(ev, Event::Eof) {
@@ -160,7 +202,10 @@ pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<(TextBuilder, Opt
                         }
                     }
                     "outlineLvl" if in_ppr => {
-                        if let Some(l) = attr(e, "val").and_then(|v| v.parse::<u8>().ok()).filter(|l| *l < 9) {
+                        if let Some(l) = attr(e, "val")
+                            .and_then(|v| v.parse::<u8>().ok())
+                            .filter(|l| *l < 9)
+                        {
                             level = Some(l + 1);
                         }
                     }
@@ -181,7 +226,11 @@ pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<(TextBuilder, Opt
                         (None, true) => BlockKind::ListItem,
                         (None, false) => BlockKind::Paragraph,
                     };
-                    let text = if kind == BlockKind::ListItem { format!("- {}", buf.trim()) } else { buf.clone() };
+                    let text = if kind == BlockKind::ListItem {
+                        format!("- {}", buf.trim())
+                    } else {
+                        buf.clone()
+                    };
                     if matches!(title.as_deref(), Some("")) {
                         title = Some(buf.trim().to_owned());
                     }
@@ -211,6 +260,8 @@ pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<(TextBuilder, Opt
             _ => {}
         }
     }
-    let title = title.filter(|t| !t.is_empty()).or_else(|| out.first_heading(1));
+    let title = title
+        .filter(|t| !t.is_empty())
+        .or_else(|| out.first_heading(1));
     Ok((out, title))
 }

@@ -53,7 +53,8 @@ pub struct DecodedText {
 }
 
 fn strict(enc: &'static Encoding, bytes: &[u8]) -> Option<String> {
-    enc.decode_without_bom_handling_and_without_replacement(bytes).map(|c| c.into_owned())
+    enc.decode_without_bom_handling_and_without_replacement(bytes)
+        .map(|c| c.into_owned())
 }
 
 /// Evidence that BOM-less bytes are UTF-16: zeros concentrated on one parity.
@@ -64,7 +65,12 @@ fn unmarked_utf16(bytes: &[u8]) -> Option<&'static Encoding> {
     }
     let half = sample.len() / 2;
     let even = sample.iter().step_by(2).filter(|b| **b == 0).count();
-    let odd = sample.iter().skip(1).step_by(2).filter(|b| **b == 0).count();
+    let odd = sample
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .filter(|b| **b == 0)
+        .count();
     // ASCII-heavy UTF-16 has a zero in nearly every other byte; CJK-heavy
     // UTF-16 has few zeros, which this does not try to guess.
     if odd * 10 >= half * 4 && even * 10 < half {
@@ -76,15 +82,36 @@ fn unmarked_utf16(bytes: &[u8]) -> Option<&'static Encoding> {
     }
 }
 
-fn finish(text: String, encoding: TextEncoding, replacements: usize) -> Result<DecodedText, IngestError> {
+fn finish(
+    text: String,
+    encoding: TextEncoding,
+    replacements: usize,
+) -> Result<DecodedText, IngestError> {
     // Control characters other than tab, newline, carriage return and form
     // feed mean the bytes were not text in this encoding.
-    let controls = text.chars().filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c')).count();
+    let controls = text
+        .chars()
+        .filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c'))
+        .count();
     if controls > 0 && controls * 100 > text.chars().count() {
-        return Err(IngestError::malformed("text", format!("binary data ({controls} control characters after decoding as {})", encoding.name())));
+        return Err(IngestError::malformed(
+            "text",
+            format!(
+                "binary data ({controls} control characters after decoding as {})",
+                encoding.name()
+            ),
+        ));
     }
-    let text = if text.contains('\r') { text.replace("\r\n", "\n").replace('\r', "\n") } else { text };
-    Ok(DecodedText { text, encoding, replacements })
+    let text = if text.contains('\r') {
+        text.replace("\r\n", "\n").replace('\r', "\n")
+    } else {
+        text
+    };
+    Ok(DecodedText {
+        text,
+        encoding,
+        replacements,
+    })
 }
 
 /// Decodes the bytes of a text file (TXT, Markdown, HTML, CSV, JSONL).
@@ -97,25 +124,44 @@ fn finish(text: String, encoding: TextEncoding, replacements: usize) -> Result<D
 /// [`IngestError::EncodingUndecidable`].
 pub fn decode_text(bytes: &[u8]) -> Result<DecodedText, IngestError> {
     if let Some(rest) = bytes.strip_prefix(b"\xef\xbb\xbf") {
-        let text = std::str::from_utf8(rest)
-            .map_err(|e| IngestError::malformed("text", format!("UTF-8 BOM but invalid UTF-8 at byte {}", e.valid_up_to() + 3)))?;
+        let text = std::str::from_utf8(rest).map_err(|e| {
+            IngestError::malformed(
+                "text",
+                format!(
+                    "UTF-8 BOM but invalid UTF-8 at byte {}",
+                    e.valid_up_to() + 3
+                ),
+            )
+        })?;
         return finish(text.to_owned(), TextEncoding::Utf8Bom, 0);
     }
-    for (bom, enc, kind) in [(b"\xff\xfe", UTF_16LE, TextEncoding::Utf16Le), (b"\xfe\xff", UTF_16BE, TextEncoding::Utf16Be)] {
+    for (bom, enc, kind) in [
+        (b"\xff\xfe", UTF_16LE, TextEncoding::Utf16Le),
+        (b"\xfe\xff", UTF_16BE, TextEncoding::Utf16Be),
+    ] {
         if let Some(rest) = bytes.strip_prefix(bom) {
-            let text = strict(enc, rest).ok_or_else(|| IngestError::malformed("text", format!("{} BOM but invalid {0} data", kind.name())))?;
+            let text = strict(enc, rest).ok_or_else(|| {
+                IngestError::malformed("text", format!("{} BOM but invalid {0} data", kind.name()))
+            })?;
             return finish(text, kind, 0);
         }
     }
     if bytes.contains(&0) {
         if let Some(enc) = unmarked_utf16(bytes) {
-            let kind = if enc == UTF_16LE { TextEncoding::Utf16Le } else { TextEncoding::Utf16Be };
+            let kind = if enc == UTF_16LE {
+                TextEncoding::Utf16Le
+            } else {
+                TextEncoding::Utf16Be
+            };
             if let Some(text) = strict(enc, bytes) {
                 return finish(text, kind, 0);
             }
         }
         let offset = bytes.iter().position(|b| *b == 0).unwrap_or(0);
-        return Err(IngestError::malformed("text", format!("binary data (NUL byte at offset {offset})")));
+        return Err(IngestError::malformed(
+            "text",
+            format!("binary data (NUL byte at offset {offset})"),
+        ));
     }
     if let Ok(text) = std::str::from_utf8(bytes) {
         return finish(text.to_owned(), TextEncoding::Utf8, 0);
@@ -124,7 +170,11 @@ pub fn decode_text(bytes: &[u8]) -> Result<DecodedText, IngestError> {
     detector.feed(bytes, true);
     let guess = detector.guess(None, chardetng::Utf8Detection::Deny);
     // GBK's decoder is GB18030's: decode as the superset and say so.
-    let guess = if guess == encoding_rs::GBK { GB18030 } else { guess };
+    let guess = if guess == encoding_rs::GBK {
+        GB18030
+    } else {
+        guess
+    };
     let gb = gb18030_lossy(bytes);
     if guess != GB18030 {
         // A damaged GBK file makes chardetng fall back to a single-byte
@@ -145,7 +195,9 @@ pub fn decode_text(bytes: &[u8]) -> Result<DecodedText, IngestError> {
         tried.push(guess.name());
     }
     tried.push("GB18030");
-    Err(IngestError::EncodingUndecidable { tried: tried.join(", ") })
+    Err(IngestError::EncodingUndecidable {
+        tried: tried.join(", "),
+    })
 }
 
 struct Lossy {
@@ -170,7 +222,11 @@ fn gb18030_lossy(bytes: &[u8]) -> Lossy {
     }
     let high_bytes = bytes.iter().filter(|b| **b >= 0x80).count();
     let plausible = total >= 2 && han * 10 >= total * 8 && replacements <= 1 + high_bytes / 1000;
-    Lossy { text, replacements, plausible }
+    Lossy {
+        text,
+        replacements,
+        plausible,
+    }
 }
 
 #[cfg(test)]
@@ -180,19 +236,37 @@ mod tests {
     #[test]
     fn utf8_with_and_without_bom() {
         let d = decode_text("退款 refund\r\n".as_bytes()).unwrap();
-        assert_eq!((d.text.as_str(), d.encoding), ("退款 refund\n", TextEncoding::Utf8));
+        assert_eq!(
+            (d.text.as_str(), d.encoding),
+            ("退款 refund\n", TextEncoding::Utf8)
+        );
         let d = decode_text(b"\xef\xbb\xbfabc").unwrap();
-        assert_eq!((d.text.as_str(), d.encoding), ("abc", TextEncoding::Utf8Bom));
+        assert_eq!(
+            (d.text.as_str(), d.encoding),
+            ("abc", TextEncoding::Utf8Bom)
+        );
     }
 
     #[test]
     fn utf16_with_bom_and_unmarked() {
-        let units: Vec<u8> = "营业 hours".encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+        let units: Vec<u8> = "营业 hours"
+            .encode_utf16()
+            .flat_map(|u| u.to_le_bytes())
+            .collect();
         let with_bom = [b"\xff\xfe".as_slice(), &units].concat();
-        assert_eq!(decode_text(&with_bom).unwrap().encoding, TextEncoding::Utf16Le);
-        let be: Vec<u8> = "Opening hours are 11:00 to 02:00".encode_utf16().flat_map(|u| u.to_be_bytes()).collect();
+        assert_eq!(
+            decode_text(&with_bom).unwrap().encoding,
+            TextEncoding::Utf16Le
+        );
+        let be: Vec<u8> = "Opening hours are 11:00 to 02:00"
+            .encode_utf16()
+            .flat_map(|u| u.to_be_bytes())
+            .collect();
         let d = decode_text(&be).unwrap();
-        assert_eq!((d.text.as_str(), d.encoding), ("Opening hours are 11:00 to 02:00", TextEncoding::Utf16Be));
+        assert_eq!(
+            (d.text.as_str(), d.encoding),
+            ("Opening hours are 11:00 to 02:00", TextEncoding::Utf16Be)
+        );
     }
 
     #[test]
@@ -207,10 +281,14 @@ mod tests {
 
     #[test]
     fn binary_and_undecidable() {
-        assert!(matches!(decode_text(b"\x7fELF\x02\x01\x01\0\0\0\0\0\x03\0>\0"), Err(IngestError::Malformed { .. })));
+        assert!(matches!(
+            decode_text(b"\x7fELF\x02\x01\x01\0\0\0\0\0\x03\0>\0"),
+            Err(IngestError::Malformed { .. })
+        ));
         // A GBK file cut in the middle of a character: read as GB18030 with
         // one replacement, reported, not as windows-1252 mojibake.
-        let (encoded, _, _) = GB18030.encode("本店营业时间为每天十一点到次日两点，节假日照常营业，欢迎光临。");
+        let (encoded, _, _) =
+            GB18030.encode("本店营业时间为每天十一点到次日两点，节假日照常营业，欢迎光临。");
         let mut bytes = encoded.into_owned();
         bytes.push(0x81);
         let d = decode_text(&bytes).unwrap();
@@ -220,6 +298,15 @@ mod tests {
         // in it; a single-byte encoding may still take such bytes).
         let noise = [0xff, b'A'].repeat(100);
         let r = decode_text(&[bytes.as_slice(), &noise].concat());
-        assert!(!matches!(r, Ok(DecodedText { encoding: TextEncoding::Gb18030, .. })), "{r:?}");
+        assert!(
+            !matches!(
+                r,
+                Ok(DecodedText {
+                    encoding: TextEncoding::Gb18030,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
     }
 }

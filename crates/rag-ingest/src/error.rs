@@ -8,7 +8,9 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum IngestError {
     /// Neither the name nor the content matches a format ragscope reads.
-    #[error("unsupported format {0}; supported: .txt .md .markdown .html .htm .pdf .docx .jsonl .csv")]
+    #[error(
+        "unsupported format {0}; supported: .txt .md .markdown .html .htm .pdf .docx .jsonl .csv"
+    )]
     Unsupported(String),
     /// The file claims a format but its content is broken.
     #[error("malformed {format} file: {reason}")]
@@ -68,6 +70,9 @@ impl IngestError {
     }
 
     pub(crate) fn malformed(format: &'static str, reason: impl Into<String>) -> Self {
-        IngestError::Malformed { format, reason: reason.into() }
+        IngestError::Malformed {
+            format,
+            reason: reason.into(),
+        }
     }
 }

@@ -71,7 +71,11 @@ struct JsonRecord {
 }
 
 fn tags_from_text(s: &str) -> Vec<String> {
-    s.split([',', ';', '|', '，', '；']).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()
+    s.split([',', ';', '|', '，', '；'])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Unix seconds, RFC 3339, or a date (midnight UTC).
@@ -84,10 +88,16 @@ pub fn parse_time(s: &str) -> Option<Timestamp> {
         return Some(t.unix_timestamp());
     }
     let date = time::macros::format_description!("[year]-[month]-[day]");
-    time::Date::parse(s, &date).ok().map(|d| d.midnight().assume_utc().unix_timestamp())
+    time::Date::parse(s, &date)
+        .ok()
+        .map(|d| d.midnight().assume_utc().unix_timestamp())
 }
 
-fn time_field(f: Option<TimeField>, line: usize, field: &str) -> Result<Option<Timestamp>, IngestError> {
+fn time_field(
+    f: Option<TimeField>,
+    line: usize,
+    field: &str,
+) -> Result<Option<Timestamp>, IngestError> {
     match f {
         None => Ok(None),
         Some(TimeField::Seconds(n)) => Ok(Some(n)),
@@ -103,16 +113,28 @@ fn row(r: JsonRecord, line: usize) -> Result<FaqRow, IngestError> {
     let question = r.question.trim().to_owned();
     let answer = r.answer.trim().to_owned();
     if question.is_empty() || answer.is_empty() {
-        return Err(IngestError::BadRecord { line, message: "question and answer must not be empty".into() });
+        return Err(IngestError::BadRecord {
+            line,
+            message: "question and answer must not be empty".into(),
+        });
     }
     let status = match r.status.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         None => FaqStatus::Approved,
-        Some(s) => FaqStatus::parse(&s.to_ascii_lowercase())
-            .ok_or_else(|| IngestError::BadRecord { line, message: format!("status {s:?} is not approved, pending or disabled") })?,
+        Some(s) => {
+            FaqStatus::parse(&s.to_ascii_lowercase()).ok_or_else(|| IngestError::BadRecord {
+                line,
+                message: format!("status {s:?} is not approved, pending or disabled"),
+            })?
+        }
     };
     let tags = match r.tags {
         None => vec![],
-        Some(TagsField::List(l)) => l.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).map(str::to_owned).collect(),
+        Some(TagsField::List(l)) => l
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
         Some(TagsField::One(s)) => tags_from_text(&s),
     };
     let valid_from = time_field(r.valid_from, line, "valid_from")?;
@@ -123,7 +145,10 @@ fn row(r: JsonRecord, line: usize) -> Result<FaqRow, IngestError> {
         question,
         answer,
         tags,
-        source_url: r.source_url.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()),
+        source_url: r
+            .source_url
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty()),
         status,
         valid_from,
         valid_until,
@@ -138,7 +163,10 @@ pub fn parse_jsonl(text: &str) -> Result<Vec<FaqRow>, IngestError> {
         if l.trim().is_empty() {
             continue;
         }
-        let rec: JsonRecord = serde_json::from_str(l).map_err(|e| IngestError::BadRecord { line: i + 1, message: e.to_string() })?;
+        let rec: JsonRecord = serde_json::from_str(l).map_err(|e| IngestError::BadRecord {
+            line: i + 1,
+            message: e.to_string(),
+        })?;
         rows.push(row(rec, i + 1)?);
     }
     if rows.is_empty() {
@@ -150,13 +178,34 @@ pub fn parse_jsonl(text: &str) -> Result<Vec<FaqRow>, IngestError> {
 /// FAQ entries from CSV whose header names at least `question` and `answer`
 /// (case-insensitive; other columns as in JSONL, unknown ones ignored).
 pub fn parse_csv(text: &str) -> Result<Vec<FaqRow>, IngestError> {
-    let mut rd = csv::ReaderBuilder::new().has_headers(true).from_reader(text.as_bytes());
-    let header = rd.headers().map_err(|e| IngestError::BadRecord { line: 1, message: e.to_string() })?.clone();
-    let find = |name: &str| header.iter().position(|h| h.trim().eq_ignore_ascii_case(name));
-    let (Some(q), Some(a)) = (find("question"), find("answer")) else {
-        return Err(IngestError::BadRecord { line: 1, message: "the header must name the columns question and answer".into() });
+    let mut rd = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(text.as_bytes());
+    let header = rd
+        .headers()
+        .map_err(|e| IngestError::BadRecord {
+            line: 1,
+            message: e.to_string(),
+        })?
+        .clone();
+    let find = |name: &str| {
+        header
+            .iter()
+            .position(|h| h.trim().eq_ignore_ascii_case(name))
     };
-    let cols = [find("tags"), find("source_url"), find("status"), find("valid_from"), find("valid_until")];
+    let (Some(q), Some(a)) = (find("question"), find("answer")) else {
+        return Err(IngestError::BadRecord {
+            line: 1,
+            message: "the header must name the columns question and answer".into(),
+        });
+    };
+    let cols = [
+        find("tags"),
+        find("source_url"),
+        find("status"),
+        find("valid_from"),
+        find("valid_until"),
+    ];
     let mut rows = Vec::new();
     for rec in rd.records() {
         let rec = rec.map_err(|e| IngestError::BadRecord {
@@ -164,7 +213,11 @@ pub fn parse_csv(text: &str) -> Result<Vec<FaqRow>, IngestError> {
             message: e.to_string(),
         })?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
-        let cell = |c: Option<usize>| c.and_then(|c| rec.get(c)).map(str::to_owned).filter(|s| !s.trim().is_empty());
+        let cell = |c: Option<usize>| {
+            c.and_then(|c| rec.get(c))
+                .map(str::to_owned)
+                .filter(|s| !s.trim().is_empty())
+        };
         let jr = JsonRecord {
             question: cell(Some(q)).unwrap_or_default(),
             answer: cell(Some(a)).unwrap_or_default(),
@@ -190,10 +243,16 @@ mod tests {
     fn reads_the_demo_faq() {
         let text = include_str!("../../../demo/faq.jsonl");
         let rows = parse_jsonl(text).unwrap();
-        assert_eq!(rows.len(), text.lines().filter(|l| !l.trim().is_empty()).count());
+        assert_eq!(
+            rows.len(),
+            text.lines().filter(|l| !l.trim().is_empty()).count()
+        );
         assert_eq!(rows[0].question, "你们的营业时间是几点到几点？");
         assert_eq!(rows[0].tags, ["营业", "营业时间"]);
-        assert_eq!(rows[0].source_url.as_deref(), Some("https://demo.ragscope.local/faq/opening-hours"));
+        assert_eq!(
+            rows[0].source_url.as_deref(),
+            Some("https://demo.ragscope.local/faq/opening-hours")
+        );
         assert_eq!(rows[0].status, FaqStatus::Approved);
     }
 
@@ -212,7 +271,8 @@ mod tests {
     #[test]
     fn bad_records_name_their_line() {
         assert_eq!(parse_csv("q,a\nx,y\n").unwrap_err().code(), "bad_record");
-        let e = parse_jsonl("{\"question\":\"q\",\"answer\":\"a\"}\n\n{\"question\":\"q\"}\n").unwrap_err();
+        let e = parse_jsonl("{\"question\":\"q\",\"answer\":\"a\"}\n\n{\"question\":\"q\"}\n")
+            .unwrap_err();
         assert!(matches!(e, IngestError::BadRecord { line: 3, .. }), "{e:?}");
         let e = parse_csv("question,answer,valid_from\nq,a,tomorrow\n").unwrap_err();
         assert!(matches!(e, IngestError::BadRecord { line: 2, .. }), "{e:?}");

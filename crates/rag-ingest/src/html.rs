@@ -11,17 +11,67 @@ use scraper::{node::Element, Html, Node};
 use crate::doc::{collapse_ws, BlockKind, TextBuilder};
 
 const DROP: &[&str] = &[
-    "script", "style", "noscript", "template", "svg", "nav", "aside", "form", "iframe", "button", "select", "textarea",
-    "head", "canvas", "object", "dialog", "footer", "menu", "input", "label",
+    "script", "style", "noscript", "template", "svg", "nav", "aside", "form", "iframe", "button",
+    "select", "textarea", "head", "canvas", "object", "dialog", "footer", "menu", "input", "label",
 ];
-const DROP_ROLES: &[&str] = &["navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog", "alert"];
+const DROP_ROLES: &[&str] = &[
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "search",
+    "menu",
+    "menubar",
+    "dialog",
+    "alert",
+];
 const DROP_TOKENS: &[&str] = &[
-    "nav", "navbar", "navigation", "breadcrumb", "breadcrumbs", "sidebar", "footer", "cookie", "cookies", "share", "sharing",
-    "social", "advert", "advertisement", "ads", "comments", "skip", "pagination", "toc-sidebar",
+    "nav",
+    "navbar",
+    "navigation",
+    "breadcrumb",
+    "breadcrumbs",
+    "sidebar",
+    "footer",
+    "cookie",
+    "cookies",
+    "share",
+    "sharing",
+    "social",
+    "advert",
+    "advertisement",
+    "ads",
+    "comments",
+    "skip",
+    "pagination",
+    "toc-sidebar",
 ];
 const BLOCKS: &[&str] = &[
-    "p", "div", "section", "article", "main", "ul", "ol", "dl", "dt", "dd", "figure", "figcaption", "header", "address",
-    "table", "thead", "tbody", "tfoot", "caption", "details", "summary", "body", "html", "hr", "center",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "figure",
+    "figcaption",
+    "header",
+    "address",
+    "table",
+    "thead",
+    "tbody",
+    "tfoot",
+    "caption",
+    "details",
+    "summary",
+    "body",
+    "html",
+    "hr",
+    "center",
 ];
 
 fn is_dropped(el: &Element, in_article: bool) -> bool {
@@ -32,20 +82,29 @@ fn is_dropped(el: &Element, in_article: bool) -> bool {
     if el.attr("hidden").is_some() || el.attr("aria-hidden") == Some("true") {
         return true;
     }
-    if el.attr("role").is_some_and(|r| DROP_ROLES.contains(&r.trim().to_ascii_lowercase().as_str())) {
+    if el
+        .attr("role")
+        .is_some_and(|r| DROP_ROLES.contains(&r.trim().to_ascii_lowercase().as_str()))
+    {
         return true;
     }
     if let Some(style) = el.attr("style") {
-        let s: String = style.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+        let s: String = style
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
         if s.contains("display:none") || s.contains("visibility:hidden") {
             return true;
         }
     }
     let tokens = el.attr("class").into_iter().chain(el.attr("id"));
-    tokens.flat_map(|v| v.split(|c: char| c.is_whitespace() || c == '-' || c == '_')).any(|t| {
-        let t = t.to_ascii_lowercase();
-        DROP_TOKENS.contains(&t.as_str())
-    })
+    tokens
+        .flat_map(|v| v.split(|c: char| c.is_whitespace() || c == '-' || c == '_'))
+        .any(|t| {
+            let t = t.to_ascii_lowercase();
+            DROP_TOKENS.contains(&t.as_str())
+        })
 }
 
 /// Text length of a subtree and of its link text, in characters, skipping
@@ -59,7 +118,9 @@ fn text_lens(node: NodeRef<'_, Node>, in_link: bool) -> (usize, usize) {
         Node::Element(el) if is_dropped(el, true) => (0, 0),
         Node::Element(el) => {
             let link = in_link || el.name() == "a";
-            node.children().map(|c| text_lens(c, link)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+            node.children()
+                .map(|c| text_lens(c, link))
+                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
         }
         _ => (0, 0),
     }
@@ -69,7 +130,11 @@ fn element<'a>(node: NodeRef<'a, Node>) -> Option<&'a Element> {
     node.value().as_element()
 }
 
-fn find_all<'a>(node: NodeRef<'a, Node>, pred: &dyn Fn(&Element) -> bool, out: &mut Vec<NodeRef<'a, Node>>) {
+fn find_all<'a>(
+    node: NodeRef<'a, Node>,
+    pred: &dyn Fn(&Element) -> bool,
+    out: &mut Vec<NodeRef<'a, Node>>,
+) {
     for c in node.children() {
         if let Some(el) = element(c) {
             if pred(el) {
@@ -83,7 +148,11 @@ fn find_all<'a>(node: NodeRef<'a, Node>, pred: &dyn Fn(&Element) -> bool, out: &
 fn content_root(doc: &Html) -> NodeRef<'_, Node> {
     let root = doc.tree.root();
     let mut mains = Vec::new();
-    find_all(root, &|e| e.name() == "main" || e.attr("role") == Some("main"), &mut mains);
+    find_all(
+        root,
+        &|e| e.name() == "main" || e.attr("role") == Some("main"),
+        &mut mains,
+    );
     if let Some(m) = mains.into_iter().max_by_key(|m| text_lens(*m, false).0) {
         if text_lens(m, false).0 > 0 {
             return m;
@@ -98,8 +167,13 @@ fn content_root(doc: &Html) -> NodeRef<'_, Node> {
     }
     // Readability-style: paragraphs vote for their parent and grandparent.
     let mut paragraphs = Vec::new();
-    find_all(root, &|e| matches!(e.name(), "p" | "pre" | "td" | "blockquote"), &mut paragraphs);
-    let mut scores: std::collections::HashMap<ego_tree::NodeId, f64> = std::collections::HashMap::new();
+    find_all(
+        root,
+        &|e| matches!(e.name(), "p" | "pre" | "td" | "blockquote"),
+        &mut paragraphs,
+    );
+    let mut scores: std::collections::HashMap<ego_tree::NodeId, f64> =
+        std::collections::HashMap::new();
     let mut add = |id: ego_tree::NodeId, s: f64| *scores.entry(id).or_default() += s;
     for p in paragraphs {
         let (len, link) = text_lens(p, false);
@@ -114,7 +188,10 @@ fn content_root(doc: &Html) -> NodeRef<'_, Node> {
             }
         }
     }
-    let best = scores.into_iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))).and_then(|(id, _)| doc.tree.get(id));
+    let best = scores
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+        .and_then(|(id, _)| doc.tree.get(id));
     let body = {
         let mut bodies = Vec::new();
         find_all(root, &|e| e.name() == "body", &mut bodies);
@@ -140,7 +217,10 @@ impl Walker {
 
     fn block(&mut self, node: NodeRef<'_, Node>, kind: BlockKind) {
         // `<li><p>text</p></li>`: the paragraph continues the list item.
-        if self.kind == BlockKind::ListItem && self.buf.trim() == "-" && kind == BlockKind::Paragraph {
+        if self.kind == BlockKind::ListItem
+            && self.buf.trim() == "-"
+            && kind == BlockKind::Paragraph
+        {
             self.children(node);
             return;
         }
@@ -186,7 +266,10 @@ impl Walker {
                     "ul" | "ol" => {
                         // A list that is nearly all links is navigation.
                         let (len, link) = text_lens(node, false);
-                        if len > 0 && link * 10 >= len * 8 && node.children().filter(|c| element(*c).is_some()).count() >= 3 {
+                        if len > 0
+                            && link * 10 >= len * 8
+                            && node.children().filter(|c| element(*c).is_some()).count() >= 3
+                        {
                             return;
                         }
                         self.block(node, BlockKind::Paragraph);
@@ -236,14 +319,26 @@ fn text_of(node: NodeRef<'_, Node>) -> String {
 pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
     let doc = Html::parse_document(src);
     let root = content_root(&doc);
-    let in_article = root.ancestors().chain(std::iter::once(root)).any(|a| element(a).is_some_and(|e| e.name() == "article"));
-    let mut w = Walker { out: TextBuilder::default(), buf: String::new(), kind: BlockKind::Paragraph, pre: 0, in_article };
+    let in_article = root
+        .ancestors()
+        .chain(std::iter::once(root))
+        .any(|a| element(a).is_some_and(|e| e.name() == "article"));
+    let mut w = Walker {
+        out: TextBuilder::default(),
+        buf: String::new(),
+        kind: BlockKind::Paragraph,
+        pre: 0,
+        in_article,
+    };
     w.walk(root);
     w.flush();
     let title = w.out.first_heading(1).or_else(|| {
         let mut titles = Vec::new();
         find_all(doc.tree.root(), &|e| e.name() == "title", &mut titles);
-        titles.first().map(|t| text_of(*t)).filter(|t| !t.is_empty())
+        titles
+            .first()
+            .map(|t| text_of(*t))
+            .filter(|t| !t.is_empty())
     });
     (w.out, title)
 }
@@ -255,7 +350,11 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
 pub fn links(src: &str) -> Vec<String> {
     let doc = Html::parse_document(src);
     let mut anchors = Vec::new();
-    find_all(doc.tree.root(), &|e| matches!(e.name(), "a" | "area" | "base") && e.attr("href").is_some(), &mut anchors);
+    find_all(
+        doc.tree.root(),
+        &|e| matches!(e.name(), "a" | "area" | "base") && e.attr("href").is_some(),
+        &mut anchors,
+    );
     let mut out: Vec<String> = Vec::new();
     let mut base = None;
     for a in anchors {
@@ -267,10 +366,17 @@ pub fn links(src: &str) -> Vec<String> {
             continue;
         }
         let lower = href.to_ascii_lowercase();
-        if href.is_empty() || ["javascript:", "mailto:", "tel:", "data:"].iter().any(|p| lower.starts_with(p)) {
+        if href.is_empty()
+            || ["javascript:", "mailto:", "tel:", "data:"]
+                .iter()
+                .any(|p| lower.starts_with(p))
+        {
             continue;
         }
-        if el.attr("rel").is_some_and(|r| r.split_whitespace().any(|t| t.eq_ignore_ascii_case("nofollow"))) {
+        if el.attr("rel").is_some_and(|r| {
+            r.split_whitespace()
+                .any(|t| t.eq_ignore_ascii_case("nofollow"))
+        }) {
             continue;
         }
         if !out.iter().any(|o| o == href) {
@@ -292,14 +398,28 @@ mod tests {
         let src = r##"<nav><a href="/faq">FAQ</a><a href="/faq#top">top</a></nav><a href="mailto:x@y.z">m</a>
             <a href="javascript:void(0)">j</a><a href="#">self</a><a href="guide.html?p=2#s">guide</a>
             <a rel="nofollow" href="/login">login</a><a href="https://other.example/">other</a>"##;
-        assert_eq!(links(src), ["/faq", "guide.html?p=2", "https://other.example/"]);
+        assert_eq!(
+            links(src),
+            ["/faq", "guide.html?p=2", "https://other.example/"]
+        );
     }
 
     #[test]
     fn list_items_with_paragraphs_and_nested_lists() {
         let (b, _) = extract("<main><ul><li><p>First <b>item</b></p></li><li>Second<ul><li>deep</li></ul></li></ul></main>");
-        let rendered: Vec<String> = b.blocks.iter().map(|bl| format!("{:?}={}", bl.kind, &b.text[bl.start..bl.end])).collect();
-        assert_eq!(rendered, ["ListItem=- First item", "ListItem=- Second", "ListItem=- deep"]);
+        let rendered: Vec<String> = b
+            .blocks
+            .iter()
+            .map(|bl| format!("{:?}={}", bl.kind, &b.text[bl.start..bl.end]))
+            .collect();
+        assert_eq!(
+            rendered,
+            [
+                "ListItem=- First item",
+                "ListItem=- Second",
+                "ListItem=- deep"
+            ]
+        );
     }
 
     #[test]
@@ -316,4 +436,3 @@ mod tests {
         assert_eq!(b.blocks[0].kind, BlockKind::Heading { level: 2 });
     }
 }
-

@@ -54,15 +54,27 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
         | Options::ENABLE_PLUSES_DELIMITED_METADATA_BLOCKS;
-    let mut st = State { out: TextBuilder::default(), kind: BlockKind::Paragraph, buf: String::new(), lists: vec![], skip: 0, marker_len: 0 };
+    let mut st = State {
+        out: TextBuilder::default(),
+        kind: BlockKind::Paragraph,
+        buf: String::new(),
+        lists: vec![],
+        skip: 0,
+        marker_len: 0,
+    };
     for ev in Parser::new_ext(src, opts) {
         match ev {
             Event::Start(Tag::MetadataBlock(_)) | Event::Start(Tag::HtmlBlock) => st.skip += 1,
-            Event::End(TagEnd::MetadataBlock(_)) | Event::End(TagEnd::HtmlBlock) => st.skip = st.skip.saturating_sub(1),
+            Event::End(TagEnd::MetadataBlock(_)) | Event::End(TagEnd::HtmlBlock) => {
+                st.skip = st.skip.saturating_sub(1)
+            }
             _ if st.skip > 0 => {}
-            Event::Start(Tag::Heading { level: l, .. }) => st.start(BlockKind::Heading { level: level(l) }),
+            Event::Start(Tag::Heading { level: l, .. }) => {
+                st.start(BlockKind::Heading { level: level(l) })
+            }
             // The first paragraph of a list item continues the item.
-            Event::Start(Tag::Paragraph) if st.kind == BlockKind::ListItem && st.buf.len() == st.marker_len => {}
+            Event::Start(Tag::Paragraph)
+                if st.kind == BlockKind::ListItem && st.buf.len() == st.marker_len => {}
             Event::Start(Tag::Paragraph) => st.start(BlockKind::Paragraph),
             Event::Start(Tag::List(first)) => {
                 st.flush();
@@ -86,16 +98,19 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
                 st.marker_len = st.buf.len();
             }
             Event::Start(Tag::CodeBlock(_)) => st.start(BlockKind::Code),
-            Event::Start(Tag::TableHead) | Event::Start(Tag::TableRow) => st.start(BlockKind::TableRow),
+            Event::Start(Tag::TableHead) | Event::Start(Tag::TableRow) => {
+                st.start(BlockKind::TableRow)
+            }
             Event::Start(Tag::TableCell) if !st.buf.is_empty() => st.buf.push_str(" | "),
             Event::Start(Tag::FootnoteDefinition(label)) => {
                 st.start(BlockKind::Paragraph);
                 st.buf.push_str(&format!("[^{label}]: "));
                 st.marker_len = st.buf.len();
             }
-            Event::Start(Tag::BlockQuote(_)) | Event::End(TagEnd::BlockQuote(_)) | Event::Start(Tag::Table(_)) | Event::End(TagEnd::Table) => {
-                st.flush()
-            }
+            Event::Start(Tag::BlockQuote(_))
+            | Event::End(TagEnd::BlockQuote(_))
+            | Event::Start(Tag::Table(_))
+            | Event::End(TagEnd::Table) => st.flush(),
             Event::End(TagEnd::Heading(_))
             | Event::End(TagEnd::Item)
             | Event::End(TagEnd::CodeBlock)
@@ -103,7 +118,9 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
             | Event::End(TagEnd::TableRow)
             | Event::End(TagEnd::FootnoteDefinition) => st.flush(),
             Event::End(TagEnd::Paragraph) if st.kind == BlockKind::Paragraph => st.flush(),
-            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => st.buf.push_str(&t),
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                st.buf.push_str(&t)
+            }
             Event::SoftBreak | Event::HardBreak => st.buf.push('\n'),
             Event::TaskListMarker(done) => st.buf.push_str(if done { "[x] " } else { "[ ] " }),
             Event::Rule => st.flush(),
@@ -122,7 +139,11 @@ mod tests {
 
     fn render(src: &str) -> String {
         let (b, _) = extract(src);
-        b.blocks.iter().map(|bl| format!("{:?}: {}", bl.kind, &b.text[bl.start..bl.end])).collect::<Vec<_>>().join("\n")
+        b.blocks
+            .iter()
+            .map(|bl| format!("{:?}: {}", bl.kind, &b.text[bl.start..bl.end]))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     #[test]

@@ -22,7 +22,12 @@ pub(crate) fn extract(bytes: &[u8]) -> Result<(TextBuilder, Vec<Range<usize>>), 
         return Err(IngestError::malformed("pdf", "no %PDF- header"));
     }
     let pages = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
-        .map_err(|p| IngestError::malformed("pdf", format!("the PDF reader failed: {}", panic_message(p.as_ref()))))?
+        .map_err(|p| {
+            IngestError::malformed(
+                "pdf",
+                format!("the PDF reader failed: {}", panic_message(p.as_ref())),
+            )
+        })?
         .map_err(|e| IngestError::malformed("pdf", e.to_string()))?;
     if pages.is_empty() {
         return Err(IngestError::malformed("pdf", "no readable pages"));

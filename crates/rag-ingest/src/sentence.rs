@@ -4,14 +4,17 @@ use crate::doc::is_cjk;
 
 const CLOSERS: &[char] = &['"', '\'', '”', '’', '」', '』', '）', ')', '】', ']', '》'];
 const ABBREVIATIONS: &[&str] = &[
-    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "cf", "no", "nos", "fig", "figs", "approx",
-    "inc", "ltd", "co", "corp", "dept", "est", "min", "max", "vol", "p", "pp", "ed", "eds", "jan", "feb", "mar", "apr", "jun",
-    "jul", "aug", "sep", "sept", "oct", "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun", "u.s", "u.k", "a.m", "p.m",
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "cf", "no",
+    "nos", "fig", "figs", "approx", "inc", "ltd", "co", "corp", "dept", "est", "min", "max", "vol",
+    "p", "pp", "ed", "eds", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
+    "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun", "u.s", "u.k", "a.m", "p.m",
 ];
 
 /// The word just before byte `i` (letters, digits and inner dots).
 fn word_before(s: &str, i: usize) -> &str {
-    let start = s[..i].rfind(|c: char| !(c.is_alphanumeric() || c == '.')).map_or(0, |p| p + s[p..].chars().next().map_or(1, char::len_utf8));
+    let start = s[..i]
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '.'))
+        .map_or(0, |p| p + s[p..].chars().next().map_or(1, char::len_utf8));
     &s[start..i]
 }
 
@@ -58,11 +61,17 @@ pub(crate) fn sentences(text: &str, start: usize, end: usize) -> Vec<(usize, usi
         }
         // Absorb runs of terminators and closing quotes/brackets.
         let mut m = k + 1;
-        while m < chars.len() && (matches!(chars[m].1, '。' | '！' | '？' | '…' | '!' | '?' | '.') || CLOSERS.contains(&chars[m].1)) {
+        while m < chars.len()
+            && (matches!(chars[m].1, '。' | '！' | '？' | '…' | '!' | '?' | '.')
+                || CLOSERS.contains(&chars[m].1))
+        {
             m += 1;
         }
         let after = chars.get(m).map(|&(_, c)| c);
-        let next_visible = chars[m..].iter().map(|&(_, c)| c).find(|c| !c.is_whitespace());
+        let next_visible = chars[m..]
+            .iter()
+            .map(|&(_, c)| c)
+            .find(|c| !c.is_whitespace());
         let cjk_term = strong && !matches!(c, '!' | '?');
         let boundary = if cjk_term {
             true
@@ -99,18 +108,44 @@ mod tests {
     use super::*;
 
     fn split(s: &str) -> Vec<&str> {
-        sentences(s, 0, s.len()).into_iter().map(|(a, b)| &s[a..b]).collect()
+        sentences(s, 0, s.len())
+            .into_iter()
+            .map(|(a, b)| &s[a..b])
+            .collect()
     }
 
     #[test]
     fn chinese_and_english() {
-        assert_eq!(split("营业到凌晨两点。可以点夜宵吗？可以！“真的吗？”他问。"), ["营业到凌晨两点。", "可以点夜宵吗？", "可以！", "“真的吗？”", "他问。"]);
+        assert_eq!(
+            split("营业到凌晨两点。可以点夜宵吗？可以！“真的吗？”他问。"),
+            [
+                "营业到凌晨两点。",
+                "可以点夜宵吗？",
+                "可以！",
+                "“真的吗？”",
+                "他问。"
+            ]
+        );
         assert_eq!(
             split("Dr. Smith paid $3.50 at 9 a.m. on Monday. See e.g. the U.S. page! Done? Yes."),
-            ["Dr. Smith paid $3.50 at 9 a.m. on Monday.", "See e.g. the U.S. page!", "Done?", "Yes."]
+            [
+                "Dr. Smith paid $3.50 at 9 a.m. on Monday.",
+                "See e.g. the U.S. page!",
+                "Done?",
+                "Yes."
+            ]
         );
-        assert_eq!(split("1. Unpack the desk. J. R. Smith wrote it."), ["1. Unpack the desk.", "J. R. Smith wrote it."]);
-        assert_eq!(split("版本 v2.1 发布了……下一版呢；以后再说"), ["版本 v2.1 发布了……", "下一版呢；", "以后再说"]);
-        assert_eq!(split("Visit example.com today. 好的。OK"), ["Visit example.com today.", "好的。", "OK"]);
+        assert_eq!(
+            split("1. Unpack the desk. J. R. Smith wrote it."),
+            ["1. Unpack the desk.", "J. R. Smith wrote it."]
+        );
+        assert_eq!(
+            split("版本 v2.1 发布了……下一版呢；以后再说"),
+            ["版本 v2.1 发布了……", "下一版呢；", "以后再说"]
+        );
+        assert_eq!(
+            split("Visit example.com today. 好的。OK"),
+            ["Visit example.com today.", "好的。", "OK"]
+        );
     }
 }

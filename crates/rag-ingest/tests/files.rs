@@ -6,10 +6,14 @@ mod common;
 
 use common::*;
 use expect_test::{expect, Expect};
-use rag_ingest::{chunk, extract, ApproxTokenCounter, ChunkParams, Content, ExtractedDoc, Format, IngestError, Limits, TextEncoding};
+use rag_ingest::{
+    chunk, extract, ApproxTokenCounter, ChunkParams, Content, ExtractedDoc, Format, IngestError,
+    Limits, TextEncoding,
+};
 
 fn doc(name: &str, bytes: &[u8]) -> ExtractedDoc {
-    let ex = extract(name, None, bytes, &Limits::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let ex =
+        extract(name, None, bytes, &Limits::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(ex.content_hash, rag_ingest::sha256_hex(bytes));
     match ex.content {
         Content::Document(d) => d,
@@ -62,12 +66,27 @@ fn check(actual: String, expected: Expect) {
 fn pdf_with_chinese_and_english_text_layer() {
     let pages = vec![
         vec![
-            PdfLine { y: 760.0, text: "Standing Desk Manual" },
-            PdfLine { y: 720.0, text: "Keep the desk away from water." },
-            PdfLine { y: 705.0, text: "Check the bolts every month." },
-            PdfLine { y: 660.0, text: "升降桌使用说明。请勿超过最大承重。" },
+            PdfLine {
+                y: 760.0,
+                text: "Standing Desk Manual",
+            },
+            PdfLine {
+                y: 720.0,
+                text: "Keep the desk away from water.",
+            },
+            PdfLine {
+                y: 705.0,
+                text: "Check the bolts every month.",
+            },
+            PdfLine {
+                y: 660.0,
+                text: "升降桌使用说明。请勿超过最大承重。",
+            },
         ],
-        vec![PdfLine { y: 760.0, text: "保修期为五年，电机保修两年。" }],
+        vec![PdfLine {
+            y: 760.0,
+            text: "保修期为五年，电机保修两年。",
+        }],
     ];
     let bytes = pdf_with_text(&pages);
     assert!(bytes.starts_with(b"%PDF-1.5"));
@@ -84,7 +103,14 @@ fn pdf_with_chinese_and_english_text_layer() {
     );
     assert_eq!(&d.text[d.pages[1].clone()], "保修期为五年，电机保修两年。");
     check(
-        render_chunks(&d, ChunkParams { target_tokens: 20, overlap_tokens: 0, min_split_chars: 0 }),
+        render_chunks(
+            &d,
+            ChunkParams {
+                target_tokens: 20,
+                overlap_tokens: 0,
+                min_split_chars: 0,
+            },
+        ),
         expect![[r#"
             [] 0..52 (0..52) 13t | Standing Desk Manual⏎⏎Keep the desk away from water.
             [] 53..81 (53..81) 10t | Check the bolts every month.
@@ -103,11 +129,20 @@ fn scanned_pdf_is_reported_not_empty() {
 
 #[test]
 fn corrupt_pdf_is_malformed() {
-    let mut bytes = pdf_with_text(&[vec![PdfLine { y: 700.0, text: "Hello" }]]);
+    let mut bytes = pdf_with_text(&[vec![PdfLine {
+        y: 700.0,
+        text: "Hello",
+    }]]);
     bytes.truncate(bytes.len() / 2);
     let err = extract("broken.pdf", None, &bytes, &Limits::default()).unwrap_err();
     assert_eq!(err.code(), "malformed_file", "{err}");
-    let err = extract("garbage.pdf", None, b"%PDF-1.4\n\x00\x01garbage", &Limits::default()).unwrap_err();
+    let err = extract(
+        "garbage.pdf",
+        None,
+        b"%PDF-1.4\n\x00\x01garbage",
+        &Limits::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "malformed_file", "{err}");
 }
 
@@ -132,7 +167,9 @@ fn docx_with_heading_styles() {
     let d = doc("policy.docx", &bytes);
     assert_eq!(d.format, Format::Docx);
     assert_eq!(d.title.as_deref(), Some("保修与退换政策"));
-    check(render_blocks(&d), expect![[r#"
+    check(
+        render_blocks(&d),
+        expect![[r#"
         h1: 保修与退换政策
         h1: 退货
         paragraph: 收到商品七天内可以无理由退货。商品需保持完好，配件齐全。
@@ -141,9 +178,17 @@ fn docx_with_heading_styles() {
         listitem: - Refunds take 3–5 days & arrive	by card.
         h1: Warranty
         paragraph: Five years on the frame.
-        paragraph: Kept"#]]);
+        paragraph: Kept"#]],
+    );
     check(
-        render_chunks(&d, ChunkParams { target_tokens: 30, overlap_tokens: 5, min_split_chars: 0 }),
+        render_chunks(
+            &d,
+            ChunkParams {
+                target_tokens: 30,
+                overlap_tokens: 5,
+                min_split_chars: 0,
+            },
+        ),
         expect![[r#"
             [退货] 0..76 (0..28) 24t | 保修与退换政策⏎⏎退货⏎⏎收到商品七天内可以无理由退货。
             [退货] 76..115 (28..41) 13t | 商品需保持完好，配件齐全。
@@ -158,13 +203,31 @@ fn zip_bomb_named_docx_is_refused() {
     let bytes = docx_bomb(200 << 20);
     assert!(bytes.len() < 1 << 20, "the bomb is small: {}", bytes.len());
     let err = extract("bomb.docx", None, &bytes, &Limits::default()).unwrap_err();
-    assert!(matches!(&err, IngestError::TooLarge { what, .. } if what.contains("word/document.xml")), "{err:?}");
+    assert!(
+        matches!(&err, IngestError::TooLarge { what, .. } if what.contains("word/document.xml")),
+        "{err:?}"
+    );
     // A zip that is not a Word document.
-    let err = extract("x.docx", None, &docx_bomb(10), &Limits { max_decompressed_bytes: 5, ..Limits::default() }).unwrap_err();
+    let err = extract(
+        "x.docx",
+        None,
+        &docx_bomb(10),
+        &Limits {
+            max_decompressed_bytes: 5,
+            ..Limits::default()
+        },
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "too_large", "{err}");
     // Truncated archive.
     let good = docx(&w_p(None, "hi"), None);
-    let err = extract("cut.docx", None, &good[..good.len() / 2], &Limits::default()).unwrap_err();
+    let err = extract(
+        "cut.docx",
+        None,
+        &good[..good.len() / 2],
+        &Limits::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "malformed_file", "{err}");
 }
 
@@ -198,10 +261,25 @@ fn html_main_text_without_navigation() {
     assert_eq!(d.format, Format::Html);
     assert_eq!(d.encoding, Some(TextEncoding::Utf8));
     assert_eq!(d.title.as_deref(), Some("夜宵配送说明"));
-    for noise in ["常见问题", "首页", "tracking", "分享", "隐私", "ICP", "麻婆", "font:"] {
-        assert!(!d.text.contains(noise), "{noise:?} leaked into {:?}", d.text);
+    for noise in [
+        "常见问题",
+        "首页",
+        "tracking",
+        "分享",
+        "隐私",
+        "ICP",
+        "麻婆",
+        "font:",
+    ] {
+        assert!(
+            !d.text.contains(noise),
+            "{noise:?} leaked into {:?}",
+            d.text
+        );
     }
-    check(render_blocks(&d), expect![[r#"
+    check(
+        render_blocks(&d),
+        expect![[r#"
         h1: 夜宵配送说明
         paragraph: 2026-03-01
         paragraph: 我们每天营业到次日 02:00，最晚接单时间是 01:30。夜宵菜单和白天一样。
@@ -212,9 +290,17 @@ fn html_main_text_without_navigation() {
         h2: Late-night orders
         paragraph: Orders placed after 01:30 are cancelled automatically and never charged.⏎Call us at 028-1234-5678.
         tablerow: 时段 | 起送价
-        tablerow: 22:00–02:00 | 30 元"#]]);
+        tablerow: 22:00–02:00 | 30 元"#]],
+    );
     check(
-        render_chunks(&d, ChunkParams { target_tokens: 40, overlap_tokens: 10, min_split_chars: 200 }),
+        render_chunks(
+            &d,
+            ChunkParams {
+                target_tokens: 40,
+                overlap_tokens: 10,
+                min_split_chars: 200,
+            },
+        ),
         expect![[r#"
             [夜宵配送说明] 0..98 (0..50) 35t | 夜宵配送说明⏎⏎2026-03-01⏎⏎我们每天营业到次日 02:00，最晚接单时间是 01:30。
             [夜宵配送说明] 98..128 (50..60) 10t | 夜宵菜单和白天一样。
@@ -230,14 +316,20 @@ fn gb18030_text_file() {
     let src = "川味小馆退款说明\n\n订单取消后，款项原路退回，一般一到三个工作日到账。\n如果超过七天仍未到账，请联系客服并提供订单号。\n\n生僻字测试：𠮷（需要四字节编码）。";
     let (bytes, _, unmappable) = encoding_rs::GB18030.encode(src);
     assert!(!unmappable);
-    assert!(std::str::from_utf8(&bytes).is_err(), "the test file must not be UTF-8");
+    assert!(
+        std::str::from_utf8(&bytes).is_err(),
+        "the test file must not be UTF-8"
+    );
     let d = doc("退款.txt", &bytes);
     assert_eq!(d.encoding, Some(TextEncoding::Gb18030));
     assert_eq!(d.text, src);
-    check(render_blocks(&d), expect![[r#"
+    check(
+        render_blocks(&d),
+        expect![[r#"
         paragraph: 川味小馆退款说明
         paragraph: 订单取消后，款项原路退回，一般一到三个工作日到账。⏎如果超过七天仍未到账，请联系客服并提供订单号。
-        paragraph: 生僻字测试：𠮷（需要四字节编码）。"#]]);
+        paragraph: 生僻字测试：𠮷（需要四字节编码）。"#]],
+    );
     check(render_chunks(&d, ChunkParams::default()), expect!["[] 0..225 (0..78) 73t | 川味小馆退款说明⏎⏎订单取消后，款项原路退回，一般一到三个工作日到账。⏎如果超过七天仍未到账，请联系客服并提供订单号。⏎⏎生僻字测试：𠮷（需要四字节编码）。"]);
 }
 
@@ -272,7 +364,9 @@ E02  overload
 fn markdown_nested_headings() {
     let d = doc("guide.md", MARKDOWN.as_bytes());
     assert_eq!(d.title.as_deref(), Some("Standing desk guide"));
-    check(render_blocks(&d), expect![[r#"
+    check(
+        render_blocks(&d),
+        expect![[r#"
         h1: Standing desk guide
         paragraph: The desk has two motors and a memory panel. It lifts 120 kg.
         h2: Assembly
@@ -284,9 +378,17 @@ fn markdown_nested_headings() {
         paragraph: 桌面需要两个人一起安装。先把桌面放在软垫上，再把框架对准预留孔位。拧紧所有螺丝后再翻转桌子。
         h2: Troubleshooting
         paragraph: If the desk shows E01, hold the down button for five seconds. The desk resets and moves to its lowest position. See the support page for other codes.
-        code: E01  reset needed⏎E02  overload"#]]);
+        code: E01  reset needed⏎E02  overload"#]],
+    );
     check(
-        render_chunks(&d, ChunkParams { target_tokens: 30, overlap_tokens: 8, min_split_chars: 200 }),
+        render_chunks(
+            &d,
+            ChunkParams {
+                target_tokens: 30,
+                overlap_tokens: 8,
+                min_split_chars: 200,
+            },
+        ),
         expect![[r#"
             [Standing desk guide] 0..81 (0..81) 24t | Standing desk guide⏎⏎The desk has two motors and a memory panel. It lifts 120 kg.
             [Standing desk guide › Assembly › Frame] 83..178 (83..178) 26t | Assembly⏎⏎Frame⏎⏎Attach the legs to the crossbar with the M6 bolts. Tighten them by hand first!
@@ -302,15 +404,29 @@ fn markdown_nested_headings() {
 
 #[test]
 fn faq_tables_and_per_file_errors() {
-    let ex = extract("faq.csv", None, "question,answer,tags\n怎么退款,在订单页申请,退款|售后\n".as_bytes(), &Limits::default()).unwrap();
-    let Content::Faqs { rows, encoding } = ex.content else { panic!("not FAQ") };
+    let ex = extract(
+        "faq.csv",
+        None,
+        "question,answer,tags\n怎么退款,在订单页申请,退款|售后\n".as_bytes(),
+        &Limits::default(),
+    )
+    .unwrap();
+    let Content::Faqs { rows, encoding } = ex.content else {
+        panic!("not FAQ")
+    };
     assert_eq!((rows.len(), encoding), (1, TextEncoding::Utf8));
     assert_eq!(rows[0].embedding_text(), "怎么退款: 在订单页申请");
     // GBK-encoded CSV, as Excel in a Chinese locale saves it.
-    let (gbk, _, _) = encoding_rs::GBK.encode("question,answer\n营业时间是几点,每天十一点到次日两点\n");
+    let (gbk, _, _) =
+        encoding_rs::GBK.encode("question,answer\n营业时间是几点,每天十一点到次日两点\n");
     let ex = extract("faq.csv", None, &gbk, &Limits::default()).unwrap();
-    let Content::Faqs { rows, encoding } = ex.content else { panic!("not FAQ") };
-    assert_eq!((rows[0].answer.as_str(), encoding), ("每天十一点到次日两点", TextEncoding::Gb18030));
+    let Content::Faqs { rows, encoding } = ex.content else {
+        panic!("not FAQ")
+    };
+    assert_eq!(
+        (rows[0].answer.as_str(), encoding),
+        ("每天十一点到次日两点", TextEncoding::Gb18030)
+    );
 
     for (name, bytes, code) in [
         ("empty.txt", &b""[..], "empty_file"),
@@ -329,10 +445,24 @@ fn gbk_html_page_from_a_url() {
     let page = "<html><head><meta charset=\"gbk\"><title>退款</title></head><body><nav><a href=\"/\">首页</a></nav>\
         <div class=\"content\"><h1>退款说明</h1><p>订单取消后，款项原路退回，一般一到三个工作日到账。</p></div></body></html>";
     let (bytes, _, _) = encoding_rs::GBK.encode(page);
-    let ex = extract("https://shop.example.cn/help/refund", Some("text/html"), &bytes, &Limits::default()).unwrap();
-    let Content::Document(d) = ex.content else { panic!("not a document") };
-    assert_eq!((d.format, d.encoding), (Format::Html, Some(TextEncoding::Gb18030)));
-    assert_eq!(d.text, "退款说明\n\n订单取消后，款项原路退回，一般一到三个工作日到账。");
+    let ex = extract(
+        "https://shop.example.cn/help/refund",
+        Some("text/html"),
+        &bytes,
+        &Limits::default(),
+    )
+    .unwrap();
+    let Content::Document(d) = ex.content else {
+        panic!("not a document")
+    };
+    assert_eq!(
+        (d.format, d.encoding),
+        (Format::Html, Some(TextEncoding::Gb18030))
+    );
+    assert_eq!(
+        d.text,
+        "退款说明\n\n订单取消后，款项原路退回，一般一到三个工作日到账。"
+    );
 }
 
 #[test]
@@ -340,7 +470,10 @@ fn docx_text_box_is_kept_once() {
     // Word writes a text box twice: a DrawingML choice and a VML fallback.
     let body = r#"<w:p><w:r><w:t>Before the box.</w:t></w:r><w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"><mc:Choice Requires="wps"><w:drawing><w:txbxContent><w:p><w:r><w:t>注意：电机过热会自动停机。</w:t></w:r></w:p></w:txbxContent></w:drawing></mc:Choice><mc:Fallback><w:pict><w:txbxContent><w:p><w:r><w:t>注意：电机过热会自动停机。</w:t></w:r></w:p></w:txbxContent></w:pict></mc:Fallback></mc:AlternateContent></w:r><w:r><w:t xml:space="preserve"> After the box.</w:t></w:r></w:p>"#;
     let d = doc("box.docx", &docx(body, None));
-    check(render_blocks(&d), expect![[r#"
+    check(
+        render_blocks(&d),
+        expect![[r#"
         paragraph: 注意：电机过热会自动停机。
-        paragraph: Before the box. After the box."#]]);
+        paragraph: Before the box. After the box."#]],
+    );
 }

@@ -28,7 +28,13 @@ fn saturate(tf: f32, len: f32, avg: f32, k1: f32, b: f32) -> f32 {
 impl LexicalIndex {
     /// Scores every passage containing at least one term; returns the best `k`
     /// that pass the filter as (ordinal, score), best first, ties by ordinal.
-    pub(crate) fn score_terms(&self, terms: &[WeightedTerm], params: &Bm25Params, filter: &Filter, k: usize) -> Vec<(u32, f64)> {
+    pub(crate) fn score_terms(
+        &self,
+        terms: &[WeightedTerm],
+        params: &Bm25Params,
+        filter: &Filter,
+        k: usize,
+    ) -> Vec<(u32, f64)> {
         let n = self.text_count as f32;
         let mut acc = vec![0f32; self.text_count as usize];
         let mut touched: Vec<u32> = Vec::new();
@@ -48,7 +54,16 @@ impl LexicalIndex {
                 let w = wt.weight * params.ngram_weight * idf(n, term.df[GRAMS] as f32);
                 for p in term.postings.iter().filter(|p| p.tf[GRAMS] > 0) {
                     let len = self.lengths[p.ord as usize][GRAMS] as f32;
-                    add(p.ord, w * saturate(p.tf[GRAMS] as f32, len, self.avg_len[GRAMS], params.k1, params.b));
+                    add(
+                        p.ord,
+                        w * saturate(
+                            p.tf[GRAMS] as f32,
+                            len,
+                            self.avg_len[GRAMS],
+                            params.k1,
+                            params.b,
+                        ),
+                    );
                 }
                 continue;
             }
@@ -65,18 +80,30 @@ impl LexicalIndex {
                             continue;
                         }
                         let len: u32 = self.lengths[p.ord as usize][..WORD_FIELDS].iter().sum();
-                        add(p.ord, w * saturate(tf, len as f32, avg, params.k1, params.b));
+                        add(
+                            p.ord,
+                            w * saturate(tf, len as f32, avg, params.k1, params.b),
+                        );
                     }
                 }
                 FieldMode::MultiField { title, body, tags } => {
                     let fw = [title, body, tags];
-                    let idfs: [f32; WORD_FIELDS] = std::array::from_fn(|f| idf(n, term.df[f] as f32));
+                    let idfs: [f32; WORD_FIELDS] =
+                        std::array::from_fn(|f| idf(n, term.df[f] as f32));
                     for p in &term.postings {
                         let len = &self.lengths[p.ord as usize];
                         let mut s = 0.0;
                         for f in 0..WORD_FIELDS {
                             if p.tf[f] > 0 && fw[f] > 0.0 {
-                                s += fw[f] * idfs[f] * saturate(p.tf[f] as f32, len[f] as f32, self.avg_len[f], params.k1, params.b);
+                                s += fw[f]
+                                    * idfs[f]
+                                    * saturate(
+                                        p.tf[f] as f32,
+                                        len[f] as f32,
+                                        self.avg_len[f],
+                                        params.k1,
+                                        params.b,
+                                    );
                             }
                         }
                         add(p.ord, wt.weight * s);
@@ -94,18 +121,34 @@ impl LexicalIndex {
     }
 
     /// Turns scored ordinals into a ranked list, recording which of `terms` each hit contains.
-    pub(crate) fn ranked(&self, path: PathKind, scored: Vec<(u32, f64)>, terms: &[WeightedTerm], notes: Vec<String>) -> RankedList {
+    pub(crate) fn ranked(
+        &self,
+        path: PathKind,
+        scored: Vec<(u32, f64)>,
+        terms: &[WeightedTerm],
+        notes: Vec<String>,
+    ) -> RankedList {
         let hits = scored
             .into_iter()
             .enumerate()
             .map(|(i, (ord, score))| {
                 let mut matched: Vec<String> = terms
                     .iter()
-                    .filter(|t| self.terms[t.id as usize].postings.binary_search_by_key(&ord, |p| p.ord).is_ok())
+                    .filter(|t| {
+                        self.terms[t.id as usize]
+                            .postings
+                            .binary_search_by_key(&ord, |p| p.ord)
+                            .is_ok()
+                    })
                     .map(|t| self.terms[t.id as usize].text.to_string())
                     .collect();
                 matched.dedup();
-                Hit { id: self.passages[ord as usize].id, rank: i as u32 + 1, score, matched }
+                Hit {
+                    id: self.passages[ord as usize].id,
+                    rank: i as u32 + 1,
+                    score,
+                    matched,
+                }
             })
             .collect();
         RankedList { path, hits, notes }
@@ -115,16 +158,32 @@ impl LexicalIndex {
     pub(crate) fn query_terms(&self, q: &AnalyzedQuery) -> Vec<WeightedTerm> {
         q.tokens
             .iter()
-            .filter_map(|t| self.term_id(&t.text).map(|id| WeightedTerm { id, weight: 1.0, gram: t.kind == TokenKind::HanBigram }))
+            .filter_map(|t| {
+                self.term_id(&t.text).map(|id| WeightedTerm {
+                    id,
+                    weight: 1.0,
+                    gram: t.kind == TokenKind::HanBigram,
+                })
+            })
             .collect()
     }
 
     /// BM25 with OR semantics: any query term may match.
-    pub fn bm25(&self, q: &AnalyzedQuery, k: usize, params: &Bm25Params, filter: &Filter) -> RankedList {
+    pub fn bm25(
+        &self,
+        q: &AnalyzedQuery,
+        k: usize,
+        params: &Bm25Params,
+        filter: &Filter,
+    ) -> RankedList {
         let terms = self.query_terms(q);
         let mut notes = Vec::new();
-        let unknown: Vec<&str> =
-            q.tokens.iter().filter(|t| self.term_id(&t.text).is_none()).map(|t| t.text.as_str()).collect();
+        let unknown: Vec<&str> = q
+            .tokens
+            .iter()
+            .filter(|t| self.term_id(&t.text).is_none())
+            .map(|t| t.text.as_str())
+            .collect();
         if !unknown.is_empty() {
             notes.push(format!("not in the vocabulary: {}", unknown.join(", ")));
         }

@@ -22,7 +22,12 @@ impl LexicalIndex {
                 .iter()
                 .enumerate()
                 .filter(|(_, ph)| ph.occurs_in(q, &qm))
-                .map(|(i, ph)| (ph.match_form.chars().count() as f64 + if i == 0 { 0.5 } else { 0.0 }, ph.text.clone()))
+                .map(|(i, ph)| {
+                    (
+                        ph.match_form.chars().count() as f64 + if i == 0 { 0.5 } else { 0.0 },
+                        ph.text.clone(),
+                    )
+                })
                 .max_by(|a, b| a.0.total_cmp(&b.0));
             if let Some((score, name)) = best {
                 scored.push((ord, score));
@@ -37,10 +42,22 @@ impl LexicalIndex {
                 id: self.passages[ord as usize].id,
                 rank: i as u32 + 1,
                 score,
-                matched: matched_names.iter().filter(|(o, _)| *o == ord).map(|(_, n)| n.clone()).collect(),
+                matched: matched_names
+                    .iter()
+                    .filter(|(o, _)| *o == ord)
+                    .map(|(_, n)| n.clone())
+                    .collect(),
             })
             .collect();
-        let notes = if self.facts.is_empty() { vec!["no facts in this knowledge base".into()] } else { vec![] };
-        RankedList { path: PathKind::Fact, hits, notes }
+        let notes = if self.facts.is_empty() {
+            vec!["no facts in this knowledge base".into()]
+        } else {
+            vec![]
+        };
+        RankedList {
+            path: PathKind::Fact,
+            hits,
+            notes,
+        }
     }
 }

@@ -18,7 +18,12 @@ impl Filter {
     pub fn new(filters: &Filters, now: Timestamp, viewer: &Viewer) -> Self {
         Filter {
             viewer: viewer.clone(),
-            tags: filters.tags.iter().map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()).collect(),
+            tags: filters
+                .tags
+                .iter()
+                .map(|t| t.trim().to_lowercase())
+                .filter(|t| !t.is_empty())
+                .collect(),
             created_after: filters.created_after,
             created_before: filters.created_before,
             now: Some(filters.as_of.unwrap_or(now)),
@@ -27,7 +32,13 @@ impl Filter {
 
     /// Every searchable passage, whatever its validity window (for tests and evaluation).
     pub fn everything() -> Self {
-        Filter { viewer: Viewer::Everything, tags: Vec::new(), created_after: None, created_before: None, now: None }
+        Filter {
+            viewer: Viewer::Everything,
+            tags: Vec::new(),
+            created_after: None,
+            created_before: None,
+            now: None,
+        }
     }
 
     /// Whether the passage passes.
@@ -40,9 +51,13 @@ impl Filter {
                 return false;
             }
         }
-        if self.created_after.is_some_and(|t| p.created_at < t) || self.created_before.is_some_and(|t| p.created_at > t) {
+        if self.created_after.is_some_and(|t| p.created_at < t)
+            || self.created_before.is_some_and(|t| p.created_at > t)
+        {
             return false;
         }
-        self.tags.iter().all(|want| p.tags.iter().any(|have| have.to_lowercase() == *want))
+        self.tags
+            .iter()
+            .all(|want| p.tags.iter().any(|have| have.to_lowercase() == *want))
     }
 }

@@ -23,7 +23,11 @@ pub(crate) struct FuzzyVocab {
 
 /// The distinct trigrams of a word, padded as pg_trgm does ("  w", " wo", …, "d ").
 fn trigrams(word: &str) -> Vec<u64> {
-    let chars: Vec<char> = "  ".chars().chain(word.chars()).chain(" ".chars()).collect();
+    let chars: Vec<char> = "  "
+        .chars()
+        .chain(word.chars())
+        .chain(" ".chars())
+        .collect();
     let mut out: Vec<u64> = chars
         .windows(3)
         .map(|w| ((w[0] as u64) << 42) | ((w[1] as u64) << 21) | w[2] as u64)
@@ -83,14 +87,23 @@ impl LexicalIndex {
             .filter_map(|(id, s)| {
                 let other = *self.fuzzy.trigram_len.get(&id)? as f32;
                 let sim = s as f32 / (tg.len() as f32 + other - s as f32);
-                (sim >= threshold).then(|| Correction { from: word.to_owned(), to: id, similarity: sim })
+                (sim >= threshold).then(|| Correction {
+                    from: word.to_owned(),
+                    to: id,
+                    similarity: sim,
+                })
             })
             .collect();
         // Most similar first; among equals the more common term (a likelier intended word).
         out.sort_by(|a, b| {
             b.similarity
                 .total_cmp(&a.similarity)
-                .then_with(|| self.terms[b.to as usize].postings.len().cmp(&self.terms[a.to as usize].postings.len()))
+                .then_with(|| {
+                    self.terms[b.to as usize]
+                        .postings
+                        .len()
+                        .cmp(&self.terms[a.to as usize].postings.len())
+                })
                 .then_with(|| a.to.cmp(&b.to))
         });
         out.truncate(MAX_CORRECTIONS);
@@ -107,10 +120,16 @@ impl LexicalIndex {
                     if self.term_id(&window).is_some() {
                         continue;
                     }
-                    let Some(key) = pinyin_key(&window) else { continue };
+                    let Some(key) = pinyin_key(&window) else {
+                        continue;
+                    };
                     if let Some(ids) = self.fuzzy.pinyin.get(&key) {
                         for id in ids.iter().take(MAX_CORRECTIONS) {
-                            out.push(Correction { from: window.clone(), to: *id, similarity: HOMOPHONE_SIMILARITY });
+                            out.push(Correction {
+                                from: window.clone(),
+                                to: *id,
+                                similarity: HOMOPHONE_SIMILARITY,
+                            });
                         }
                     }
                 }
@@ -134,7 +153,14 @@ impl LexicalIndex {
     /// as words with the same toneless pinyin. The query's known terms plus the
     /// corrections, weighted by similarity, are scored with BM25. When nothing
     /// looks like a typo the path returns no hits, so it never duplicates BM25.
-    pub fn fuzzy(&self, q: &AnalyzedQuery, k: usize, threshold: f32, params: &Bm25Params, filter: &Filter) -> RankedList {
+    pub fn fuzzy(
+        &self,
+        q: &AnalyzedQuery,
+        k: usize,
+        threshold: f32,
+        params: &Bm25Params,
+        filter: &Filter,
+    ) -> RankedList {
         let mut corrections = Vec::new();
         for t in &q.tokens {
             if matches!(t.kind, TokenKind::Word | TokenKind::Ident)
@@ -146,14 +172,27 @@ impl LexicalIndex {
         }
         corrections.extend(self.homophone_corrections(&q.normalized));
         if corrections.is_empty() {
-            return RankedList { path: PathKind::Fuzzy, hits: vec![], notes: vec!["no unknown term to correct".into()] };
+            return RankedList {
+                path: PathKind::Fuzzy,
+                hits: vec![],
+                notes: vec!["no unknown term to correct".into()],
+            };
         }
         let notes = corrections
             .iter()
-            .map(|c| format!("{} → {} ({:.2})", c.from, self.terms[c.to as usize].text, c.similarity))
+            .map(|c| {
+                format!(
+                    "{} → {} ({:.2})",
+                    c.from, self.terms[c.to as usize].text, c.similarity
+                )
+            })
             .collect();
         let mut terms = self.query_terms(q);
-        terms.extend(corrections.iter().map(|c| WeightedTerm { id: c.to, weight: c.similarity, gram: false }));
+        terms.extend(corrections.iter().map(|c| WeightedTerm {
+            id: c.to,
+            weight: c.similarity,
+            gram: false,
+        }));
         let scored = self.score_terms(&terms, params, filter, k);
         self.ranked(PathKind::Fuzzy, scored, &terms, notes)
     }

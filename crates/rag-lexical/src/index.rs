@@ -3,7 +3,9 @@
 use crate::fuzzy::FuzzyVocab;
 use crate::ngram::NgramIndex;
 use crate::synonyms::SynonymTable;
-use rag_core::{AnalyzedQuery, KbSnapshot, Passage, PassageId, PassageKind, PassageView, TokenKind};
+use rag_core::{
+    AnalyzedQuery, KbSnapshot, Passage, PassageId, PassageKind, PassageView, TokenKind,
+};
 use rag_text::{detect_language, normalize, normalize_for_match, Analyzer, Mode};
 use rustc_hash::FxHashMap;
 
@@ -80,7 +82,11 @@ fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
     };
     let tags = p.tags.join(" ");
     // Allocated at its final size: these strings stay in the index.
-    let parts = [normalize_for_match(&p.title), normalize_for_match(&p.body), normalize_for_match(&tags)];
+    let parts = [
+        normalize_for_match(&p.title),
+        normalize_for_match(&p.body),
+        normalize_for_match(&tags),
+    ];
     let mut match_text = String::with_capacity(parts.iter().map(|t| t.len() + 1).sum());
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -90,7 +96,10 @@ fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
     }
     let fields = [take(&p.title), take(&p.body), take(&tags), Vec::new()];
     let [title, body, tags, _] = fields;
-    Analysed { fields: [title, body, tags, grams], match_text }
+    Analysed {
+        fields: [title, body, tags, grams],
+        match_text,
+    }
 }
 
 impl LexicalIndex {
@@ -100,13 +109,27 @@ impl LexicalIndex {
     }
 
     fn build_in_batches(analyzer: &Analyzer, snapshot: &KbSnapshot, batch_bytes: usize) -> Self {
-        let analyzer =
-            analyzer.with_user_words(snapshot.user_words.iter().map(|w| (w.word.as_str(), w.freq)));
+        let analyzer = analyzer.with_user_words(
+            snapshot
+                .user_words
+                .iter()
+                .map(|w| (w.word.as_str(), w.freq)),
+        );
         // Text passages first (dense ordinals 0..text_count), facts after.
-        let mut passages: Vec<Passage> =
-            snapshot.passages.iter().filter(|p| p.kind() != PassageKind::Fact && p.searchable).cloned().collect();
+        let mut passages: Vec<Passage> = snapshot
+            .passages
+            .iter()
+            .filter(|p| p.kind() != PassageKind::Fact && p.searchable)
+            .cloned()
+            .collect();
         let text_count = passages.len() as u32;
-        passages.extend(snapshot.passages.iter().filter(|p| p.kind() == PassageKind::Fact).cloned());
+        passages.extend(
+            snapshot
+                .passages
+                .iter()
+                .filter(|p| p.kind() == PassageKind::Fact)
+                .cloned(),
+        );
         let facts = (text_count..passages.len() as u32).collect();
 
         let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
@@ -134,7 +157,13 @@ impl LexicalIndex {
                             let id = terms.len() as u32;
                             let text: Box<str> = text.into_boxed_str();
                             vocab.insert(text.clone(), id);
-                            terms.push(Term { text, kind, postings: Vec::new(), df: [0; FIELDS], word_df: 0 });
+                            terms.push(Term {
+                                text,
+                                kind,
+                                postings: Vec::new(),
+                                df: [0; FIELDS],
+                                word_df: 0,
+                            });
                             id
                         }
                     };
@@ -142,7 +171,8 @@ impl LexicalIndex {
                     tf[field] = tf[field].saturating_add(1);
                 }
             }
-            let mut entries: Vec<(u32, [u16; FIELDS])> = local.iter().map(|(k, v)| (*k, *v)).collect();
+            let mut entries: Vec<(u32, [u16; FIELDS])> =
+                local.iter().map(|(k, v)| (*k, *v)).collect();
             entries.sort_unstable_by_key(|e| e.0);
             for (id, tf) in entries {
                 let term = &mut terms[id as usize];
@@ -154,7 +184,10 @@ impl LexicalIndex {
                 if tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
                     term.word_df += 1;
                 }
-                term.postings.push(Posting { ord: ord as u32, tf });
+                term.postings.push(Posting {
+                    ord: ord as u32,
+                    tf,
+                });
             }
             lengths.push(len);
             match_text.push(a.match_text);
@@ -176,7 +209,11 @@ impl LexicalIndex {
         let fuzzy = FuzzyVocab::build(&terms);
         let ngrams = NgramIndex::build(&match_text);
         let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
-        let ord_of = passages.iter().enumerate().map(|(i, p)| (p.id, i as u32)).collect();
+        let ord_of = passages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.id, i as u32))
+            .collect();
         LexicalIndex {
             analyzer,
             passages,
@@ -290,7 +327,10 @@ fn text_batches(passages: &[Passage], budget: usize) -> impl Iterator<Item = &[P
 }
 
 fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<Analysed> {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
     if threads <= 1 || passages.len() < 256 {
         return passages.iter().map(|p| analyse(analyzer, p)).collect();
     }
@@ -298,9 +338,18 @@ fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<Analysed> 
     std::thread::scope(|s| {
         let handles: Vec<_> = passages
             .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(|p| analyse(analyzer, p)).collect::<Vec<_>>()))
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|p| analyse(analyzer, p))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("analysis thread panicked")).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("analysis thread panicked"))
+            .collect()
     })
 }
 
@@ -351,15 +400,27 @@ mod tests {
 
     #[test]
     fn batches_cover_every_passage_in_order() {
-        let passages: Vec<Passage> = (0..7).map(|i| faq(&format!("q{i}"), &"x".repeat(i * 10))).collect();
+        let passages: Vec<Passage> = (0..7)
+            .map(|i| faq(&format!("q{i}"), &"x".repeat(i * 10)))
+            .collect();
         for budget in [1, 25, 60, 10_000] {
             let batches: Vec<&[Passage]> = text_batches(&passages, budget).collect();
-            let ids: Vec<PassageId> = batches.iter().flat_map(|b| b.iter().map(|p| p.id)).collect();
-            assert_eq!(ids, passages.iter().map(|p| p.id).collect::<Vec<_>>(), "budget {budget}");
+            let ids: Vec<PassageId> = batches
+                .iter()
+                .flat_map(|b| b.iter().map(|p| p.id))
+                .collect();
+            assert_eq!(
+                ids,
+                passages.iter().map(|p| p.id).collect::<Vec<_>>(),
+                "budget {budget}"
+            );
             assert!(batches.iter().all(|b| !b.is_empty()));
             // A batch only goes past the budget with its last passage.
             for b in &batches {
-                let bytes: usize = b[..b.len() - 1].iter().map(|p| p.title.len() + p.body.len()).sum();
+                let bytes: usize = b[..b.len() - 1]
+                    .iter()
+                    .map(|p| p.title.len() + p.body.len())
+                    .sum();
                 assert!(bytes < budget, "budget {budget}: {bytes}");
             }
         }
@@ -372,12 +433,21 @@ mod tests {
         let mut passages = vec![
             faq("怎么申请退款", "在订单页点击申请退款，三个工作日内原路退回"),
             faq("营业时间", "每天 16:00 开门，次日 02:00 打烊"),
-            faq("How do I reset my password?", "Open settings, choose Security and press Reset password."),
+            faq(
+                "How do I reset my password?",
+                "Open settings, choose Security and press Reset password.",
+            ),
         ];
         for i in 0..300 {
-            passages.push(faq(&format!("问题 {i} question"), &format!("答案 answer number {i} 退款 refund {}", i % 7)));
+            passages.push(faq(
+                &format!("问题 {i} question"),
+                &format!("答案 answer number {i} 退款 refund {}", i % 7),
+            ));
         }
-        let snapshot = KbSnapshot { passages, ..Default::default() };
+        let snapshot = KbSnapshot {
+            passages,
+            ..Default::default()
+        };
         let analyzer = Analyzer::new();
         let one = LexicalIndex::build_in_batches(&analyzer, &snapshot, usize::MAX);
         let many = LexicalIndex::build_in_batches(&analyzer, &snapshot, 64);
@@ -387,9 +457,17 @@ mod tests {
         for q in ["退款", "refund answer 3", "营业时间", "reset password"] {
             let (a, b) = (one.analyze_query(q), many.analyze_query(q));
             let params = Bm25Params::default();
-            let (la, lb) = (one.bm25(&a, 50, &params, &crate::Filter::everything()), many.bm25(&b, 50, &params, &crate::Filter::everything()));
+            let (la, lb) = (
+                one.bm25(&a, 50, &params, &crate::Filter::everything()),
+                many.bm25(&b, 50, &params, &crate::Filter::everything()),
+            );
             assert!(!la.hits.is_empty(), "{q}");
-            let key = |l: &rag_core::RankedList| l.hits.iter().map(|h| (h.id, h.score.to_bits())).collect::<Vec<_>>();
+            let key = |l: &rag_core::RankedList| {
+                l.hits
+                    .iter()
+                    .map(|h| (h.id, h.score.to_bits()))
+                    .collect::<Vec<_>>()
+            };
             assert_eq!(key(&la), key(&lb), "{q}");
         }
     }

@@ -20,7 +20,10 @@ pub(crate) struct NgramIndex {
 /// one, so an empty slot (zero) never equals a character and keys of
 /// different lengths never collide.
 fn key(chars: &[char]) -> u64 {
-    chars.iter().enumerate().fold(0u64, |k, (i, c)| k | ((*c as u64 + 1) << (21 * i)))
+    chars
+        .iter()
+        .enumerate()
+        .fold(0u64, |k, (i, c)| k | ((*c as u64 + 1) << (21 * i)))
 }
 
 impl NgramIndex {
@@ -93,7 +96,15 @@ mod tests {
 
     #[test]
     fn candidates_are_a_superset_of_matches() {
-        let texts: Vec<String> = ["怎么申请退款", "退货政策", "refund policy", "refunds are quick"].iter().map(|s| s.to_string()).collect();
+        let texts: Vec<String> = [
+            "怎么申请退款",
+            "退货政策",
+            "refund policy",
+            "refunds are quick",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let ix = NgramIndex::build(&texts);
         assert_eq!(ix.candidates("退款"), Some(vec![0]));
         assert_eq!(ix.candidates("退"), Some(vec![0, 1]));

@@ -29,16 +29,25 @@ impl LexicalIndex {
             }
         }
         if patterns.is_empty() {
-            return RankedList { path: PathKind::Substring, hits: vec![], notes: vec!["no pattern to look for".into()] };
+            return RankedList {
+                path: PathKind::Substring,
+                hits: vec![],
+                notes: vec!["no pattern to look for".into()],
+            };
         }
         // At most 64 patterns: matches are tracked in a 64-bit set.
         patterns.truncate(64);
         let Ok(ac) = AhoCorasick::new(&patterns) else {
-            return RankedList { path: PathKind::Substring, hits: vec![], notes: vec!["patterns could not be compiled".into()] };
+            return RankedList {
+                path: PathKind::Substring,
+                hits: vec![],
+                notes: vec!["patterns could not be compiled".into()],
+            };
         };
         let n = self.text_count as usize;
         // Candidates per pattern from the n-gram index (None: every passage).
-        let candidates: Vec<Option<Vec<u32>>> = patterns.iter().map(|p| self.ngrams.candidates(p)).collect();
+        let candidates: Vec<Option<Vec<u32>>> =
+            patterns.iter().map(|p| self.ngrams.candidates(p)).collect();
         // Weights: rarity (idf over the candidate count, exact for short
         // patterns, an upper bound on the document frequency for longer ones)
         // times a length factor; the whole query counts double.
@@ -72,7 +81,10 @@ impl LexicalIndex {
             }
         }
         let mut verify: Vec<u32> = (0..n as u32)
-            .filter(|o| key_total > 0.0 && (bound[*o as usize] + everywhere) / key_total >= min_coverage - 1e-12)
+            .filter(|o| {
+                key_total > 0.0
+                    && (bound[*o as usize] + everywhere) / key_total >= min_coverage - 1e-12
+            })
             .collect();
         if whole_first {
             match &candidates[0] {
@@ -101,14 +113,24 @@ impl LexicalIndex {
             }
             let has = |p: usize| bits & (1 << p) != 0;
             let whole_found = whole_first && has(0);
-            let covered: f64 = (key_start..patterns.len()).filter(|p| has(*p)).map(|p| weights[p]).sum();
-            let coverage = if key_total > 0.0 { covered / key_total } else { 0.0 };
+            let covered: f64 = (key_start..patterns.len())
+                .filter(|p| has(*p))
+                .map(|p| weights[p])
+                .sum();
+            let coverage = if key_total > 0.0 {
+                covered / key_total
+            } else {
+                0.0
+            };
             if !whole_found && coverage < min_coverage {
                 continue;
             }
             // Among equal coverage, passages where the terms recur densely rank first.
             let density = count as f64 / text.chars().count().max(1) as f64;
-            scored.push((ord, coverage + if whole_found { 1.0 } else { 0.0 } + 0.1 * density.min(1.0)));
+            scored.push((
+                ord,
+                coverage + if whole_found { 1.0 } else { 0.0 } + 0.1 * density.min(1.0),
+            ));
             found_bits.push((ord, bits));
         }
         top_k(&mut scored, k);
@@ -120,11 +142,21 @@ impl LexicalIndex {
                 rank: i as u32 + 1,
                 score,
                 matched: {
-                    let bits = found_bits.iter().find(|(o, _)| *o == ord).map_or(0, |(_, b)| *b);
-                    (0..patterns.len()).filter(|p| bits & (1 << p) != 0).map(|p| patterns[p].clone()).collect()
+                    let bits = found_bits
+                        .iter()
+                        .find(|(o, _)| *o == ord)
+                        .map_or(0, |(_, b)| *b);
+                    (0..patterns.len())
+                        .filter(|p| bits & (1 << p) != 0)
+                        .map(|p| patterns[p].clone())
+                        .collect()
                 },
             })
             .collect();
-        RankedList { path: PathKind::Substring, hits, notes: vec![format!("patterns: {}", patterns.join(" | "))] }
+        RankedList {
+            path: PathKind::Substring,
+            hits,
+            notes: vec![format!("patterns: {}", patterns.join(" | "))],
+        }
     }
 }

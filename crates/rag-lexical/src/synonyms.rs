@@ -26,7 +26,11 @@ impl Phrase {
         Phrase {
             text: text.trim().to_owned(),
             han: match_form.chars().any(is_han),
-            tokens: analyzer.analyze(text, Mode::Query).into_iter().map(|t| t.text).collect(),
+            tokens: analyzer
+                .analyze(text, Mode::Query)
+                .into_iter()
+                .map(|t| t.text)
+                .collect(),
             match_form,
         }
     }
@@ -39,7 +43,11 @@ impl Phrase {
         if self.han {
             query_match_form.contains(&self.match_form)
         } else {
-            !self.tokens.is_empty() && self.tokens.iter().all(|t| q.tokens.iter().any(|qt| qt.text == *t))
+            !self.tokens.is_empty()
+                && self
+                    .tokens
+                    .iter()
+                    .all(|t| q.tokens.iter().any(|qt| qt.text == *t))
         }
     }
 }
@@ -61,7 +69,13 @@ impl SynonymTable {
         SynonymTable {
             groups: groups
                 .iter()
-                .map(|g| g.terms.iter().filter(|t| !t.trim().is_empty()).map(|t| Phrase::new(analyzer, t)).collect::<Vec<_>>())
+                .map(|g| {
+                    g.terms
+                        .iter()
+                        .filter(|t| !t.trim().is_empty())
+                        .map(|t| Phrase::new(analyzer, t))
+                        .collect::<Vec<_>>()
+                })
                 .filter(|g: &Vec<Phrase>| g.len() >= 2)
                 .collect(),
         }
@@ -72,9 +86,15 @@ impl SynonymTable {
         let mut out = Vec::new();
         for g in &self.groups {
             // The longest phrase said wins (「退款时间」 over 「退款」 when both are members).
-            let said = g.iter().filter(|p| p.occurs_in(q, &qm)).max_by_key(|p| p.match_form.len());
+            let said = g
+                .iter()
+                .filter(|p| p.occurs_in(q, &qm))
+                .max_by_key(|p| p.match_form.len());
             if let Some(said) = said {
-                out.push(Fired { said, others: g.iter().filter(|p| !std::ptr::eq(*p, said)).collect() });
+                out.push(Fired {
+                    said,
+                    others: g.iter().filter(|p| !std::ptr::eq(*p, said)).collect(),
+                });
             }
         }
         out
@@ -84,7 +104,9 @@ impl SynonymTable {
     pub(crate) fn siblings(&self, analyzer: &Analyzer, names: &[String]) -> Vec<Phrase> {
         let mut out: Vec<Phrase> = names.iter().map(|n| Phrase::new(analyzer, n)).collect();
         for g in &self.groups {
-            if g.iter().any(|p| out.iter().any(|o| o.match_form == p.match_form)) {
+            if g.iter()
+                .any(|p| out.iter().any(|o| o.match_form == p.match_form))
+            {
                 for p in g {
                     if !out.iter().any(|o| o.match_form == p.match_form) {
                         out.push(p.clone());
@@ -100,10 +122,20 @@ impl LexicalIndex {
     /// BM25 over the query plus the other members of every synonym group the
     /// query fired. Returns no hits when no group fired, so it never
     /// duplicates the BM25 path.
-    pub fn synonym(&self, q: &AnalyzedQuery, k: usize, params: &Bm25Params, filter: &Filter) -> RankedList {
+    pub fn synonym(
+        &self,
+        q: &AnalyzedQuery,
+        k: usize,
+        params: &Bm25Params,
+        filter: &Filter,
+    ) -> RankedList {
         let fired = self.synonyms.fired(q);
         if fired.is_empty() {
-            return RankedList { path: PathKind::Synonym, hits: vec![], notes: vec!["no synonym fired".into()] };
+            return RankedList {
+                path: PathKind::Synonym,
+                hits: vec![],
+                notes: vec!["no synonym fired".into()],
+            };
         }
         let mut terms = self.query_terms(q);
         let mut notes = Vec::new();
@@ -111,13 +143,21 @@ impl LexicalIndex {
             notes.push(format!(
                 "{} → {}",
                 f.said.text,
-                f.others.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join(", ")
+                f.others
+                    .iter()
+                    .map(|p| p.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
             for p in &f.others {
                 for t in &p.tokens {
                     if let Some(id) = self.term_id(t) {
                         if !terms.iter().any(|w| w.id == id) {
-                            terms.push(WeightedTerm { id, weight: EXPANSION_WEIGHT, gram: false });
+                            terms.push(WeightedTerm {
+                                id,
+                                weight: EXPANSION_WEIGHT,
+                                gram: false,
+                            });
                         }
                     }
                 }

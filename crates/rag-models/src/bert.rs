@@ -19,7 +19,9 @@ pub struct BertEmbedder {
 
 impl std::fmt::Debug for BertEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BertEmbedder").field("model_id", &self.model_id).finish()
+        f.debug_struct("BertEmbedder")
+            .field("model_id", &self.model_id)
+            .finish()
     }
 }
 
@@ -28,17 +30,32 @@ impl BertEmbedder {
     /// first 12 hex digits of the weights' sha256, so vectors of other weights
     /// are never mixed with these.
     pub fn load(dir: &Path, threads: usize) -> Result<Self, ModelError> {
-        let model = BertModel::load(dir).map_err(|e| ModelError::Config(format!("model directory {}: {e}", dir.display())))?;
-        let weights = std::fs::read(dir.join("model.safetensors"))
-            .map_err(|e| ModelError::Config(format!("cannot read {}/model.safetensors: {e}", dir.display())))?;
+        let model = BertModel::load(dir)
+            .map_err(|e| ModelError::Config(format!("model directory {}: {e}", dir.display())))?;
+        let weights = std::fs::read(dir.join("model.safetensors")).map_err(|e| {
+            ModelError::Config(format!(
+                "cannot read {}/model.safetensors: {e}",
+                dir.display()
+            ))
+        })?;
         let digest = Sha256::digest(&weights);
         let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
-        let name = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "model".into());
-        Ok(BertEmbedder { model: Arc::new(model), model_id: format!("bert:{name}:{hex}"), threads: threads.max(1) })
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "model".into());
+        Ok(BertEmbedder {
+            model: Arc::new(model),
+            model_id: format!("bert:{name}:{hex}"),
+            threads: threads.max(1),
+        })
     }
 
     fn failed(e: tokio::task::JoinError) -> CoreError {
-        CoreError::Component { component: "bert embedder".into(), message: e.to_string() }
+        CoreError::Component {
+            component: "bert embedder".into(),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -54,9 +71,15 @@ impl Embedder for BertEmbedder {
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, CoreError> {
         let (model, text) = (self.model.clone(), text.to_owned());
-        let e = tokio::task::spawn_blocking(move || model.embed(&text)).await.map_err(Self::failed)?;
+        let e = tokio::task::spawn_blocking(move || model.embed(&text))
+            .await
+            .map_err(Self::failed)?;
         if e.truncated() {
-            tracing::debug!(tokens = e.tokens, untruncated = e.untruncated_tokens, "query truncated to the model's maximum length");
+            tracing::debug!(
+                tokens = e.tokens,
+                untruncated = e.untruncated_tokens,
+                "query truncated to the model's maximum length"
+            );
         }
         Ok(e.vector)
     }

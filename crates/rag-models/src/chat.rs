@@ -197,7 +197,10 @@ struct Usage {
 
 enum Attempt {
     Started(reqwest::Response, Instant),
-    Retry { error: ModelError, after: Option<Duration> },
+    Retry {
+        error: ModelError,
+        after: Option<Duration>,
+    },
     Fail(ModelError),
 }
 
@@ -205,12 +208,18 @@ impl OpenAiChat {
     /// A client for `config` (validated here).
     pub fn new(config: ChatConfig) -> Result<Self, ModelError> {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
-            return Err(ModelError::Config(format!("base_url {:?} must start with http:// or https://", config.base_url)));
+            return Err(ModelError::Config(format!(
+                "base_url {:?} must start with http:// or https://",
+                config.base_url
+            )));
         }
         if config.model.trim().is_empty() {
             return Err(ModelError::Config("model must be named".into()));
         }
-        if config.connect_timeout_ms == 0 || config.first_token_timeout_ms == 0 || config.idle_timeout_ms == 0 {
+        if config.connect_timeout_ms == 0
+            || config.first_token_timeout_ms == 0
+            || config.idle_timeout_ms == 0
+        {
             return Err(ModelError::Config("timeouts must be positive".into()));
         }
         if !(0.0..=2.0).contains(&config.temperature) {
@@ -226,7 +235,12 @@ impl OpenAiChat {
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/chat/completions");
         let name = format!("openai-compatible:{}@{}", config.model, base);
-        Ok(OpenAiChat { config, client, url, name })
+        Ok(OpenAiChat {
+            config,
+            client,
+            url,
+            name,
+        })
     }
 
     /// The configuration.
@@ -236,7 +250,10 @@ impl OpenAiChat {
 
     /// Streams the completion of `messages`: text deltas, then usage (when
     /// reported), then [`GenEvent::Done`]; a failure is the stream's last item.
-    pub async fn stream(&self, messages: &[ChatMessage]) -> Result<BoxStream<'static, Result<GenEvent, ModelError>>, ModelError> {
+    pub async fn stream(
+        &self,
+        messages: &[ChatMessage],
+    ) -> Result<BoxStream<'static, Result<GenEvent, ModelError>>, ModelError> {
         self.stream_with(messages, false).await
     }
 
@@ -244,7 +261,11 @@ impl OpenAiChat {
     /// (`response_format: {"type": "json_object"}`). A provider without JSON
     /// mode that answers HTTP 400 naming `response_format` is asked once more
     /// without it; the caller validates the reply either way.
-    pub async fn stream_with(&self, messages: &[ChatMessage], json: bool) -> Result<BoxStream<'static, Result<GenEvent, ModelError>>, ModelError> {
+    pub async fn stream_with(
+        &self,
+        messages: &[ChatMessage],
+        json: bool,
+    ) -> Result<BoxStream<'static, Result<GenEvent, ModelError>>, ModelError> {
         if messages.is_empty() {
             return Err(ModelError::Config("no messages to send".into()));
         }
@@ -288,20 +309,41 @@ impl OpenAiChat {
                     }
                     text.push_str(&d);
                 }
-                GenEvent::Usage { model, prompt, completion } => usage = Some(ChatUsage { model, prompt, completion }),
+                GenEvent::Usage {
+                    model,
+                    prompt,
+                    completion,
+                } => {
+                    usage = Some(ChatUsage {
+                        model,
+                        prompt,
+                        completion,
+                    })
+                }
                 GenEvent::Done => break,
             }
         }
-        Ok(ChatCompletion { text, usage, first_token_ms, total_ms: started.elapsed().as_secs_f64() * 1000.0 })
+        Ok(ChatCompletion {
+            text,
+            usage,
+            first_token_ms,
+            total_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
     }
 
-    async fn start(&self, messages: &[ChatMessage], mut json: bool) -> Result<(reqwest::Response, Instant), ModelError> {
+    async fn start(
+        &self,
+        messages: &[ChatMessage],
+        mut json: bool,
+    ) -> Result<(reqwest::Response, Instant), ModelError> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             match self.attempt(messages, attempt, json).await {
                 Attempt::Started(r, sent) => return Ok((r, sent)),
-                Attempt::Fail(ModelError::Http { status: 400, body, .. }) if json && body.to_ascii_lowercase().contains("response_format") => {
+                Attempt::Fail(ModelError::Http {
+                    status: 400, body, ..
+                }) if json && body.to_ascii_lowercase().contains("response_format") => {
                     // No JSON mode here: once more without it (not counted as a retry).
                     tracing::warn!(url = %self.url, body = %body, "the provider refused response_format; asking again without JSON mode");
                     json = false;
@@ -316,7 +358,12 @@ impl OpenAiChat {
                             return Err(error);
                         }
                     }
-                    let backoff = Duration::from_millis(self.config.backoff_ms.saturating_mul(1 << (attempt - 1).min(16)).min(5_000));
+                    let backoff = Duration::from_millis(
+                        self.config
+                            .backoff_ms
+                            .saturating_mul(1 << (attempt - 1).min(16))
+                            .min(5_000),
+                    );
                     let wait = after.unwrap_or(backoff);
                     tracing::warn!(url = %self.url, attempt, wait_ms = wait.as_millis() as u64, error = %error, "chat request failed; retrying");
                     tokio::time::sleep(wait).await;
@@ -332,10 +379,18 @@ impl OpenAiChat {
             temperature: self.config.temperature,
             max_tokens: self.config.max_tokens,
             stream: true,
-            stream_options: StreamOptions { include_usage: true },
-            response_format: json.then_some(ResponseFormat { kind: "json_object" }),
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            response_format: json.then_some(ResponseFormat {
+                kind: "json_object",
+            }),
         };
-        let mut req = self.client.post(&self.url).header(reqwest::header::ACCEPT, "text/event-stream").json(&body);
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .json(&body);
         if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
             req = req.bearer_auth(key);
         }
@@ -344,13 +399,30 @@ impl OpenAiChat {
         let timeout = Duration::from_millis(self.config.first_token_timeout_ms);
         let response = match tokio::time::timeout(timeout, req.send()).await {
             Err(_) => {
-                return Attempt::Fail(ModelError::FirstTokenTimeout { url: self.url.clone(), timeout_ms: self.config.first_token_timeout_ms })
+                return Attempt::Fail(ModelError::FirstTokenTimeout {
+                    url: self.url.clone(),
+                    timeout_ms: self.config.first_token_timeout_ms,
+                })
             }
             Ok(Ok(r)) => r,
             Ok(Err(e)) if e.is_timeout() => {
-                return Attempt::Retry { error: ModelError::Timeout { url: self.url.clone(), timeout_ms: self.config.connect_timeout_ms }, after: None }
+                return Attempt::Retry {
+                    error: ModelError::Timeout {
+                        url: self.url.clone(),
+                        timeout_ms: self.config.connect_timeout_ms,
+                    },
+                    after: None,
+                }
             }
-            Ok(Err(e)) => return Attempt::Retry { error: ModelError::Connect { url: self.url.clone(), detail: crate::error::root_cause(&e) }, after: None },
+            Ok(Err(e)) => {
+                return Attempt::Retry {
+                    error: ModelError::Connect {
+                        url: self.url.clone(),
+                        detail: crate::error::root_cause(&e),
+                    },
+                    after: None,
+                }
+            }
         };
         let status = response.status().as_u16();
         let retry_after = response
@@ -360,13 +432,38 @@ impl OpenAiChat {
             .and_then(|s| s.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         if status == 401 || status == 403 {
-            return Attempt::Fail(ModelError::Unauthorized { url: self.url.clone(), status });
+            return Attempt::Fail(ModelError::Unauthorized {
+                url: self.url.clone(),
+                status,
+            });
         }
         if !(200..300).contains(&status) {
-            let text = tokio::time::timeout(Duration::from_millis(self.config.idle_timeout_ms), response.text()).await;
-            let body: String = text.ok().and_then(Result::ok).unwrap_or_default().chars().take(300).collect();
-            let error = ModelError::Http { url: self.url.clone(), status, attempts: attempt, body };
-            return if status == 429 || status >= 500 { Attempt::Retry { error, after: retry_after } } else { Attempt::Fail(error) };
+            let text = tokio::time::timeout(
+                Duration::from_millis(self.config.idle_timeout_ms),
+                response.text(),
+            )
+            .await;
+            let body: String = text
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default()
+                .chars()
+                .take(300)
+                .collect();
+            let error = ModelError::Http {
+                url: self.url.clone(),
+                status,
+                attempts: attempt,
+                body,
+            };
+            return if status == 429 || status >= 500 {
+                Attempt::Retry {
+                    error,
+                    after: retry_after,
+                }
+            } else {
+                Attempt::Fail(error)
+            };
         }
         Attempt::Started(response, sent)
     }
@@ -409,15 +506,25 @@ impl StreamState {
             } else {
                 (self.first_deadline, true)
             };
-            let chunk = match tokio::time::timeout_at(deadline.into(), self.response.chunk()).await {
+            let chunk = match tokio::time::timeout_at(deadline.into(), self.response.chunk()).await
+            {
                 Err(_) => Err(if first {
-                    ModelError::FirstTokenTimeout { url: self.url.clone(), timeout_ms: self.first_timeout_ms }
+                    ModelError::FirstTokenTimeout {
+                        url: self.url.clone(),
+                        timeout_ms: self.first_timeout_ms,
+                    }
                 } else {
-                    ModelError::IdleTimeout { url: self.url.clone(), timeout_ms: self.idle.as_millis() as u64 }
+                    ModelError::IdleTimeout {
+                        url: self.url.clone(),
+                        timeout_ms: self.idle.as_millis() as u64,
+                    }
                 }),
                 Ok(Ok(Some(bytes))) => Ok(Some(bytes)),
                 Ok(Ok(None)) => Ok(None),
-                Ok(Err(e)) => Err(ModelError::StreamCut { url: self.url.clone(), detail: crate::error::root_cause(&e) }),
+                Ok(Err(e)) => Err(ModelError::StreamCut {
+                    url: self.url.clone(),
+                    detail: crate::error::root_cause(&e),
+                }),
             };
             match chunk {
                 Err(e) => self.pending.push_back(Err(e)),
@@ -439,7 +546,10 @@ impl StreamState {
                             } else {
                                 "the stream ended before [DONE] or a finish reason"
                             };
-                            self.pending.push_back(Err(ModelError::StreamCut { url: self.url.clone(), detail: detail.into() }));
+                            self.pending.push_back(Err(ModelError::StreamCut {
+                                url: self.url.clone(),
+                                detail: detail.into(),
+                            }));
                         }
                     }
                 }
@@ -478,20 +588,34 @@ impl StreamState {
             Ok(c) => c,
             Err(e) => {
                 let shown: String = data.chars().take(80).collect();
-                self.pending.push_back(Err(ModelError::BadResponse { url: self.url.clone(), detail: format!("malformed SSE data line {shown:?}: {e}") }));
+                self.pending.push_back(Err(ModelError::BadResponse {
+                    url: self.url.clone(),
+                    detail: format!("malformed SSE data line {shown:?}: {e}"),
+                }));
                 return;
             }
         };
         if let Some(err) = chunk.error {
-            let message = err.get("message").and_then(|m| m.as_str()).map(str::to_owned).unwrap_or_else(|| err.to_string());
-            self.pending.push_back(Err(ModelError::Provider { url: self.url.clone(), message: message.chars().take(300).collect() }));
+            let message = err
+                .get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_owned)
+                .unwrap_or_else(|| err.to_string());
+            self.pending.push_back(Err(ModelError::Provider {
+                url: self.url.clone(),
+                message: message.chars().take(300).collect(),
+            }));
             return;
         }
         if let Some(m) = chunk.model.filter(|m| !m.is_empty()) {
             self.model = m;
         }
         for choice in chunk.choices {
-            if let Some(text) = choice.delta.and_then(|d| d.content).filter(|t| !t.is_empty()) {
+            if let Some(text) = choice
+                .delta
+                .and_then(|d| d.content)
+                .filter(|t| !t.is_empty())
+            {
                 if !self.got_text {
                     self.got_text = true;
                     self.first_token_ms = Some(self.started.elapsed().as_secs_f64() * 1000.0);
@@ -512,7 +636,11 @@ impl StreamState {
             return;
         }
         if let Some((prompt, completion)) = self.usage {
-            self.pending.push_back(Ok(GenEvent::Usage { model: self.model.clone(), prompt, completion }));
+            self.pending.push_back(Ok(GenEvent::Usage {
+                model: self.model.clone(),
+                prompt,
+                completion,
+            }));
         }
         self.pending.push_back(Ok(GenEvent::Done));
         tracing::info!(
@@ -535,12 +663,20 @@ impl Generator for OpenAiChat {
         &self.name
     }
 
-    async fn generate(&self, request: GenerateRequest) -> Result<BoxStream<'static, Result<GenEvent, CoreError>>, CoreError> {
+    async fn generate(
+        &self,
+        request: GenerateRequest,
+    ) -> Result<BoxStream<'static, Result<GenEvent, CoreError>>, CoreError> {
         if request.messages.is_empty() {
             return Err(ModelError::Config("the request carries no chat messages (build them with the knowledge base's prompt template)".into())
                 .into_core("generator"));
         }
-        let stream = self.stream_with(&request.messages, request.json).await.map_err(|e| e.into_core("generator"))?;
-        Ok(stream.map(|r| r.map_err(|e| e.into_core("generator"))).boxed())
+        let stream = self
+            .stream_with(&request.messages, request.json)
+            .await
+            .map_err(|e| e.into_core("generator"))?;
+        Ok(stream
+            .map(|r| r.map_err(|e| e.into_core("generator")))
+            .boxed())
     }
 }

@@ -17,7 +17,10 @@ pub struct E5Embedder {
 
 impl std::fmt::Debug for E5Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("E5Embedder").field("model_id", &self.model_id).field("threads", &self.threads).finish()
+        f.debug_struct("E5Embedder")
+            .field("model_id", &self.model_id)
+            .field("threads", &self.threads)
+            .finish()
     }
 }
 
@@ -33,12 +36,20 @@ impl E5Embedder {
                 path.display()
             ))
         })?;
-        let model = E5Model::from_bytes(bytes).map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))?;
-        Ok(E5Embedder { model: Arc::new(model), model_id: E5_MODEL_ID.to_owned(), threads: threads.max(1) })
+        let model = E5Model::from_bytes(bytes)
+            .map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))?;
+        Ok(E5Embedder {
+            model: Arc::new(model),
+            model_id: E5_MODEL_ID.to_owned(),
+            threads: threads.max(1),
+        })
     }
 
     fn failed(e: tokio::task::JoinError) -> CoreError {
-        CoreError::Component { component: "e5 embedder".into(), message: e.to_string() }
+        CoreError::Component {
+            component: "e5 embedder".into(),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -54,24 +65,35 @@ impl Embedder for E5Embedder {
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, CoreError> {
         let (model, text) = (self.model.clone(), text.to_owned());
-        let e = tokio::task::spawn_blocking(move || model.embed(&text, Kind::Query)).await.map_err(Self::failed)?;
+        let e = tokio::task::spawn_blocking(move || model.embed(&text, Kind::Query))
+            .await
+            .map_err(Self::failed)?;
         Ok(e.vector)
     }
 
     fn count_tokens(&self, text: &str) -> Option<usize> {
         // The prefixed text's tokens less those of the prefix and <s> </s> alone.
-        Some(self.model.token_count(text, Kind::Passage).saturating_sub(self.model.token_count("", Kind::Passage)))
+        Some(
+            self.model
+                .token_count(text, Kind::Passage)
+                .saturating_sub(self.model.token_count("", Kind::Passage)),
+        )
     }
 
     async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, CoreError> {
         let (model, threads) = (self.model.clone(), self.threads);
         let texts: Vec<String> = texts.iter().map(|t| (*t).to_owned()).collect();
-        let out = tokio::task::spawn_blocking(move || model.embed_many_parallel(&texts, Kind::Passage, threads))
-            .await
-            .map_err(Self::failed)?;
+        let out = tokio::task::spawn_blocking(move || {
+            model.embed_many_parallel(&texts, Kind::Passage, threads)
+        })
+        .await
+        .map_err(Self::failed)?;
         let windowed = out.iter().filter(|e| e.windows > 1).count();
         if windowed > 0 {
-            tracing::debug!(windowed, "long passages were embedded in 510-token windows and averaged");
+            tracing::debug!(
+                windowed,
+                "long passages were embedded in 510-token windows and averaged"
+            );
         }
         Ok(out.into_iter().map(|e| e.vector).collect())
     }

@@ -97,14 +97,20 @@ pub enum ModelError {
 
 impl From<ModelError> for rag_core::CoreError {
     fn from(e: ModelError) -> Self {
-        rag_core::CoreError::Component { component: "embedder".into(), message: e.to_string() }
+        rag_core::CoreError::Component {
+            component: "embedder".into(),
+            message: e.to_string(),
+        }
     }
 }
 
 impl ModelError {
     /// The error as a seam error of `component` ("generator", "reranker"…).
     pub fn into_core(self, component: &str) -> rag_core::CoreError {
-        rag_core::CoreError::Component { component: component.into(), message: self.to_string() }
+        rag_core::CoreError::Component {
+            component: component.into(),
+            message: self.to_string(),
+        }
     }
 }
 

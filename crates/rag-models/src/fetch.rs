@@ -26,7 +26,12 @@ pub struct FetchConfig {
 
 impl Default for FetchConfig {
     fn default() -> Self {
-        FetchConfig { timeout_ms: 15_000, max_bytes: 10 * 1024 * 1024, max_redirects: 5, allow_private: false }
+        FetchConfig {
+            timeout_ms: 15_000,
+            max_bytes: 10 * 1024 * 1024,
+            max_redirects: 5,
+            allow_private: false,
+        }
     }
 }
 
@@ -49,7 +54,10 @@ pub fn is_private(ip: IpAddr) -> bool {
                 return is_private(IpAddr::V4(v4));
             }
             let s = v6.segments();
-            v6.is_loopback() || v6.is_unspecified() || (s[0] & 0xfe00) == 0xfc00 || (s[0] & 0xffc0) == 0xfe80
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
         }
     }
 }
@@ -72,8 +80,10 @@ impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| !is_private(a.ip())).collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> =
+                addrs.into_iter().filter(|a| !is_private(a.ip())).collect();
             if public.is_empty() {
                 return Err(Box::new(Blocked(host)) as Box<dyn std::error::Error + Send + Sync>);
             }
@@ -122,7 +132,9 @@ pub struct HttpFetcher {
 
 impl std::fmt::Debug for HttpFetcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpFetcher").field("config", &self.config).finish()
+        f.debug_struct("HttpFetcher")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -144,11 +156,17 @@ impl HttpFetcher {
         let mut builder = reqwest::Client::builder()
             .redirect(policy)
             .connect_timeout(Duration::from_millis(config.timeout_ms.min(10_000)))
-            .user_agent(concat!("ragscope/", env!("CARGO_PKG_VERSION"), " (+url source sync)"));
+            .user_agent(concat!(
+                "ragscope/",
+                env!("CARGO_PKG_VERSION"),
+                " (+url source sync)"
+            ));
         if !config.allow_private {
             builder = builder.dns_resolver(Arc::new(PublicOnly));
         }
-        let client = builder.build().map_err(|e| crate::ModelError::Config(format!("HTTP client: {e}")))?;
+        let client = builder
+            .build()
+            .map_err(|e| crate::ModelError::Config(format!("HTTP client: {e}")))?;
         Ok(HttpFetcher { client, config })
     }
 
@@ -167,14 +185,20 @@ impl HttpFetcher {
                 return FetchError::Blocked(b.0.clone());
             }
             if s.downcast_ref::<TooManyRedirects>().is_some() {
-                return FetchError::Redirects { limit: self.config.max_redirects };
+                return FetchError::Redirects {
+                    limit: self.config.max_redirects,
+                };
             }
             source = s.source();
         }
         if e.is_timeout() {
-            FetchError::Timeout { ms: self.config.timeout_ms }
+            FetchError::Timeout {
+                ms: self.config.timeout_ms,
+            }
         } else if e.is_redirect() {
-            FetchError::Redirects { limit: self.config.max_redirects }
+            FetchError::Redirects {
+                limit: self.config.max_redirects,
+            }
         } else {
             // The URL may carry credentials; the error text of reqwest names the URL.
             FetchError::Network(e.without_url().to_string())
@@ -182,7 +206,12 @@ impl HttpFetcher {
     }
 
     async fn fetch_inner(&self, url: reqwest::Url) -> Result<FetchedPage, FetchError> {
-        let mut res = self.client.get(url).send().await.map_err(|e| self.classify(e))?;
+        let mut res = self
+            .client
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| self.classify(e))?;
         let status = res.status();
         if !status.is_success() {
             return Err(FetchError::Status(status.as_u16()));
@@ -192,7 +221,11 @@ impl HttpFetcher {
             return Err(FetchError::TooLarge { limit });
         }
         let final_url = res.url().to_string();
-        let content_type = res.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let content_type = res
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let mut body = Vec::new();
         while let Some(chunk) = res.chunk().await.map_err(|e| self.classify(e))? {
             if body.len() as u64 + chunk.len() as u64 > limit {
@@ -200,25 +233,39 @@ impl HttpFetcher {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(FetchedPage { final_url, content_type, body })
+        Ok(FetchedPage {
+            final_url,
+            content_type,
+            body,
+        })
     }
 }
 
 #[async_trait]
 impl Fetcher for HttpFetcher {
     async fn fetch(&self, url: &str) -> Result<FetchedPage, FetchError> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| FetchError::BadUrl(format!("{url}: {e}")))?;
+        let parsed =
+            reqwest::Url::parse(url).map_err(|e| FetchError::BadUrl(format!("{url}: {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-            return Err(FetchError::BadUrl(format!("{url}: only http and https URLs with a host are fetched")));
+            return Err(FetchError::BadUrl(format!(
+                "{url}: only http and https URLs with a host are fetched"
+            )));
         }
         if !self.config.allow_private {
             if let Some(ip) = literal_private(&parsed) {
                 return Err(FetchError::Blocked(ip));
             }
         }
-        match tokio::time::timeout(Duration::from_millis(self.config.timeout_ms), self.fetch_inner(parsed)).await {
+        match tokio::time::timeout(
+            Duration::from_millis(self.config.timeout_ms),
+            self.fetch_inner(parsed),
+        )
+        .await
+        {
             Ok(r) => r,
-            Err(_) => Err(FetchError::Timeout { ms: self.config.timeout_ms }),
+            Err(_) => Err(FetchError::Timeout {
+                ms: self.config.timeout_ms,
+            }),
         }
     }
 }
@@ -229,7 +276,19 @@ mod tests {
 
     #[test]
     fn private_addresses_are_recognised() {
-        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1"] {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "100.128.0.1"] {
@@ -240,10 +299,25 @@ mod tests {
     #[tokio::test]
     async fn loopback_is_refused_unless_allowed_and_bad_urls_are_clear() {
         let f = HttpFetcher::new(FetchConfig::default()).unwrap();
-        assert!(matches!(f.fetch("http://127.0.0.1:9/x").await, Err(FetchError::Blocked(_))));
-        assert!(matches!(f.fetch("http://localhost:9/x").await, Err(FetchError::Blocked(_))));
-        assert!(matches!(f.fetch("http://[::1]:9/").await, Err(FetchError::Blocked(_))));
-        assert!(matches!(f.fetch("ftp://example.com/").await, Err(FetchError::BadUrl(_))));
-        assert!(matches!(f.fetch("not a url").await, Err(FetchError::BadUrl(_))));
+        assert!(matches!(
+            f.fetch("http://127.0.0.1:9/x").await,
+            Err(FetchError::Blocked(_))
+        ));
+        assert!(matches!(
+            f.fetch("http://localhost:9/x").await,
+            Err(FetchError::Blocked(_))
+        ));
+        assert!(matches!(
+            f.fetch("http://[::1]:9/").await,
+            Err(FetchError::Blocked(_))
+        ));
+        assert!(matches!(
+            f.fetch("ftp://example.com/").await,
+            Err(FetchError::BadUrl(_))
+        ));
+        assert!(matches!(
+            f.fetch("not a url").await,
+            Err(FetchError::BadUrl(_))
+        ));
     }
 }

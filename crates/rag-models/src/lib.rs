@@ -40,9 +40,12 @@ mod openai;
 mod rerank;
 
 pub use bert::BertEmbedder;
-pub use fetch::{is_private, FetchConfig, HttpFetcher};
-pub use chat::{ChatCompletion, ChatConfig, ChatUsage, OpenAiChat, OPENROUTER_BASE_URL, OPENROUTER_DEFAULT_MODEL};
+pub use chat::{
+    ChatCompletion, ChatConfig, ChatUsage, OpenAiChat, OPENROUTER_BASE_URL,
+    OPENROUTER_DEFAULT_MODEL,
+};
 pub use e5::{E5Embedder, E5_MODEL_ID};
 pub use error::ModelError;
+pub use fetch::{is_private, FetchConfig, HttpFetcher};
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
 pub use rerank::{HttpReranker, HttpRerankerConfig, LlmListwiseReranker};

@@ -98,7 +98,10 @@ struct Item {
 
 enum Attempt {
     Done(Vec<Vec<f32>>),
-    Retry { error: ModelError, after: Option<Duration> },
+    Retry {
+        error: ModelError,
+        after: Option<Duration>,
+    },
     Fail(ModelError),
 }
 
@@ -106,7 +109,10 @@ impl OpenAiEmbedder {
     /// A client for `config` (validated here).
     pub fn new(config: OpenAiEmbedderConfig) -> Result<Self, ModelError> {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
-            return Err(ModelError::Config(format!("base_url {:?} must start with http:// or https://", config.base_url)));
+            return Err(ModelError::Config(format!(
+                "base_url {:?} must start with http:// or https://",
+                config.base_url
+            )));
         }
         if config.batch_size == 0 || config.batch_size > 2048 {
             return Err(ModelError::Config("batch_size must be in 1..=2048".into()));
@@ -123,20 +129,43 @@ impl OpenAiEmbedder {
             .build()
             .map_err(|e| ModelError::Config(e.to_string()))?;
         let url = format!("{}/embeddings", config.base_url.trim_end_matches('/'));
-        let model_id = format!("openai-compatible:{}@{}", config.model, config.base_url.trim_end_matches('/'));
+        let model_id = format!(
+            "openai-compatible:{}@{}",
+            config.model,
+            config.base_url.trim_end_matches('/')
+        );
         let dimensions = OnceLock::new();
         if let Some(d) = config.dimensions {
             let _ = dimensions.set(d);
         }
-        Ok(OpenAiEmbedder { config, client, url, model_id, dimensions })
+        Ok(OpenAiEmbedder {
+            config,
+            client,
+            url,
+            model_id,
+            dimensions,
+        })
     }
 
     /// Embeds texts (queries when `query`), in batches, in input order.
-    pub async fn embed_batch(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
+    pub async fn embed_batch(
+        &self,
+        texts: &[&str],
+        query: bool,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
         let (model, prefix) = if query {
-            (self.config.query_model.as_deref().unwrap_or(&self.config.model), self.config.query_prefix.as_str())
+            (
+                self.config
+                    .query_model
+                    .as_deref()
+                    .unwrap_or(&self.config.model),
+                self.config.query_prefix.as_str(),
+            )
         } else {
-            (self.config.model.as_str(), self.config.document_prefix.as_str())
+            (
+                self.config.model.as_str(),
+                self.config.document_prefix.as_str(),
+            )
         };
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(self.config.batch_size) {
@@ -145,7 +174,10 @@ impl OpenAiEmbedder {
             for v in &vectors {
                 let expected = *self.dimensions.get_or_init(|| v.len());
                 if v.len() != expected {
-                    return Err(ModelError::WrongDimension { expected, got: v.len() });
+                    return Err(ModelError::WrongDimension {
+                        expected,
+                        got: v.len(),
+                    });
                 }
             }
             out.extend(vectors);
@@ -164,7 +196,12 @@ impl OpenAiEmbedder {
                     if attempt > self.config.max_retries {
                         return Err(error);
                     }
-                    let backoff = Duration::from_millis(self.config.backoff_ms.saturating_mul(1 << (attempt - 1).min(16)).min(5_000));
+                    let backoff = Duration::from_millis(
+                        self.config
+                            .backoff_ms
+                            .saturating_mul(1 << (attempt - 1).min(16))
+                            .min(5_000),
+                    );
                     let wait = after.unwrap_or(backoff).min(Duration::from_secs(30));
                     tracing::warn!(url = %self.url, attempt, wait_ms = wait.as_millis() as u64, error = %error, "embedding request failed; retrying");
                     tokio::time::sleep(wait).await;
@@ -174,17 +211,33 @@ impl OpenAiEmbedder {
     }
 
     async fn attempt(&self, model: &str, input: &[String], attempt: u32) -> Attempt {
-        let mut req = self.client.post(&self.url).json(&Request { model, input, encoding_format: "float" });
+        let mut req = self.client.post(&self.url).json(&Request {
+            model,
+            input,
+            encoding_format: "float",
+        });
         if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
             req = req.bearer_auth(key);
         }
         let response = match req.send().await {
             Ok(r) => r,
             Err(e) if e.is_timeout() => {
-                return Attempt::Retry { error: ModelError::Timeout { url: self.url.clone(), timeout_ms: self.config.timeout_ms }, after: None }
+                return Attempt::Retry {
+                    error: ModelError::Timeout {
+                        url: self.url.clone(),
+                        timeout_ms: self.config.timeout_ms,
+                    },
+                    after: None,
+                }
             }
             Err(e) => {
-                return Attempt::Retry { error: ModelError::Connect { url: self.url.clone(), detail: root_cause(&e) }, after: None }
+                return Attempt::Retry {
+                    error: ModelError::Connect {
+                        url: self.url.clone(),
+                        detail: root_cause(&e),
+                    },
+                    after: None,
+                }
             }
         };
         let status = response.status().as_u16();
@@ -195,19 +248,51 @@ impl OpenAiEmbedder {
             .and_then(|s| s.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         if status == 401 || status == 403 {
-            return Attempt::Fail(ModelError::Unauthorized { url: self.url.clone(), status });
+            return Attempt::Fail(ModelError::Unauthorized {
+                url: self.url.clone(),
+                status,
+            });
         }
         if !(200..300).contains(&status) {
-            let body: String = response.text().await.unwrap_or_default().chars().take(300).collect();
-            let error = ModelError::Http { url: self.url.clone(), status, attempts: attempt, body };
-            return if status == 429 || status >= 500 { Attempt::Retry { error, after: retry_after } } else { Attempt::Fail(error) };
+            let body: String = response
+                .text()
+                .await
+                .unwrap_or_default()
+                .chars()
+                .take(300)
+                .collect();
+            let error = ModelError::Http {
+                url: self.url.clone(),
+                status,
+                attempts: attempt,
+                body,
+            };
+            return if status == 429 || status >= 500 {
+                Attempt::Retry {
+                    error,
+                    after: retry_after,
+                }
+            } else {
+                Attempt::Fail(error)
+            };
         }
         let parsed: Response = match response.json().await {
             Ok(p) => p,
             Err(e) if e.is_timeout() => {
-                return Attempt::Retry { error: ModelError::Timeout { url: self.url.clone(), timeout_ms: self.config.timeout_ms }, after: None }
+                return Attempt::Retry {
+                    error: ModelError::Timeout {
+                        url: self.url.clone(),
+                        timeout_ms: self.config.timeout_ms,
+                    },
+                    after: None,
+                }
             }
-            Err(e) => return Attempt::Fail(ModelError::BadResponse { url: self.url.clone(), detail: root_cause(&e) }),
+            Err(e) => {
+                return Attempt::Fail(ModelError::BadResponse {
+                    url: self.url.clone(),
+                    detail: root_cause(&e),
+                })
+            }
         };
         if parsed.data.len() != input.len() {
             return Attempt::Fail(ModelError::BadResponse {
@@ -220,8 +305,14 @@ impl OpenAiEmbedder {
             items.sort_by_key(|i| i.index);
         }
         let vectors: Vec<Vec<f32>> = items.into_iter().map(|i| i.embedding).collect();
-        if vectors.iter().any(|v| v.is_empty() || v.iter().any(|x| !x.is_finite())) {
-            return Attempt::Fail(ModelError::BadResponse { url: self.url.clone(), detail: "empty or non-finite vector".into() });
+        if vectors
+            .iter()
+            .any(|v| v.is_empty() || v.iter().any(|x| !x.is_finite()))
+        {
+            return Attempt::Fail(ModelError::BadResponse {
+                url: self.url.clone(),
+                detail: "empty or non-finite vector".into(),
+            });
         }
         Attempt::Done(vectors)
     }
@@ -249,7 +340,13 @@ impl Embedder for OpenAiEmbedder {
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, CoreError> {
         let mut v = self.embed_batch(&[text], true).await?;
-        v.pop().ok_or_else(|| ModelError::BadResponse { url: self.url.clone(), detail: "no vector".into() }.into())
+        v.pop().ok_or_else(|| {
+            ModelError::BadResponse {
+                url: self.url.clone(),
+                detail: "no vector".into(),
+            }
+            .into()
+        })
     }
 
     async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, CoreError> {

@@ -19,7 +19,8 @@ use crate::error::{root_cause, ModelError};
 use async_trait::async_trait;
 use futures::StreamExt;
 use rag_core::{
-    AnalyzedQuery, ChatMessage, CoreError, GenEvent, GenerateRequest, Generator, RerankCandidate, RerankedHit, Reranker,
+    AnalyzedQuery, ChatMessage, CoreError, GenEvent, GenerateRequest, Generator, RerankCandidate,
+    RerankedHit, Reranker,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -112,13 +113,18 @@ impl HttpReranker {
     /// A client for `config` (validated here).
     pub fn new(config: HttpRerankerConfig) -> Result<Self, ModelError> {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
-            return Err(ModelError::Config(format!("base_url {:?} must start with http:// or https://", config.base_url)));
+            return Err(ModelError::Config(format!(
+                "base_url {:?} must start with http:// or https://",
+                config.base_url
+            )));
         }
         if config.model.trim().is_empty() {
             return Err(ModelError::Config("model must be named".into()));
         }
         if config.timeout_ms == 0 || config.max_document_chars == 0 {
-            return Err(ModelError::Config("timeout_ms and max_document_chars must be positive".into()));
+            return Err(ModelError::Config(
+                "timeout_ms and max_document_chars must be positive".into(),
+            ));
         }
         let client = reqwest::Client::builder()
             .timeout(Duration::from_millis(config.timeout_ms))
@@ -128,18 +134,31 @@ impl HttpReranker {
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/rerank");
         let name = format!("rerank:{}@{}", config.model, base);
-        Ok(HttpReranker { config, client, url, name })
+        Ok(HttpReranker {
+            config,
+            client,
+            url,
+            name,
+        })
     }
 
     /// Scores `documents` for `query`: `(index, score)` best first, at most `top_n`.
-    pub async fn rerank_texts(&self, query: &str, documents: &[&str], top_n: usize) -> Result<Vec<(usize, f64)>, ModelError> {
+    pub async fn rerank_texts(
+        &self,
+        query: &str,
+        documents: &[&str],
+        top_n: usize,
+    ) -> Result<Vec<(usize, f64)>, ModelError> {
         if documents.is_empty() || top_n == 0 {
             return Ok(Vec::new());
         }
         let body = RerankRequest {
             model: &self.config.model,
             query,
-            documents: documents.iter().map(|d| cut(d, self.config.max_document_chars)).collect(),
+            documents: documents
+                .iter()
+                .map(|d| cut(d, self.config.max_document_chars))
+                .collect(),
             top_n: top_n.min(documents.len()),
         };
         let mut attempt = 0u32;
@@ -157,44 +176,95 @@ impl HttpReranker {
         }
     }
 
-    async fn attempt(&self, body: &RerankRequest<'_>, attempt: u32) -> Result<RerankResponse, (ModelError, bool)> {
+    async fn attempt(
+        &self,
+        body: &RerankRequest<'_>,
+        attempt: u32,
+    ) -> Result<RerankResponse, (ModelError, bool)> {
         let mut req = self.client.post(&self.url).json(body);
         if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
             req = req.bearer_auth(key);
         }
-        let timeout = || ModelError::Timeout { url: self.url.clone(), timeout_ms: self.config.timeout_ms };
+        let timeout = || ModelError::Timeout {
+            url: self.url.clone(),
+            timeout_ms: self.config.timeout_ms,
+        };
         let response = match req.send().await {
             Ok(r) => r,
             Err(e) if e.is_timeout() => return Err((timeout(), true)),
-            Err(e) => return Err((ModelError::Connect { url: self.url.clone(), detail: root_cause(&e) }, true)),
+            Err(e) => {
+                return Err((
+                    ModelError::Connect {
+                        url: self.url.clone(),
+                        detail: root_cause(&e),
+                    },
+                    true,
+                ))
+            }
         };
         let status = response.status().as_u16();
         if status == 401 || status == 403 {
-            return Err((ModelError::Unauthorized { url: self.url.clone(), status }, false));
+            return Err((
+                ModelError::Unauthorized {
+                    url: self.url.clone(),
+                    status,
+                },
+                false,
+            ));
         }
         if !(200..300).contains(&status) {
-            let body: String = response.text().await.unwrap_or_default().chars().take(300).collect();
-            return Err((ModelError::Http { url: self.url.clone(), status, attempts: attempt, body }, status == 429 || status >= 500));
+            let body: String = response
+                .text()
+                .await
+                .unwrap_or_default()
+                .chars()
+                .take(300)
+                .collect();
+            return Err((
+                ModelError::Http {
+                    url: self.url.clone(),
+                    status,
+                    attempts: attempt,
+                    body,
+                },
+                status == 429 || status >= 500,
+            ));
         }
         match response.json::<RerankResponse>().await {
             Ok(r) => Ok(r),
             Err(e) if e.is_timeout() => Err((timeout(), true)),
-            Err(e) => Err((ModelError::BadResponse { url: self.url.clone(), detail: root_cause(&e) }, false)),
+            Err(e) => Err((
+                ModelError::BadResponse {
+                    url: self.url.clone(),
+                    detail: root_cause(&e),
+                },
+                false,
+            )),
         }
     }
 
-    fn validate(&self, response: RerankResponse, n: usize) -> Result<Vec<(usize, f64)>, ModelError> {
+    fn validate(
+        &self,
+        response: RerankResponse,
+        n: usize,
+    ) -> Result<Vec<(usize, f64)>, ModelError> {
         let mut seen = vec![false; n];
         let mut out = Vec::with_capacity(response.results.len());
         for r in response.results {
             if r.index >= n || seen[r.index] {
                 return Err(ModelError::BadResponse {
                     url: self.url.clone(),
-                    detail: format!("result index {} is out of range or repeated ({n} documents)", r.index),
+                    detail: format!(
+                        "result index {} is out of range or repeated ({n} documents)",
+                        r.index
+                    ),
                 });
             }
             if !r.relevance_score.is_finite() {
-                return Err(ModelError::BadResponse { url: self.url.clone(), detail: "non-finite relevance score".into() });
+                return Err(ModelError::BadResponse {
+                    url: self.url.clone(),
+                    detail: "non-finite relevance score".into(),
+                });
             }
             seen[r.index] = true;
             out.push((r.index, r.relevance_score));
@@ -211,10 +281,24 @@ impl Reranker for HttpReranker {
         &self.name
     }
 
-    async fn rerank(&self, query: &AnalyzedQuery, candidates: Vec<RerankCandidate>, top_k: usize) -> Result<Vec<RerankedHit>, CoreError> {
+    async fn rerank(
+        &self,
+        query: &AnalyzedQuery,
+        candidates: Vec<RerankCandidate>,
+        top_k: usize,
+    ) -> Result<Vec<RerankedHit>, CoreError> {
         let documents: Vec<&str> = candidates.iter().map(|c| c.text.as_str()).collect();
-        let order = self.rerank_texts(&query.raw, &documents, top_k).await.map_err(|e| e.into_core("reranker"))?;
-        Ok(order.into_iter().map(|(i, score)| RerankedHit { hit: candidates[i].hit.clone(), score: Some(score) }).collect())
+        let order = self
+            .rerank_texts(&query.raw, &documents, top_k)
+            .await
+            .map_err(|e| e.into_core("reranker"))?;
+        Ok(order
+            .into_iter()
+            .map(|(i, score)| RerankedHit {
+                hit: candidates[i].hit.clone(),
+                score: Some(score),
+            })
+            .collect())
     }
 }
 
@@ -228,7 +312,9 @@ pub struct LlmListwiseReranker {
 
 impl std::fmt::Debug for LlmListwiseReranker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LlmListwiseReranker").field("name", &self.name).finish()
+        f.debug_struct("LlmListwiseReranker")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -236,7 +322,12 @@ impl LlmListwiseReranker {
     /// Reranks with `generator`, showing it at most 20 candidates of at most 600 characters.
     pub fn new(generator: Arc<dyn Generator>) -> Self {
         let name = format!("llm-listwise:{}", generator.name());
-        LlmListwiseReranker { generator, name, max_document_chars: 600, max_candidates: 20 }
+        LlmListwiseReranker {
+            generator,
+            name,
+            max_document_chars: 600,
+            max_candidates: 20,
+        }
     }
 
     /// Changes the limits.
@@ -250,7 +341,11 @@ impl LlmListwiseReranker {
     pub fn messages(&self, query: &str, documents: &[&str]) -> Vec<ChatMessage> {
         let mut block = String::from("<passages>\n");
         for (i, d) in documents.iter().enumerate() {
-            block.push_str(&format!("<passage n=\"{}\">\n{}\n</passage>\n", i + 1, escape(&cut(d, self.max_document_chars))));
+            block.push_str(&format!(
+                "<passage n=\"{}\">\n{}\n</passage>\n",
+                i + 1,
+                escape(&cut(d, self.max_document_chars))
+            ));
         }
         block.push_str("</passages>");
         vec![
@@ -264,22 +359,34 @@ impl LlmListwiseReranker {
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('＜', "&lt;").replace('＞', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('＜', "&lt;")
+        .replace('＞', "&gt;")
 }
 
 /// Reads the order from an LLM's reply: the first JSON array of integers,
 /// 1-based numbers within `1..=n`, no repeats, not empty. Returns 0-based indices.
 pub(crate) fn parse_order(reply: &str, n: usize) -> Result<Vec<usize>, String> {
-    let start = reply.find('[').ok_or_else(|| "no JSON array in the reply".to_string())?;
-    let end = reply[start..].find(']').map(|e| start + e + 1).ok_or_else(|| "unterminated JSON array in the reply".to_string())?;
-    let values: Vec<serde_json::Value> = serde_json::from_str(&reply[start..end]).map_err(|e| format!("not a JSON array: {e}"))?;
+    let start = reply
+        .find('[')
+        .ok_or_else(|| "no JSON array in the reply".to_string())?;
+    let end = reply[start..]
+        .find(']')
+        .map(|e| start + e + 1)
+        .ok_or_else(|| "unterminated JSON array in the reply".to_string())?;
+    let values: Vec<serde_json::Value> =
+        serde_json::from_str(&reply[start..end]).map_err(|e| format!("not a JSON array: {e}"))?;
     if values.is_empty() {
         return Err("empty order".into());
     }
     let mut seen = vec![false; n];
     let mut out = Vec::with_capacity(values.len());
     for v in values {
-        let k = v.as_u64().ok_or_else(|| format!("{v} is not a passage number"))? as usize;
+        let k = v
+            .as_u64()
+            .ok_or_else(|| format!("{v} is not a passage number"))? as usize;
         if k == 0 || k > n {
             return Err(format!("passage {k} does not exist (1..={n})"));
         }
@@ -298,13 +405,26 @@ impl Reranker for LlmListwiseReranker {
         &self.name
     }
 
-    async fn rerank(&self, query: &AnalyzedQuery, candidates: Vec<RerankCandidate>, top_k: usize) -> Result<Vec<RerankedHit>, CoreError> {
+    async fn rerank(
+        &self,
+        query: &AnalyzedQuery,
+        candidates: Vec<RerankCandidate>,
+        top_k: usize,
+    ) -> Result<Vec<RerankedHit>, CoreError> {
         let shown = candidates.len().min(self.max_candidates);
         if shown == 0 {
             return Ok(Vec::new());
         }
-        let documents: Vec<&str> = candidates[..shown].iter().map(|c| c.text.as_str()).collect();
-        let request = GenerateRequest { question: query.raw.clone(), sources: Vec::new(), messages: self.messages(&query.raw, &documents), json: false };
+        let documents: Vec<&str> = candidates[..shown]
+            .iter()
+            .map(|c| c.text.as_str())
+            .collect();
+        let request = GenerateRequest {
+            question: query.raw.clone(),
+            sources: Vec::new(),
+            messages: self.messages(&query.raw, &documents),
+            json: false,
+        };
         let mut stream = self.generator.generate(request).await?;
         let mut reply = String::new();
         while let Some(event) = stream.next().await {
@@ -316,7 +436,10 @@ impl Reranker for LlmListwiseReranker {
         }
         let order = parse_order(&reply, shown).map_err(|detail| {
             let shown: String = reply.chars().take(120).collect();
-            CoreError::Component { component: "reranker".into(), message: format!("{}: invalid order {shown:?}: {detail}", self.name) }
+            CoreError::Component {
+                component: "reranker".into(),
+                message: format!("{}: invalid order {shown:?}: {detail}", self.name),
+            }
         })?;
         let mut ranked: Vec<usize> = order.clone();
         ranked.extend((0..candidates.len()).filter(|i| !order.contains(i)));
@@ -325,7 +448,10 @@ impl Reranker for LlmListwiseReranker {
             .take(top_k)
             .map(|i| RerankedHit {
                 hit: candidates[i].hit.clone(),
-                score: order.iter().position(|&o| o == i).map(|p| 1.0 / (p as f64 + 1.0)),
+                score: order
+                    .iter()
+                    .position(|&o| o == i)
+                    .map(|p| 1.0 / (p as f64 + 1.0)),
             })
             .collect())
     }
@@ -339,7 +465,9 @@ mod tests {
     fn orders_are_validated() {
         assert_eq!(parse_order("```json\n[2, 1]\n```", 3), Ok(vec![1, 0]));
         assert_eq!(parse_order("Here: [3]", 3), Ok(vec![2]));
-        assert!(parse_order("[4, 1]", 3).unwrap_err().contains("does not exist"));
+        assert!(parse_order("[4, 1]", 3)
+            .unwrap_err()
+            .contains("does not exist"));
         assert!(parse_order("[1, 1]", 3).unwrap_err().contains("twice"));
         assert!(parse_order("[]", 3).is_err());
         assert!(parse_order("[\"a\"]", 3).is_err());

@@ -37,7 +37,11 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, Strin
             let head = String::from_utf8_lossy(&buf[..end]).to_string();
             let len: usize = head
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
                 .unwrap_or(0);
             while buf.len() < end + 4 + len {
                 let n = sock.read(&mut tmp).await.ok()?;
@@ -46,7 +50,10 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, Strin
                 }
                 buf.extend_from_slice(&tmp[..n]);
             }
-            return Some((head, String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).to_string()));
+            return Some((
+                head,
+                String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).to_string(),
+            ));
         }
     }
 }
@@ -60,15 +67,22 @@ async fn stand_in(script: Vec<Reply>) -> StandIn {
     let (h, b, a) = (hits.clone(), bodies.clone(), auth.clone());
     tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
             let (h, b, a, script) = (h.clone(), b.clone(), a.clone(), script.clone());
             tokio::spawn(async move {
                 while let Some((head, body)) = read_request(&mut sock).await {
                     let i = h.fetch_add(1, Ordering::SeqCst);
-                    a.lock().unwrap().push(
-                        head.lines().find_map(|l| l.to_ascii_lowercase().starts_with("authorization:").then(|| l[14..].trim().to_owned())),
-                    );
-                    let reply = script.get(i).cloned().unwrap_or_else(|| script.last().cloned().unwrap());
+                    a.lock().unwrap().push(head.lines().find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .starts_with("authorization:")
+                            .then(|| l[14..].trim().to_owned())
+                    }));
+                    let reply = script
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| script.last().cloned().unwrap());
                     let (status, extra, payload) = match reply {
                         Reply::Hang => {
                             b.lock().unwrap().push(body);
@@ -98,7 +112,12 @@ async fn stand_in(script: Vec<Reply>) -> StandIn {
             });
         }
     });
-    StandIn { url, hits, bodies, auth }
+    StandIn {
+        url,
+        hits,
+        bodies,
+        auth,
+    }
 }
 
 fn config(url: &str) -> OpenAiEmbedderConfig {
@@ -124,9 +143,19 @@ async fn batches_keep_input_order_and_send_the_key() {
     assert_eq!(v[0][0], 1.0);
     assert_eq!(v[1][0], 2.0);
     assert_eq!(v[2][0], 1.0, "third text is the first of the second batch");
-    assert_eq!(s.hits.load(Ordering::SeqCst), 2, "two batches of at most two");
-    assert_eq!(s.auth.lock().unwrap()[0].as_deref(), Some("Bearer sk-test-secret"));
-    assert!(!format!("{e:?}").contains("sk-test-secret"), "the key must not appear in Debug output");
+    assert_eq!(
+        s.hits.load(Ordering::SeqCst),
+        2,
+        "two batches of at most two"
+    );
+    assert_eq!(
+        s.auth.lock().unwrap()[0].as_deref(),
+        Some("Bearer sk-test-secret")
+    );
+    assert!(
+        !format!("{e:?}").contains("sk-test-secret"),
+        "the key must not appear in Debug output"
+    );
 }
 
 #[tokio::test]
@@ -145,20 +174,38 @@ async fn server_errors_are_retried_then_succeed() {
 
 #[tokio::test]
 async fn persistent_failure_gives_up_with_a_clear_error() {
-    let s = stand_in(vec![Reply::Status(500, "", "{\"error\":\"model crashed\"}".into())]).await;
+    let s = stand_in(vec![Reply::Status(
+        500,
+        "",
+        "{\"error\":\"model crashed\"}".into(),
+    )])
+    .await;
     let e = OpenAiEmbedder::new(config(&s.url)).unwrap();
     match e.embed_batch(&["x"], true).await {
-        Err(ModelError::Http { status: 500, attempts: 3, body, .. }) => assert!(body.contains("model crashed")),
+        Err(ModelError::Http {
+            status: 500,
+            attempts: 3,
+            body,
+            ..
+        }) => assert!(body.contains("model crashed")),
         other => panic!("unexpected: {other:?}"),
     }
 }
 
 #[tokio::test]
 async fn wrong_key_is_not_retried() {
-    let s = stand_in(vec![Reply::Status(401, "", "{\"error\":\"bad key\"}".into())]).await;
+    let s = stand_in(vec![Reply::Status(
+        401,
+        "",
+        "{\"error\":\"bad key\"}".into(),
+    )])
+    .await;
     let e = OpenAiEmbedder::new(config(&s.url)).unwrap();
     let err = e.embed_batch(&["x"], true).await.unwrap_err();
-    assert!(matches!(err, ModelError::Unauthorized { status: 401, .. }), "{err:?}");
+    assert!(
+        matches!(err, ModelError::Unauthorized { status: 401, .. }),
+        "{err:?}"
+    );
     assert!(!err.to_string().contains("sk-test-secret"));
     assert_eq!(s.hits.load(Ordering::SeqCst), 1);
 }
@@ -166,9 +213,23 @@ async fn wrong_key_is_not_retried() {
 #[tokio::test]
 async fn a_silent_server_times_out() {
     let s = stand_in(vec![Reply::Hang]).await;
-    let e = OpenAiEmbedder::new(OpenAiEmbedderConfig { timeout_ms: 200, max_retries: 1, ..config(&s.url) }).unwrap();
+    let e = OpenAiEmbedder::new(OpenAiEmbedderConfig {
+        timeout_ms: 200,
+        max_retries: 1,
+        ..config(&s.url)
+    })
+    .unwrap();
     let err = e.embed_batch(&["x"], true).await.unwrap_err();
-    assert!(matches!(err, ModelError::Timeout { timeout_ms: 200, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            ModelError::Timeout {
+                timeout_ms: 200,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert_eq!(s.bodies.lock().unwrap().len(), 2, "one retry");
 }
 
@@ -176,22 +237,58 @@ async fn a_silent_server_times_out() {
 async fn malformed_answers_are_refused() {
     let s = stand_in(vec![Reply::Status(200, "", "{\"data\": \"nope\"}".into())]).await;
     let e = OpenAiEmbedder::new(config(&s.url)).unwrap();
-    assert!(matches!(e.embed_batch(&["x"], true).await, Err(ModelError::BadResponse { .. })));
+    assert!(matches!(
+        e.embed_batch(&["x"], true).await,
+        Err(ModelError::BadResponse { .. })
+    ));
 
-    let s = stand_in(vec![Reply::Status(200, "", "{\"data\": [{\"embedding\": [1.0]}, {\"embedding\": [1.0, 2.0]}]}".into())]).await;
+    let s = stand_in(vec![Reply::Status(
+        200,
+        "",
+        "{\"data\": [{\"embedding\": [1.0]}, {\"embedding\": [1.0, 2.0]}]}".into(),
+    )])
+    .await;
     let e = OpenAiEmbedder::new(config(&s.url)).unwrap();
-    assert!(matches!(e.embed_batch(&["x", "y"], true).await, Err(ModelError::WrongDimension { expected: 1, got: 2 })));
+    assert!(matches!(
+        e.embed_batch(&["x", "y"], true).await,
+        Err(ModelError::WrongDimension {
+            expected: 1,
+            got: 2
+        })
+    ));
 
-    let s = stand_in(vec![Reply::Status(200, "", "{\"data\": [{\"embedding\": [1.0]}]}".into())]).await;
+    let s = stand_in(vec![Reply::Status(
+        200,
+        "",
+        "{\"data\": [{\"embedding\": [1.0]}]}".into(),
+    )])
+    .await;
     let e = OpenAiEmbedder::new(config(&s.url)).unwrap();
-    assert!(matches!(e.embed_batch(&["x", "y"], true).await, Err(ModelError::BadResponse { .. })));
+    assert!(matches!(
+        e.embed_batch(&["x", "y"], true).await,
+        Err(ModelError::BadResponse { .. })
+    ));
 }
 
 #[tokio::test]
 async fn unreachable_endpoint_and_bad_config() {
     // A port nothing listens on: bind, note the port, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let e = OpenAiEmbedder::new(OpenAiEmbedderConfig { max_retries: 0, ..config(&format!("http://127.0.0.1:{port}/v1")) }).unwrap();
-    assert!(matches!(e.embed_batch(&["x"], true).await, Err(ModelError::Connect { .. })));
-    assert!(matches!(OpenAiEmbedder::new(config("ftp://x")), Err(ModelError::Config(_))));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = OpenAiEmbedder::new(OpenAiEmbedderConfig {
+        max_retries: 0,
+        ..config(&format!("http://127.0.0.1:{port}/v1"))
+    })
+    .unwrap();
+    assert!(matches!(
+        e.embed_batch(&["x"], true).await,
+        Err(ModelError::Connect { .. })
+    ));
+    assert!(matches!(
+        OpenAiEmbedder::new(config("ftp://x")),
+        Err(ModelError::Config(_))
+    ));
 }

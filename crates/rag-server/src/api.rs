@@ -13,9 +13,9 @@ use axum::response::IntoResponse;
 use axum::Json;
 use futures::{Stream, StreamExt};
 use rag_core::{
-    ApiKeyInfo, Chunk, DocId, Document, DocumentInfo, FaqEntry, FaqId, FaqStatus, FactId, Filters, FusionParams, KbSettings,
-    KnowledgeBase, PathKind, PathWeights, PipelineEvent, QueryRequest, RankedList, RetrievalParams, Role, SynonymGroup,
-    TenantId, UserWord,
+    ApiKeyInfo, Chunk, DocId, Document, DocumentInfo, FactId, FaqEntry, FaqId, FaqStatus, Filters,
+    FusionParams, KbSettings, KnowledgeBase, PathKind, PathWeights, PipelineEvent, QueryRequest,
+    RankedList, RetrievalParams, Role, SynonymGroup, TenantId, UserWord,
 };
 use rag_engine::{FaqPatch, NewFaq};
 use serde::{Deserialize, Serialize};
@@ -55,11 +55,20 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(crate::ops::replay))
         .routes(routes!(crate::ops::faq_tool))
         .routes(routes!(crate::ops::analytics))
-        .routes(routes!(crate::sources::list_sources, crate::sources::add_source))
-        .routes(routes!(crate::sources::get_source, crate::sources::delete_source))
+        .routes(routes!(
+            crate::sources::list_sources,
+            crate::sources::add_source
+        ))
+        .routes(routes!(
+            crate::sources::get_source,
+            crate::sources::delete_source
+        ))
         .routes(routes!(crate::sources::sync_source))
         .routes(routes!(crate::ops::list_conversations))
-        .routes(routes!(crate::ops::get_conversation, crate::ops::delete_conversation))
+        .routes(routes!(
+            crate::ops::get_conversation,
+            crate::ops::delete_conversation
+        ))
         .merge(crate::web::api_routes())
 }
 
@@ -139,15 +148,34 @@ pub struct QueryEvents {
 
 fn check_k(name: &'static str, v: Option<usize>, max: usize) -> Result<(), ApiError> {
     match v {
-        Some(0) => Err(ApiError::bad_request("invalid_param", format!("{name} must be at least 1"))),
-        Some(n) if n > max => Err(ApiError::bad_request("limit_exceeded", format!("{name} is {n}; the limit is {max}"))),
+        Some(0) => Err(ApiError::bad_request(
+            "invalid_param",
+            format!("{name} must be at least 1"),
+        )),
+        Some(n) if n > max => Err(ApiError::bad_request(
+            "limit_exceeded",
+            format!("{name} is {n}; the limit is {max}"),
+        )),
         _ => Ok(()),
     }
 }
 
-pub(crate) async fn to_request(state: &AppState, caller: &Caller, kb: &str, body: QueryBody, may_generate: bool) -> Result<QueryRequest, ApiError> {
-    if body.conversation_id.as_ref().is_some_and(|c| c.is_empty() || c.len() > 128) {
-        return Err(ApiError::bad_request("invalid_param", "conversation_id has 1 to 128 bytes"));
+pub(crate) async fn to_request(
+    state: &AppState,
+    caller: &Caller,
+    kb: &str,
+    body: QueryBody,
+    may_generate: bool,
+) -> Result<QueryRequest, ApiError> {
+    if body
+        .conversation_id
+        .as_ref()
+        .is_some_and(|c| c.is_empty() || c.len() > 128)
+    {
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            "conversation_id has 1 to 128 bytes",
+        ));
     }
     let max = state.config.limits.max_top_k;
     check_k("per_path_k", body.per_path_k, max)?;
@@ -158,7 +186,10 @@ pub(crate) async fn to_request(state: &AppState, caller: &Caller, kb: &str, body
     let mut params: RetrievalParams = kb_row.settings.retrieval.clone();
     if let Some(p) = body.paths {
         if p.is_empty() {
-            return Err(ApiError::bad_request("invalid_param", "paths must name at least one path"));
+            return Err(ApiError::bad_request(
+                "invalid_param",
+                "paths must name at least one path",
+            ));
         }
         params.paths = p;
     }
@@ -185,7 +216,12 @@ pub(crate) async fn to_request(state: &AppState, caller: &Caller, kb: &str, body
     }
     params.validate().map_err(rag_core::CoreError::from)?;
     let f = body.filters.unwrap_or_default();
-    let filters = Filters { tags: f.tags, created_after: f.created_after, created_before: f.created_before, as_of: None };
+    let filters = Filters {
+        tags: f.tags,
+        created_after: f.created_after,
+        created_before: f.created_before,
+        as_of: None,
+    };
     Ok(QueryRequest {
         kb: kb.to_owned(),
         query: body.query,
@@ -202,7 +238,9 @@ pub(crate) fn is_miss(e: &PipelineEvent) -> bool {
 
 pub(crate) fn stage_timings(e: &PipelineEvent) -> Option<Vec<(String, f64)>> {
     match e {
-        PipelineEvent::Done { timings, .. } => Some(timings.iter().map(|t| (t.stage.clone(), t.ms)).collect()),
+        PipelineEvent::Done { timings, .. } => {
+            Some(timings.iter().map(|t| (t.stage.clone(), t.ms)).collect())
+        }
         _ => None,
     }
 }
@@ -230,15 +268,18 @@ async fn query_stream(
     }
     let metrics = state.metrics.clone();
     let mut missed = false;
-    let events = state.engine.query_with(&caller.tenant, request, caller.query_options()).map(move |e| {
-        let _held = &permit;
-        missed |= is_miss(&e);
-        if let Some(t) = stage_timings(&e) {
-            metrics.query(&t, missed);
-        }
-        let data = serde_json::to_string(&e).unwrap_or_else(|_| "{}".into());
-        Ok(Event::default().event(e.kind()).data(data))
-    });
+    let events = state
+        .engine
+        .query_with(&caller.tenant, request, caller.query_options())
+        .map(move |e| {
+            let _held = &permit;
+            missed |= is_miss(&e);
+            if let Some(t) = stage_timings(&e) {
+                metrics.query(&t, missed);
+            }
+            let data = serde_json::to_string(&e).unwrap_or_else(|_| "{}".into());
+            Ok(Event::default().event(e.kind()).data(data))
+        });
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
@@ -257,7 +298,11 @@ async fn query_json(
 ) -> Result<Json<QueryEvents>, ApiError> {
     let _permit = state.query_slot(&caller.key_id)?;
     let request = to_request(&state, &caller, &kb, body, true).await?;
-    let events: Vec<PipelineEvent> = state.engine.query_with(&caller.tenant, request, caller.query_options()).collect().await;
+    let events: Vec<PipelineEvent> = state
+        .engine
+        .query_with(&caller.tenant, request, caller.query_options())
+        .collect()
+        .await;
     if let Some(t) = events.last().and_then(stage_timings) {
         state.metrics.query(&t, events.iter().any(is_miss));
     }
@@ -292,10 +337,22 @@ async fn retrieve(
 ) -> Result<Json<Retrieval>, ApiError> {
     let _permit = state.query_slot(&caller.key_id)?;
     let request = to_request(&state, &caller, &kb, body, false).await?;
-    let events: Vec<PipelineEvent> = state.engine.query_with(&caller.tenant, request, caller.query_options()).collect().await;
+    let events: Vec<PipelineEvent> = state
+        .engine
+        .query_with(&caller.tenant, request, caller.query_options())
+        .collect()
+        .await;
     if let Some(PipelineEvent::Error { code, message }) = events.last() {
-        let status = if code == "unknown_kb" { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
-        let code: &'static str = if code == "unknown_kb" { "unknown_kb" } else { "query_failed" };
+        let status = if code == "unknown_kb" {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        let code: &'static str = if code == "unknown_kb" {
+            "unknown_kb"
+        } else {
+            "query_failed"
+        };
         return Err(ApiError::new(status, code, message.clone()));
     }
     let lists: Vec<RankedList> = events
@@ -308,7 +365,10 @@ async fn retrieve(
     // The λ the run applied (requested, or suggested for this query), so a
     // re-fusion without one fuses as the run did.
     let applied_lambda = events.iter().find_map(|e| match e {
-        PipelineEvent::Fused { lexical_interpolation, .. } => *lexical_interpolation,
+        PipelineEvent::Fused {
+            lexical_interpolation,
+            ..
+        } => *lexical_interpolation,
         _ => None,
     });
     let candidates_id = state.keep_candidates(CachedCandidates {
@@ -319,7 +379,11 @@ async fn retrieve(
         applied_lambda,
         created: std::time::Instant::now(),
     });
-    Ok(Json(Retrieval { candidates_id, expires_in_s: CANDIDATES_TTL.as_secs(), events }))
+    Ok(Json(Retrieval {
+        candidates_id,
+        expires_in_s: CANDIDATES_TTL.as_secs(),
+        events,
+    }))
 }
 
 /// New fusion settings for cached candidates.
@@ -368,8 +432,17 @@ async fn refuse(
         map.get(&body.candidates_id).cloned()
     };
     let cached = cached
-        .filter(|c| c.tenant == caller.tenant && c.viewer == caller.viewer() && c.kb == kb && c.created.elapsed() < CANDIDATES_TTL)
-        .ok_or_else(|| ApiError::not_found("no cached candidates with that id (they expire; run /retrieve again)"))?;
+        .filter(|c| {
+            c.tenant == caller.tenant
+                && c.viewer == caller.viewer()
+                && c.kb == kb
+                && c.created.elapsed() < CANDIDATES_TTL
+        })
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "no cached candidates with that id (they expire; run /retrieve again)",
+            )
+        })?;
     let kb_row = state.engine.kb(&caller.tenant, &kb).await?;
     let mut fusion = kb_row.settings.retrieval.fusion;
     if let Some(k) = body.k {
@@ -380,7 +453,10 @@ async fn refuse(
     }
     // λ: the request's, else the knowledge base's, else the one the run applied
     // (the per-query suggestion).
-    fusion.lexical_interpolation = body.lexical_interpolation.or(fusion.lexical_interpolation).or(cached.applied_lambda);
+    fusion.lexical_interpolation = body
+        .lexical_interpolation
+        .or(fusion.lexical_interpolation)
+        .or(cached.applied_lambda);
     if let Some(t) = body.top_k {
         fusion.top_k = t;
     }
@@ -404,7 +480,10 @@ pub struct NewKb {
 
 /// Knowledge bases of the caller's tenant.
 #[utoipa::path(get, path = "/kbs", tag = "kbs", responses((status = 200, body = Vec<KnowledgeBase>), (status = 401, body = ErrorBody)))]
-async fn list_kbs(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<KnowledgeBase>>, ApiError> {
+async fn list_kbs(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<KnowledgeBase>>, ApiError> {
     Ok(Json(state.engine.list_kbs(&caller.tenant).await?))
 }
 
@@ -412,25 +491,43 @@ async fn list_kbs(State(state): State<AppState>, caller: Caller) -> Result<Json<
 #[utoipa::path(post, path = "/kbs", tag = "kbs", request_body = NewKb,
     responses((status = 201, body = KnowledgeBase), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn create_kb(State(state): State<AppState>, caller: Caller, ApiJson(body): ApiJson<NewKb>) -> Result<impl IntoResponse, ApiError> {
+async fn create_kb(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewKb>,
+) -> Result<impl IntoResponse, ApiError> {
     caller.require_write()?;
     let settings = body.settings.unwrap_or_default();
-    settings.retrieval.validate().map_err(rag_core::CoreError::from)?;
-    let kb = state.engine.create_kb(&caller.tenant, &body.name, settings).await?;
+    settings
+        .retrieval
+        .validate()
+        .map_err(rag_core::CoreError::from)?;
+    let kb = state
+        .engine
+        .create_kb(&caller.tenant, &body.name, settings)
+        .await?;
     Ok((StatusCode::CREATED, Json(kb)))
 }
 
 /// One knowledge base.
 #[utoipa::path(get, path = "/kbs/{kb}", tag = "kbs", params(("kb" = String, Path)),
     responses((status = 200, body = KnowledgeBase), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn get_kb(State(state): State<AppState>, caller: Caller, Path(kb): Path<String>) -> Result<Json<KnowledgeBase>, ApiError> {
+async fn get_kb(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+) -> Result<Json<KnowledgeBase>, ApiError> {
     Ok(Json(state.engine.kb(&caller.tenant, &kb).await?))
 }
 
 /// Deletes a knowledge base and everything in it.
 #[utoipa::path(delete, path = "/kbs/{kb}", tag = "kbs", params(("kb" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn delete_kb(State(state): State<AppState>, caller: Caller, Path(kb): Path<String>) -> Result<StatusCode, ApiError> {
+async fn delete_kb(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+) -> Result<StatusCode, ApiError> {
     caller.require_write()?;
     state.engine.delete_kb(&caller.tenant, &kb).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -447,7 +544,12 @@ async fn put_settings(
     ApiJson(settings): ApiJson<KbSettings>,
 ) -> Result<Json<KnowledgeBase>, ApiError> {
     caller.require_write()?;
-    Ok(Json(state.engine.update_kb_settings(&caller.tenant, &kb, settings).await?))
+    Ok(Json(
+        state
+            .engine
+            .update_kb_settings(&caller.tenant, &kb, settings)
+            .await?,
+    ))
 }
 
 // ---------------------------------------------------------------- documents
@@ -471,7 +573,14 @@ pub struct DocumentSummary {
 
 impl From<DocumentInfo> for DocumentSummary {
     fn from(d: DocumentInfo) -> Self {
-        DocumentSummary { id: d.id, title: d.title, source: d.source, content_hash: d.content_hash, chunks: d.chunks, owner: d.owner }
+        DocumentSummary {
+            id: d.id,
+            title: d.title,
+            source: d.source,
+            content_hash: d.content_hash,
+            chunks: d.chunks,
+            owner: d.owner,
+        }
     }
 }
 
@@ -495,8 +604,20 @@ fn parse_faq(id: &str) -> Result<FaqId, ApiError> {
 /// Documents of a knowledge base.
 #[utoipa::path(get, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
     responses((status = 200, body = Vec<DocumentSummary>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn list_documents(State(state): State<AppState>, caller: Caller, Path(kb): Path<String>) -> Result<Json<Vec<DocumentSummary>>, ApiError> {
-    Ok(Json(state.engine.documents(&caller.tenant, &kb, &caller.viewer()).await?.into_iter().map(Into::into).collect()))
+async fn list_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+) -> Result<Json<Vec<DocumentSummary>>, ApiError> {
+    Ok(Json(
+        state
+            .engine
+            .documents(&caller.tenant, &kb, &caller.viewer())
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+    ))
 }
 
 /// A document with its text and chunk boundaries.
@@ -507,16 +628,26 @@ async fn get_document(
     caller: Caller,
     Path((kb, id)): Path<(String, String)>,
 ) -> Result<Json<DocumentWithChunks>, ApiError> {
-    let (document, chunks) = state.engine.document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer()).await?;
+    let (document, chunks) = state
+        .engine
+        .document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer())
+        .await?;
     Ok(Json(DocumentWithChunks { document, chunks }))
 }
 
 /// Deletes a document with its chunks, vectors and index entries.
 #[utoipa::path(delete, path = "/kbs/{kb}/documents/{id}", tag = "documents", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn delete_document(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+async fn delete_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     caller.require_write()?;
-    state.engine.delete_document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer()).await?;
+    state
+        .engine
+        .delete_document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -601,12 +732,19 @@ async fn upload(
     loop {
         let field = multipart.next_field().await.map_err(|e| {
             let status = e.status();
-            let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "body_too_large" } else { "bad_multipart" };
+            let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                "body_too_large"
+            } else {
+                "bad_multipart"
+            };
             ApiError::new(status, code, e.body_text())
         })?;
         let Some(field) = field else { break };
         if field.name() == Some("owner") && field.file_name().is_none() {
-            let text = field.text().await.map_err(|e| ApiError::new(e.status(), "bad_multipart", e.body_text()))?;
+            let text = field
+                .text()
+                .await
+                .map_err(|e| ApiError::new(e.status(), "bad_multipart", e.body_text()))?;
             let text = text.trim().to_owned();
             if !text.is_empty() {
                 owner_field = Some(text);
@@ -617,15 +755,27 @@ async fn upload(
             return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "too_many_files",
-                format!("at most {} files per upload", state.config.limits.max_files_per_upload),
+                format!(
+                    "at most {} files per upload",
+                    state.config.limits.max_files_per_upload
+                ),
             ));
         }
-        let name = field.file_name().map(str::to_owned).unwrap_or_else(|| format!("upload-{}", files.len() + 1));
-        let bytes = field.bytes().await.map_err(|e| ApiError::new(e.status(), "bad_multipart", e.body_text()))?;
+        let name = field
+            .file_name()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("upload-{}", files.len() + 1));
+        let bytes = field
+            .bytes()
+            .await
+            .map_err(|e| ApiError::new(e.status(), "bad_multipart", e.body_text()))?;
         files.push((name, bytes.to_vec()));
     }
     if files.is_empty() {
-        return Err(ApiError::bad_request("no_files", "send at least one file in a multipart field"));
+        return Err(ApiError::bad_request(
+            "no_files",
+            "send at least one file in a multipart field",
+        ));
     }
     let owner = crate::sources::owner_for(&caller, owner_field)?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<UploadEvent>();
@@ -634,27 +784,58 @@ async fn upload(
         let (mut indexed, mut skipped, mut failed) = (0, 0, 0);
         let n = files.len();
         for (file, bytes) in files {
-            if tx.send(UploadEvent::Received { file: file.clone(), bytes: bytes.len() }).is_err() {
+            if tx
+                .send(UploadEvent::Received {
+                    file: file.clone(),
+                    bytes: bytes.len(),
+                })
+                .is_err()
+            {
                 return;
             }
             let (stage_tx, stage_file) = (tx.clone(), file.clone());
             let mut progress = move |p: rag_engine::IngestProgress| {
                 let detail = serde_json::to_value(&p).unwrap_or_default();
-                let stage = detail.get("stage").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-                if matches!(stage.as_str(), "extracted" | "chunked" | "embedded" | "drafted") {
-                    let _ = stage_tx.send(UploadEvent::Stage { file: stage_file.clone(), step: stage, detail });
+                let stage = detail
+                    .get("stage")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                if matches!(
+                    stage.as_str(),
+                    "extracted" | "chunked" | "embedded" | "drafted"
+                ) {
+                    let _ = stage_tx.send(UploadEvent::Stage {
+                        file: stage_file.clone(),
+                        step: stage,
+                        detail,
+                    });
                 }
             };
-            let options = rag_engine::IngestOptions { owner: owner.clone(), ..Default::default() };
-            let event = match engine.ingest_with(&tenant, &kb, &file, bytes, &options, &mut progress).await {
+            let options = rag_engine::IngestOptions {
+                owner: owner.clone(),
+                ..Default::default()
+            };
+            let event = match engine
+                .ingest_with(&tenant, &kb, &file, bytes, &options, &mut progress)
+                .await
+            {
                 Ok(o) => match o.status {
                     rag_engine::IngestStatus::Document { chunks, .. } => {
                         indexed += 1;
-                        UploadEvent::Indexed { file, chunks, faqs_added: 0 }
+                        UploadEvent::Indexed {
+                            file,
+                            chunks,
+                            faqs_added: 0,
+                        }
                     }
                     rag_engine::IngestStatus::Faqs { added, .. } => {
                         indexed += 1;
-                        UploadEvent::Indexed { file, chunks: 0, faqs_added: added }
+                        UploadEvent::Indexed {
+                            file,
+                            chunks: 0,
+                            faqs_added: added,
+                        }
                     }
                     rag_engine::IngestStatus::Skipped { reason } => {
                         skipped += 1;
@@ -668,14 +849,22 @@ async fn upload(
                 Err(e) => {
                     failed += 1;
                     tracing::warn!(error = %e, "upload: file failed");
-                    UploadEvent::Failed { file, reason: crate::error::ApiError::from(e).message }
+                    UploadEvent::Failed {
+                        file,
+                        reason: crate::error::ApiError::from(e).message,
+                    }
                 }
             };
             if tx.send(event).is_err() {
                 return;
             }
         }
-        let _ = tx.send(UploadEvent::Summary { files: n, indexed, skipped, failed });
+        let _ = tx.send(UploadEvent::Summary {
+            files: n,
+            indexed,
+            skipped,
+            failed,
+        });
     });
     let stream = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|e| {
         let kind = match &e {
@@ -686,7 +875,9 @@ async fn upload(
             UploadEvent::Failed { .. } => "failed",
             UploadEvent::Summary { .. } => "summary",
         };
-        Ok(Event::default().event(kind).data(serde_json::to_string(&e).unwrap_or_default()))
+        Ok(Event::default()
+            .event(kind)
+            .data(serde_json::to_string(&e).unwrap_or_default()))
     });
     Ok(Sse::new(stream))
 }
@@ -696,7 +887,11 @@ async fn upload(
 /// FAQ entries of a knowledge base.
 #[utoipa::path(get, path = "/kbs/{kb}/faqs", tag = "faqs", params(("kb" = String, Path)),
     responses((status = 200, body = Vec<FaqEntry>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn list_faqs(State(state): State<AppState>, caller: Caller, Path(kb): Path<String>) -> Result<Json<Vec<FaqEntry>>, ApiError> {
+async fn list_faqs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+) -> Result<Json<Vec<FaqEntry>>, ApiError> {
     Ok(Json(state.engine.faqs(&caller.tenant, &kb).await?))
 }
 
@@ -730,15 +925,34 @@ async fn create_faq(
     ApiJson(b): ApiJson<NewFaqBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require_write()?;
-    let new = NewFaq { question: b.question, answer: b.answer, tags: b.tags, source_url: b.source_url, status: b.status, ..Default::default() };
-    Ok((StatusCode::CREATED, Json(state.engine.create_faq(&caller.tenant, &kb, new).await?)))
+    let new = NewFaq {
+        question: b.question,
+        answer: b.answer,
+        tags: b.tags,
+        source_url: b.source_url,
+        status: b.status,
+        ..Default::default()
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(state.engine.create_faq(&caller.tenant, &kb, new).await?),
+    ))
 }
 
 /// One FAQ entry.
 #[utoipa::path(get, path = "/kbs/{kb}/faqs/{id}", tag = "faqs", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = FaqEntry), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn get_faq(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<Json<FaqEntry>, ApiError> {
-    Ok(Json(state.engine.faq(&caller.tenant, &kb, parse_faq(&id)?).await?))
+async fn get_faq(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<FaqEntry>, ApiError> {
+    Ok(Json(
+        state
+            .engine
+            .faq(&caller.tenant, &kb, parse_faq(&id)?)
+            .await?,
+    ))
 }
 
 /// Changes to an FAQ entry.
@@ -770,33 +984,68 @@ async fn edit_faq(
     ApiJson(b): ApiJson<FaqPatchBody>,
 ) -> Result<Json<FaqEntry>, ApiError> {
     caller.require_write()?;
-    let patch = FaqPatch { question: b.question, answer: b.answer, tags: b.tags, source_url: b.source_url };
-    Ok(Json(state.engine.update_faq(&caller.tenant, &kb, parse_faq(&id)?, patch).await?))
+    let patch = FaqPatch {
+        question: b.question,
+        answer: b.answer,
+        tags: b.tags,
+        source_url: b.source_url,
+    };
+    Ok(Json(
+        state
+            .engine
+            .update_faq(&caller.tenant, &kb, parse_faq(&id)?, patch)
+            .await?,
+    ))
 }
 
 /// Deletes an FAQ entry.
 #[utoipa::path(delete, path = "/kbs/{kb}/faqs/{id}", tag = "faqs", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn delete_faq(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+async fn delete_faq(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     caller.require_write()?;
-    state.engine.delete_faq(&caller.tenant, &kb, parse_faq(&id)?).await?;
+    state
+        .engine
+        .delete_faq(&caller.tenant, &kb, parse_faq(&id)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Approves an FAQ entry (it becomes searchable).
 #[utoipa::path(post, path = "/kbs/{kb}/faqs/{id}/approve", tag = "faqs", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = FaqEntry), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn approve_faq(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<Json<FaqEntry>, ApiError> {
+async fn approve_faq(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<FaqEntry>, ApiError> {
     caller.require_write()?;
-    Ok(Json(state.engine.set_faq_status(&caller.tenant, &kb, parse_faq(&id)?, FaqStatus::Approved).await?))
+    Ok(Json(
+        state
+            .engine
+            .set_faq_status(&caller.tenant, &kb, parse_faq(&id)?, FaqStatus::Approved)
+            .await?,
+    ))
 }
 
 /// Disables an FAQ entry (it stops being searchable).
 #[utoipa::path(post, path = "/kbs/{kb}/faqs/{id}/disable", tag = "faqs", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = FaqEntry), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn disable_faq(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<Json<FaqEntry>, ApiError> {
+async fn disable_faq(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<FaqEntry>, ApiError> {
     caller.require_write()?;
-    Ok(Json(state.engine.set_faq_status(&caller.tenant, &kb, parse_faq(&id)?, FaqStatus::Disabled).await?))
+    Ok(Json(
+        state
+            .engine
+            .set_faq_status(&caller.tenant, &kb, parse_faq(&id)?, FaqStatus::Disabled)
+            .await?,
+    ))
 }
 
 // ---------------------------------------------------------------- lexicon
@@ -815,9 +1064,17 @@ pub struct LexiconBody {
 /// The knowledge base's synonyms, user dictionary and facts.
 #[utoipa::path(get, path = "/kbs/{kb}/lexicon", tag = "lexicon", params(("kb" = String, Path)),
     responses((status = 200, body = LexiconBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn get_lexicon(State(state): State<AppState>, caller: Caller, Path(kb): Path<String>) -> Result<Json<LexiconBody>, ApiError> {
+async fn get_lexicon(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+) -> Result<Json<LexiconBody>, ApiError> {
     let l = state.engine.lexicon(&caller.tenant, &kb).await?;
-    Ok(Json(LexiconBody { synonyms: l.synonyms, user_words: l.user_words, facts: l.facts }))
+    Ok(Json(LexiconBody {
+        synonyms: l.synonyms,
+        user_words: l.user_words,
+        facts: l.facts,
+    }))
 }
 
 /// How many items a write added or changed.
@@ -851,7 +1108,12 @@ async fn add_synonyms(
 ) -> Result<Json<Changed>, ApiError> {
     caller.require_write()?;
     check_terms(&groups)?;
-    Ok(Json(Changed { changed: state.engine.add_synonyms(&caller.tenant, &kb, groups).await? }))
+    Ok(Json(Changed {
+        changed: state
+            .engine
+            .add_synonyms(&caller.tenant, &kb, groups)
+            .await?,
+    }))
 }
 
 /// Adds words to the Chinese segmenter's dictionary of this knowledge base.
@@ -865,10 +1127,22 @@ async fn add_dictionary(
     ApiJson(words): ApiJson<Vec<UserWord>>,
 ) -> Result<Json<Changed>, ApiError> {
     caller.require_write()?;
-    if words.iter().any(|w| w.word.trim().is_empty() || w.word.chars().count() > 32 || w.word.chars().any(char::is_whitespace)) {
-        return Err(ApiError::bad_request("invalid_param", "a dictionary word has 1 to 32 characters and no spaces"));
+    if words.iter().any(|w| {
+        w.word.trim().is_empty()
+            || w.word.chars().count() > 32
+            || w.word.chars().any(char::is_whitespace)
+    }) {
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            "a dictionary word has 1 to 32 characters and no spaces",
+        ));
     }
-    Ok(Json(Changed { changed: state.engine.add_user_words(&caller.tenant, &kb, words).await? }))
+    Ok(Json(Changed {
+        changed: state
+            .engine
+            .add_user_words(&caller.tenant, &kb, words)
+            .await?,
+    }))
 }
 
 /// A fact to add or replace (by key).
@@ -895,19 +1169,35 @@ async fn put_facts(
     ApiJson(facts): ApiJson<Vec<FactBody>>,
 ) -> Result<Json<Changed>, ApiError> {
     caller.require_write()?;
-    if facts.iter().any(|f| f.key.trim().is_empty() || f.value.trim().is_empty()) {
-        return Err(ApiError::bad_request("invalid_param", "a fact has a non-empty key and value"));
+    if facts
+        .iter()
+        .any(|f| f.key.trim().is_empty() || f.value.trim().is_empty())
+    {
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            "a fact has a non-empty key and value",
+        ));
     }
-    let facts = facts.into_iter().map(|f| (f.key, f.value, f.key_synonyms)).collect();
-    Ok(Json(Changed { changed: state.engine.put_facts(&caller.tenant, &kb, facts).await? }))
+    let facts = facts
+        .into_iter()
+        .map(|f| (f.key, f.value, f.key_synonyms))
+        .collect();
+    Ok(Json(Changed {
+        changed: state.engine.put_facts(&caller.tenant, &kb, facts).await?,
+    }))
 }
 
 /// Deletes a fact.
 #[utoipa::path(delete, path = "/kbs/{kb}/facts/{id}", tag = "lexicon", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn delete_fact(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+async fn delete_fact(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     caller.require_write()?;
-    let id = FactId::parse(&id).ok_or_else(|| ApiError::not_found(format!("fact {id:?} not found")))?;
+    let id =
+        FactId::parse(&id).ok_or_else(|| ApiError::not_found(format!("fact {id:?} not found")))?;
     state.engine.delete_fact(&caller.tenant, &kb, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -925,25 +1215,53 @@ pub struct TenantBody {
 /// All tenants (admin).
 #[utoipa::path(get, path = "/tenants", tag = "admin",
     responses((status = 200, body = Vec<TenantBody>), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-async fn list_tenants(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<TenantBody>>, ApiError> {
+async fn list_tenants(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<TenantBody>>, ApiError> {
     caller.require_admin()?;
-    Ok(Json(state.keys.tenants().await?.into_iter().map(|t| TenantBody { name: t.0 }).collect()))
+    Ok(Json(
+        state
+            .keys
+            .tenants()
+            .await?
+            .into_iter()
+            .map(|t| TenantBody { name: t.0 })
+            .collect(),
+    ))
 }
 
 /// Creates a tenant (admin).
 #[utoipa::path(post, path = "/tenants", tag = "admin", request_body = TenantBody,
     responses((status = 201, body = TenantBody), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn create_tenant(State(state): State<AppState>, caller: Caller, ApiJson(b): ApiJson<TenantBody>) -> Result<impl IntoResponse, ApiError> {
+async fn create_tenant(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<TenantBody>,
+) -> Result<impl IntoResponse, ApiError> {
     caller.require_admin()?;
     let ok = !b.name.is_empty()
         && b.name.len() <= 64
-        && b.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        && b.name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if !ok {
-        return Err(ApiError::bad_request("invalid_param", "a tenant name has 1 to 64 of a-z, 0-9, '-' and '_'"));
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            "a tenant name has 1 to 64 of a-z, 0-9, '-' and '_'",
+        ));
     }
-    if !state.keys.create_tenant(&TenantId(b.name.clone()), rag_core::now()).await? {
-        return Err(ApiError::new(StatusCode::CONFLICT, "tenant_exists", format!("tenant {:?} exists", b.name)));
+    if !state
+        .keys
+        .create_tenant(&TenantId(b.name.clone()), rag_core::now())
+        .await?
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "tenant_exists",
+            format!("tenant {:?} exists", b.name),
+        ));
     }
     Ok((StatusCode::CREATED, Json(b)))
 }
@@ -981,7 +1299,10 @@ pub struct CreatedKey {
 /// Keys of the caller's tenant (admin: of all tenants). Secrets are never returned.
 #[utoipa::path(get, path = "/keys", tag = "admin",
     responses((status = 200, body = Vec<ApiKeyInfo>), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-async fn list_keys(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<ApiKeyInfo>>, ApiError> {
+async fn list_keys(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<ApiKeyInfo>>, ApiError> {
     caller.require_admin()?;
     Ok(Json(state.keys.keys(None).await?))
 }
@@ -990,22 +1311,40 @@ async fn list_keys(State(state): State<AppState>, caller: Caller) -> Result<Json
 #[utoipa::path(post, path = "/keys", tag = "admin", request_body = NewKeyBody,
     responses((status = 201, body = CreatedKey), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn create_api_key(State(state): State<AppState>, caller: Caller, ApiJson(b): ApiJson<NewKeyBody>) -> Result<impl IntoResponse, ApiError> {
+async fn create_api_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<NewKeyBody>,
+) -> Result<impl IntoResponse, ApiError> {
     caller.require_admin()?;
     let tenant = TenantId(b.tenant.unwrap_or_else(|| caller.tenant.0.clone()));
     if !state.keys.tenants().await?.contains(&tenant) {
-        return Err(ApiError::not_found(format!("tenant {:?} not found; create it first", tenant.0)));
+        return Err(ApiError::not_found(format!(
+            "tenant {:?} not found; create it first",
+            tenant.0
+        )));
     }
     if let Some(o) = &b.owner {
         if !rag_core::Viewer::valid_owner(o) {
-            return Err(ApiError::bad_request("invalid_param", "owner has 1 to 128 bytes, no control characters, and is not \"*\""));
+            return Err(ApiError::bad_request(
+                "invalid_param",
+                "owner has 1 to 128 bytes, no control characters, and is not \"*\"",
+            ));
         }
     }
     if let Some(kb) = &b.kb {
         // The knowledge base must exist in that tenant (its name is the scope).
         state.engine.kb(&tenant, kb).await?;
     }
-    let (key, info) = create_key(state.keys.as_ref(), &tenant, b.role, b.owner, b.kb, b.label.as_deref().unwrap_or("")).await?;
+    let (key, info) = create_key(
+        state.keys.as_ref(),
+        &tenant,
+        b.role,
+        b.owner,
+        b.kb,
+        b.label.as_deref().unwrap_or(""),
+    )
+    .await?;
     tracing::info!(key_id = %info.id, tenant = %info.tenant, role = info.role.as_str(), "API key created");
     Ok((StatusCode::CREATED, Json(CreatedKey { key, info })))
 }
@@ -1014,16 +1353,35 @@ async fn create_api_key(State(state): State<AppState>, caller: Caller, ApiJson(b
 #[utoipa::path(delete, path = "/keys/{id}", tag = "admin", params(("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody)))]
-async fn revoke_key(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+async fn revoke_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
     let all = state.keys.keys(None).await?;
     let key = all.iter().find(|k| k.id == id).cloned();
     if id == caller.key_id {
-        return Err(ApiError::new(StatusCode::CONFLICT, "own_key", "a key cannot revoke itself; use another admin key"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "own_key",
+            "a key cannot revoke itself; use another admin key",
+        ));
     }
-    let live_admins = all.iter().filter(|k| k.role == Role::Admin && !k.revoked).count();
-    if key.as_ref().is_some_and(|k| k.role == Role::Admin && !k.revoked) && live_admins <= 1 {
-        return Err(ApiError::new(StatusCode::CONFLICT, "last_admin_key", "the last admin key cannot be revoked"));
+    let live_admins = all
+        .iter()
+        .filter(|k| k.role == Role::Admin && !k.revoked)
+        .count();
+    if key
+        .as_ref()
+        .is_some_and(|k| k.role == Role::Admin && !k.revoked)
+        && live_admins <= 1
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "last_admin_key",
+            "the last admin key cannot be revoked",
+        ));
     }
     match key {
         Some(k) if state.keys.revoke_key(&k.tenant, &id).await? => Ok(StatusCode::NO_CONTENT),

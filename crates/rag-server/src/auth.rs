@@ -68,7 +68,11 @@ pub fn hash_key(key: &str) -> String {
 
 /// A fresh key: `rsk_` and 64 hex digits from two random (v4) UUIDs, 244 random bits.
 fn fresh_secret() -> String {
-    format!("rsk_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+    format!(
+        "rsk_{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// Creates and stores a key; returns the key itself (shown once) and its record.
@@ -106,18 +110,37 @@ pub async fn ensure_admin_key(keys: &dyn KeyStore) -> Result<Option<String>, rag
     }
     let tenant = TenantId::default_tenant();
     keys.create_tenant(&tenant, rag_core::now()).await?;
-    let (secret, _) = create_key(keys, &tenant, Role::Admin, None, None, "admin (created on first start)").await?;
+    let (secret, _) = create_key(
+        keys,
+        &tenant,
+        Role::Admin,
+        None,
+        None,
+        "admin (created on first start)",
+    )
+    .await?;
     Ok(Some(secret))
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {
-    if let Some(v) = parts.headers.get("authorization").and_then(|v| v.to_str().ok()) {
+    if let Some(v) = parts
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+    {
         let v = v.trim();
-        if let Some(rest) = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")) {
+        if let Some(rest) = v
+            .strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("bearer "))
+        {
             return Some(rest.trim());
         }
     }
-    parts.headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim)
+    parts
+        .headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 /// Name of the browser session cookie (HttpOnly, SameSite=Strict).
@@ -142,14 +165,16 @@ struct Session {
 
 impl Session {
     fn live(&self, now: Instant) -> bool {
-        now.duration_since(self.created) < SESSION_MAX && now.duration_since(self.last_seen) < SESSION_IDLE
+        now.duration_since(self.created) < SESSION_MAX
+            && now.duration_since(self.last_seen) < SESSION_IDLE
     }
 }
 
 /// Sessions live in memory only: a restart logs everyone out. They hold key
 /// hashes, never keys; a session id is only honoured by a server whose key
 /// store knows that hash.
-static SESSIONS: LazyLock<Mutex<HashMap<String, Session>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+static SESSIONS: LazyLock<Mutex<HashMap<String, Session>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
 
 fn sessions() -> std::sync::MutexGuard<'static, HashMap<String, Session>> {
     SESSIONS.lock().unwrap_or_else(|p| p.into_inner())
@@ -157,7 +182,11 @@ fn sessions() -> std::sync::MutexGuard<'static, HashMap<String, Session>> {
 
 /// 244 random bits, hex.
 fn random_token() -> String {
-    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// Starts a session for a key (already checked); returns (session id, CSRF token).
@@ -167,11 +196,23 @@ pub(crate) fn start_session(key_hash: String) -> (String, String) {
     let mut map = sessions();
     map.retain(|_, s| s.live(now));
     if map.len() >= SESSIONS_MAX {
-        if let Some(oldest) = map.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone()) {
+        if let Some(oldest) = map
+            .iter()
+            .min_by_key(|(_, s)| s.last_seen)
+            .map(|(k, _)| k.clone())
+        {
             map.remove(&oldest);
         }
     }
-    map.insert(id.clone(), Session { key_hash, csrf: csrf.clone(), created: now, last_seen: now });
+    map.insert(
+        id.clone(),
+        Session {
+            key_hash,
+            csrf: csrf.clone(),
+            created: now,
+            last_seen: now,
+        },
+    );
     (id, csrf)
 }
 
@@ -186,7 +227,9 @@ pub(crate) fn end_session(headers: &HeaderMap) {
 pub(crate) fn session_csrf(headers: &HeaderMap) -> Option<String> {
     let id = cookie(headers, SESSION_COOKIE)?;
     let map = sessions();
-    map.get(id).filter(|s| s.live(Instant::now())).map(|s| s.csrf.clone())
+    map.get(id)
+        .filter(|s| s.live(Instant::now()))
+        .map(|s| s.csrf.clone())
 }
 
 /// A cookie's value from the `Cookie` headers.
@@ -208,30 +251,59 @@ fn is_safe(method: &Method) -> bool {
 
 /// Constant-time comparison of two tokens.
 fn same_token(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// In open mode, a write from a page of another origin is refused: browsers
 /// send `Origin` on cross-site requests, and a form on any web site could
 /// otherwise post files to a key-less server on loopback.
 fn cross_origin(parts: &Parts) -> bool {
-    let Some(origin) = parts.headers.get("origin").and_then(|v| v.to_str().ok()) else { return false };
-    let host = parts.headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("");
-    let origin_host = origin.split_once("://").map(|(_, rest)| rest).unwrap_or(origin);
+    let Some(origin) = parts.headers.get("origin").and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let host = parts
+        .headers
+        .get("host")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let origin_host = origin
+        .split_once("://")
+        .map(|(_, rest)| rest)
+        .unwrap_or(origin);
     origin_host != host
 }
 
 async fn caller_for_hash(state: &AppState, hash: &str) -> Result<Caller, ApiError> {
     match state.keys.key_by_hash(hash).await.map_err(ApiError::from)? {
-        Some(k) if !k.revoked => Ok(Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner, kb: k.kb }),
-        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "key_revoked", "this API key was revoked")),
-        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_key", "unknown API key")),
+        Some(k) if !k.revoked => Ok(Caller {
+            key_id: k.id,
+            tenant: k.tenant,
+            role: k.role,
+            owner: k.owner,
+            kb: k.kb,
+        }),
+        Some(_) => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "key_revoked",
+            "this API key was revoked",
+        )),
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_key",
+            "unknown API key",
+        )),
     }
 }
 
 /// The caller of a request with a session cookie: `None` when it has none.
 async fn session_caller(parts: &Parts, state: &AppState) -> Result<Option<Caller>, ApiError> {
-    let Some(id) = cookie(&parts.headers, SESSION_COOKIE) else { return Ok(None) };
+    let Some(id) = cookie(&parts.headers, SESSION_COOKIE) else {
+        return Ok(None);
+    };
     let found = {
         let now = Instant::now();
         let mut map = sessions();
@@ -252,10 +324,18 @@ async fn session_caller(parts: &Parts, state: &AppState) -> Result<Option<Caller
         if state.config.open {
             return Ok(None);
         }
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "session_expired", "the session expired; log in again"));
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "session_expired",
+            "the session expired; log in again",
+        ));
     };
     if !is_safe(&parts.method) {
-        let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let sent = parts
+            .headers
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         if !same_token(sent, &csrf) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
@@ -275,15 +355,22 @@ async fn session_caller(parts: &Parts, state: &AppState) -> Result<Option<Caller
 /// below it (with or without the `/api/v1` prefix; the name percent-decoded).
 pub(crate) fn kb_path_allowed(path: &str, kb: &str) -> bool {
     let p = path.strip_prefix("/api/v1").unwrap_or(path);
-    let Some(rest) = p.strip_prefix("/kbs/") else { return false };
+    let Some(rest) = p.strip_prefix("/kbs/") else {
+        return false;
+    };
     let segment = rest.split('/').next().unwrap_or("");
-    percent_encoding::percent_decode_str(segment).decode_utf8().is_ok_and(|name| name == kb)
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .is_ok_and(|name| name == kb)
 }
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         if let Some(c) = parts.extensions.get::<Caller>() {
             return Ok(c.clone());
         }
@@ -293,9 +380,17 @@ impl FromRequestParts<AppState> for Caller {
                 Some(c) => c,
                 None if state.config.open => {
                     if !is_safe(&parts.method) && cross_origin(parts) {
-                        return Err(ApiError::forbidden("cross-origin writes are refused in open mode"));
+                        return Err(ApiError::forbidden(
+                            "cross-origin writes are refused in open mode",
+                        ));
                     }
-                    Caller { key_id: "open".into(), tenant: TenantId::default_tenant(), role: Role::Admin, owner: None, kb: None }
+                    Caller {
+                        key_id: "open".into(),
+                        tenant: TenantId::default_tenant(),
+                        role: Role::Admin,
+                        owner: None,
+                        kb: None,
+                    }
                 }
                 None => {
                     return Err(ApiError::new(
@@ -307,9 +402,14 @@ impl FromRequestParts<AppState> for Caller {
             },
         };
         if let Some(kb) = &caller.kb {
-            let path = parts.extensions.get::<axum::extract::OriginalUri>().map_or_else(|| parts.uri.path().to_owned(), |u| u.path().to_owned());
+            let path = parts
+                .extensions
+                .get::<axum::extract::OriginalUri>()
+                .map_or_else(|| parts.uri.path().to_owned(), |u| u.path().to_owned());
             if !kb_path_allowed(&path, kb) {
-                return Err(ApiError::not_found("not found for this key (it is scoped to one knowledge base)"));
+                return Err(ApiError::not_found(
+                    "not found for this key (it is scoped to one knowledge base)",
+                ));
             }
         }
         parts.extensions.insert(caller.clone());
@@ -325,8 +425,19 @@ mod tests {
     fn a_scoped_key_stays_inside_its_knowledge_base() {
         assert!(kb_path_allowed("/api/v1/kbs/shop/query", "shop"));
         assert!(kb_path_allowed("/kbs/shop", "shop"));
-        assert!(kb_path_allowed("/api/v1/kbs/%E5%95%86%E5%BA%97/faqs", "商店"));
-        for p in ["/api/v1/kbs", "/api/v1/kbs/shop2/query", "/api/v1/kbs/sho/query", "/api/v1/log/x", "/api/v1/system", "/kbs/%ZZ/faqs", "/api/v1/kbsshop"] {
+        assert!(kb_path_allowed(
+            "/api/v1/kbs/%E5%95%86%E5%BA%97/faqs",
+            "商店"
+        ));
+        for p in [
+            "/api/v1/kbs",
+            "/api/v1/kbs/shop2/query",
+            "/api/v1/kbs/sho/query",
+            "/api/v1/log/x",
+            "/api/v1/system",
+            "/kbs/%ZZ/faqs",
+            "/api/v1/kbsshop",
+        ] {
             assert!(!kb_path_allowed(p, "shop"), "{p}");
         }
     }
@@ -335,20 +446,42 @@ mod tests {
         let now = Instant::now();
         let created = now.checked_sub(age)?;
         let last_seen = now.checked_sub(idle)?;
-        Some((Session { key_hash: String::new(), csrf: String::new(), created, last_seen }, now))
+        Some((
+            Session {
+                key_hash: String::new(),
+                csrf: String::new(),
+                created,
+                last_seen,
+            },
+            now,
+        ))
     }
 
     #[test]
     fn sessions_expire_when_idle_or_old() {
         let cases = [
             (Duration::from_secs(60), Duration::from_secs(1), true),
-            (SESSION_MAX - Duration::from_secs(60), Duration::from_secs(60), true),
-            (SESSION_MAX + Duration::from_secs(1), Duration::from_secs(1), false),
-            (Duration::from_secs(9 * 3600), SESSION_IDLE + Duration::from_secs(1), false),
+            (
+                SESSION_MAX - Duration::from_secs(60),
+                Duration::from_secs(60),
+                true,
+            ),
+            (
+                SESSION_MAX + Duration::from_secs(1),
+                Duration::from_secs(1),
+                false,
+            ),
+            (
+                Duration::from_secs(9 * 3600),
+                SESSION_IDLE + Duration::from_secs(1),
+                false,
+            ),
         ];
         for (age, idle, live) in cases {
             // Skip cases the machine's uptime cannot represent as an Instant in the past.
-            let Some((s, now)) = session(age, idle) else { continue };
+            let Some((s, now)) = session(age, idle) else {
+                continue;
+            };
             assert_eq!(s.live(now), live, "age {age:?}, idle {idle:?}");
         }
     }

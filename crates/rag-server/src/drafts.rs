@@ -36,7 +36,10 @@ pub struct FaqDrafts {
 
 impl From<DraftOutcome> for FaqDrafts {
     fn from(o: DraftOutcome) -> Self {
-        let language = serde_json::to_value(o.language).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let language = serde_json::to_value(o.language)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
         FaqDrafts {
             document: o.document,
             added: o.added,
@@ -54,9 +57,13 @@ impl From<DraftFailure> for ApiError {
     fn from(e: DraftFailure) -> Self {
         let code = e.code();
         match e {
-            DraftFailure::NoLlm | DraftFailure::Restricted { .. } => ApiError::new(StatusCode::CONFLICT, code, e.to_string()),
+            DraftFailure::NoLlm | DraftFailure::Restricted { .. } => {
+                ApiError::new(StatusCode::CONFLICT, code, e.to_string())
+            }
             // The provider's fault, not ours and not the caller's.
-            DraftFailure::Provider(_) | DraftFailure::Rejected(_) => ApiError::new(StatusCode::BAD_GATEWAY, code, e.to_string()),
+            DraftFailure::Provider(_) | DraftFailure::Rejected(_) => {
+                ApiError::new(StatusCode::BAD_GATEWAY, code, e.to_string())
+            }
             DraftFailure::Core(core) => core.into(),
             other => ApiError::internal(other),
         }
@@ -75,8 +82,19 @@ impl From<DraftFailure> for ApiError {
 #[utoipa::path(post, path = "/kbs/{kb}/documents/{id}/faq-drafts", tag = "documents", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = FaqDrafts), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 502, body = ErrorBody)))]
-pub(crate) async fn draft_faqs(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<Json<FaqDrafts>, ApiError> {
+pub(crate) async fn draft_faqs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<FaqDrafts>, ApiError> {
     caller.require_write()?;
-    let doc = DocId::parse(&id).ok_or_else(|| ApiError::not_found(format!("document {id:?} not found")))?;
-    Ok(Json(state.engine.draft_faqs(&caller.tenant, &kb, doc, &caller.viewer()).await?.into()))
+    let doc = DocId::parse(&id)
+        .ok_or_else(|| ApiError::not_found(format!("document {id:?} not found")))?;
+    Ok(Json(
+        state
+            .engine
+            .draft_faqs(&caller.tenant, &kb, doc, &caller.viewer())
+            .await?
+            .into(),
+    ))
 }

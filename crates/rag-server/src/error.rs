@@ -35,7 +35,12 @@ pub struct ApiError {
 impl ApiError {
     /// An error with this status, code and message.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), retry_after: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
     }
     /// 400.
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
@@ -52,7 +57,11 @@ impl ApiError {
     /// 500; the detail goes to the log only.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!(detail = %detail, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; the server log has details under this request id")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; the server log has details under this request id",
+        )
     }
 }
 
@@ -62,18 +71,32 @@ impl From<CoreError> for ApiError {
             CoreError::User(u) => {
                 let msg = u.to_string();
                 match u {
-                    UserError::UnknownKb { .. } => ApiError::new(StatusCode::NOT_FOUND, "unknown_kb", msg),
+                    UserError::UnknownKb { .. } => {
+                        ApiError::new(StatusCode::NOT_FOUND, "unknown_kb", msg)
+                    }
                     UserError::NotFound { .. } => ApiError::not_found(msg),
-                    UserError::KbExists { .. } => ApiError::new(StatusCode::CONFLICT, "kb_exists", msg),
+                    UserError::KbExists { .. } => {
+                        ApiError::new(StatusCode::CONFLICT, "kb_exists", msg)
+                    }
                     UserError::EmptyQuery => ApiError::bad_request("empty_query", msg),
-                    UserError::QueryTooLong { .. } => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "query_too_long", msg),
+                    UserError::QueryTooLong { .. } => {
+                        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "query_too_long", msg)
+                    }
                     UserError::InvalidParam { .. } => ApiError::bad_request("invalid_param", msg),
-                    UserError::PathUnavailable { .. } => ApiError::new(StatusCode::CONFLICT, "path_unavailable", msg),
-                    UserError::EmbeddingSpaceMismatch { .. } => ApiError::new(StatusCode::CONFLICT, "embedding_space_mismatch", msg),
+                    UserError::PathUnavailable { .. } => {
+                        ApiError::new(StatusCode::CONFLICT, "path_unavailable", msg)
+                    }
+                    UserError::EmbeddingSpaceMismatch { .. } => {
+                        ApiError::new(StatusCode::CONFLICT, "embedding_space_mismatch", msg)
+                    }
                     _ => ApiError::bad_request("bad_request", msg),
                 }
             }
-            CoreError::Cancelled => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cancelled", "the request was cancelled"),
+            CoreError::Cancelled => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "cancelled",
+                "the request was cancelled",
+            ),
             _ => ApiError::internal(&e),
         }
     }
@@ -90,9 +113,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut res = self.status.into_response();
         if let Some(s) = self.retry_after {
-            res.headers_mut().insert("retry-after", HeaderValue::from(s));
+            res.headers_mut()
+                .insert("retry-after", HeaderValue::from(s));
         }
-        res.extensions_mut().insert(PendingError { code: self.code, message: self.message });
+        res.extensions_mut().insert(PendingError {
+            code: self.code,
+            message: self.message,
+        });
         res
     }
 }
@@ -101,11 +128,20 @@ impl IntoResponse for ApiError {
 pub(crate) fn code_for_status(status: StatusCode) -> (&'static str, &'static str) {
     match status {
         StatusCode::NOT_FOUND => ("no_route", "no such route; see /api/openapi.json"),
-        StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "this route does not accept that method"),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method_not_allowed",
+            "this route does not accept that method",
+        ),
         StatusCode::PAYLOAD_TOO_LARGE => ("body_too_large", "the request body exceeds the limit"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported_media_type", "send JSON with content-type: application/json"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "unsupported_media_type",
+            "send JSON with content-type: application/json",
+        ),
         StatusCode::BAD_REQUEST => ("bad_request", "the request could not be read"),
-        StatusCode::UNPROCESSABLE_ENTITY => ("invalid_body", "the request body does not match the expected shape"),
+        StatusCode::UNPROCESSABLE_ENTITY => (
+            "invalid_body",
+            "the request body does not match the expected shape",
+        ),
         s if s.is_server_error() => ("internal", "internal error"),
         _ => ("error", "the request failed"),
     }

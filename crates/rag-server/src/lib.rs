@@ -51,29 +51,53 @@ struct BearerAuth;
 
 impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+        use utoipa::openapi::security::{
+            HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+        };
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("api_key", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
-        openapi.security = Some(vec![SecurityRequirement::new("api_key", Vec::<String>::new())]);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        openapi.security = Some(vec![SecurityRequirement::new(
+            "api_key",
+            Vec::<String>::new(),
+        )]);
     }
 }
 
 /// The router and the OpenAPI document generated from it.
 pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    let (v1, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(api::routes()).split_for_parts();
+    let (v1, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(api::routes())
+        .split_for_parts();
     let doc_json = serde_json::to_value(&doc).unwrap_or_default();
     let limits = state.config.limits.clone();
     let cors = cors_layer(&state.config.cors_origins);
     let app = Router::new()
-        .nest("/api/v1", v1.layer(DefaultBodyLimit::max(limits.max_json_bytes.max(limits.max_upload_bytes))))
-        .route("/api/openapi.json", get(move || async move { Json(doc_json.clone()) }))
+        .nest(
+            "/api/v1",
+            v1.layer(DefaultBodyLimit::max(
+                limits.max_json_bytes.max(limits.max_upload_bytes),
+            )),
+        )
+        .route(
+            "/api/openapi.json",
+            get(move || async move { Json(doc_json.clone()) }),
+        )
         .merge(web::pages())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .fallback(|| async { StatusCode::NOT_FOUND })
-        .layer(axum::middleware::from_fn_with_state(state.clone(), json_limit))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), request_context))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            json_limit,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            request_context,
+        ))
         .layer(cors)
         .with_state(state);
     (app, doc)
@@ -83,7 +107,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
 /// the chat widget on a customer's site calls the API from the browser.
 fn cors_layer(origins: &[String]) -> tower_http::cors::CorsLayer {
     use axum::http::{header, HeaderValue, Method};
-    let allowed: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok()).collect();
+    let allowed: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok())
+        .collect();
     tower_http::cors::CorsLayer::new()
         .allow_origin(tower_http::cors::AllowOrigin::list(allowed))
         .allow_methods([Method::GET, Method::POST])
@@ -101,7 +128,11 @@ async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 async fn metrics_text(State(state): State<AppState>) -> Response {
-    ([("content-type", "text/plain; version=0.0.4")], state.metrics.render()).into_response()
+    (
+        [("content-type", "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+        .into_response()
 }
 
 /// JSON bodies get the small limit; multipart uploads the large one.
@@ -111,11 +142,23 @@ async fn json_limit(State(state): State<AppState>, req: Request, next: Next) -> 
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
-    let limit = if is_multipart { state.config.limits.max_upload_bytes } else { state.config.limits.max_json_bytes };
-    let declared = req.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+    let limit = if is_multipart {
+        state.config.limits.max_upload_bytes
+    } else {
+        state.config.limits.max_json_bytes
+    };
+    let declared = req
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
-        return error::ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", format!("the body exceeds the limit of {limit} bytes"))
-            .into_response();
+        return error::ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the body exceeds the limit of {limit} bytes"),
+        )
+        .into_response();
     }
     // Bodies without a content-length are bounded by DefaultBodyLimit in the extractors.
     next.run(req).await
@@ -126,8 +169,13 @@ async fn request_context(State(state): State<AppState>, req: Request, next: Next
     let started = Instant::now();
     let request_id = uuid::Uuid::now_v7().to_string();
     let method = req.method().to_string();
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
-    let span = tracing::info_span!("request", request_id = %request_id, method = %method, route = %route);
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".into());
+    let span =
+        tracing::info_span!("request", request_id = %request_id, method = %method, route = %route);
     let mut res = {
         let _e = span.enter();
         drop(_e);
@@ -144,10 +192,16 @@ async fn request_context(State(state): State<AppState>, req: Request, next: Next
         res.headers_mut().insert("x-request-id", v);
     }
     let secs = started.elapsed().as_secs_f64();
-    state.metrics.request(&method, &route, status.as_u16(), secs);
+    state
+        .metrics
+        .request(&method, &route, status.as_u16(), secs);
     let _e = span.enter();
     if status.is_server_error() {
-        tracing::error!(status = status.as_u16(), ms = secs * 1000.0, "request failed");
+        tracing::error!(
+            status = status.as_u16(),
+            ms = secs * 1000.0,
+            "request failed"
+        );
     } else {
         tracing::info!(status = status.as_u16(), ms = secs * 1000.0, "request");
     }
@@ -155,13 +209,18 @@ async fn request_context(State(state): State<AppState>, req: Request, next: Next
 }
 
 fn is_json(res: &Response) -> bool {
-    res.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"))
+    res.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
 }
 
 fn with_error_body(res: Response, code: &str, message: &str, request_id: &str) -> Response {
     let (mut parts, _) = res.into_parts();
     let body = serde_json::json!({ "code": code, "message": message, "request_id": request_id });
-    parts.headers.insert("content-type", HeaderValue::from_static("application/json"));
+    parts
+        .headers
+        .insert("content-type", HeaderValue::from_static("application/json"));
     parts.headers.remove("content-length");
     Response::from_parts(parts, Body::from(body.to_string()))
 }
@@ -181,5 +240,7 @@ pub async fn serve(
         ready.store(false, Ordering::Relaxed);
         tracing::info!("shutting down: finishing in-flight requests");
     };
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
 }

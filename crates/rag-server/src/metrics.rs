@@ -6,7 +6,9 @@ use std::fmt::Write;
 use std::sync::Mutex;
 
 /// Histogram bucket bounds, in seconds.
-const BUCKETS: [f64; 13] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const BUCKETS: [f64; 13] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 #[derive(Debug, Default, Clone)]
 struct Histogram {
@@ -28,11 +30,25 @@ impl Histogram {
 
     fn render(&self, out: &mut String, name: &str, labels: &str) {
         for (i, b) in BUCKETS.iter().enumerate() {
-            let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{b}\"}} {}", self.counts[i]);
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}le=\"{b}\"}} {}",
+                self.counts[i]
+            );
         }
         let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {}", self.count);
-        let _ = writeln!(out, "{name}_sum{{{}}} {}", labels.trim_end_matches(','), self.sum);
-        let _ = writeln!(out, "{name}_count{{{}}} {}", labels.trim_end_matches(','), self.count);
+        let _ = writeln!(
+            out,
+            "{name}_sum{{{}}} {}",
+            labels.trim_end_matches(','),
+            self.sum
+        );
+        let _ = writeln!(
+            out,
+            "{name}_count{{{}}} {}",
+            labels.trim_end_matches(','),
+            self.count
+        );
     }
 }
 
@@ -52,14 +68,18 @@ pub struct Metrics {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 impl Metrics {
     /// Records a finished request.
     pub fn request(&self, method: &str, route: &str, status: u16, secs: f64) {
         let mut m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        *m.requests.entry((method.to_owned(), route.to_owned(), status)).or_default() += 1;
+        *m.requests
+            .entry((method.to_owned(), route.to_owned(), status))
+            .or_default() += 1;
         m.latency.entry(route.to_owned()).or_default().observe(secs);
     }
 
@@ -71,7 +91,10 @@ impl Metrics {
             m.kb_miss += 1;
         }
         for (stage, ms) in stages {
-            m.stages.entry(stage.clone()).or_default().observe(ms / 1000.0);
+            m.stages
+                .entry(stage.clone())
+                .or_default()
+                .observe(ms / 1000.0);
         }
     }
 
@@ -79,7 +102,9 @@ impl Metrics {
     pub fn render(&self) -> String {
         let m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = String::new();
-        out.push_str("# HELP ragscope_http_requests_total HTTP requests by method, route and status.\n");
+        out.push_str(
+            "# HELP ragscope_http_requests_total HTTP requests by method, route and status.\n",
+        );
         out.push_str("# TYPE ragscope_http_requests_total counter\n");
         for ((method, route, status), n) in &m.requests {
             let _ = writeln!(
@@ -92,12 +117,20 @@ impl Metrics {
         out.push_str("# HELP ragscope_http_request_duration_seconds Request latency by route.\n");
         out.push_str("# TYPE ragscope_http_request_duration_seconds histogram\n");
         for (route, h) in &m.latency {
-            h.render(&mut out, "ragscope_http_request_duration_seconds", &format!("route=\"{}\",", escape(route)));
+            h.render(
+                &mut out,
+                "ragscope_http_request_duration_seconds",
+                &format!("route=\"{}\",", escape(route)),
+            );
         }
         out.push_str("# HELP ragscope_pipeline_stage_seconds Pipeline stage latency.\n");
         out.push_str("# TYPE ragscope_pipeline_stage_seconds histogram\n");
         for (stage, h) in &m.stages {
-            h.render(&mut out, "ragscope_pipeline_stage_seconds", &format!("stage=\"{}\",", escape(stage)));
+            h.render(
+                &mut out,
+                "ragscope_pipeline_stage_seconds",
+                &format!("stage=\"{}\",", escape(stage)),
+            );
         }
         out.push_str("# HELP ragscope_queries_total Queries that completed.\n# TYPE ragscope_queries_total counter\n");
         let _ = writeln!(out, "ragscope_queries_total {}", m.queries);

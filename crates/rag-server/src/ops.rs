@@ -47,17 +47,32 @@ pub(crate) async fn list_log(
         limit: q.limit.unwrap_or(100).clamp(1, 1000),
         viewer: caller.viewer(),
     };
-    Ok(Json(state.engine.store().query_log(&caller.tenant, kb.id, &filter).await?))
+    Ok(Json(
+        state
+            .engine
+            .store()
+            .query_log(&caller.tenant, kb.id, &filter)
+            .await?,
+    ))
 }
 
 async fn entry(state: &AppState, caller: &Caller, id: &str) -> Result<QueryLogRecord, ApiError> {
-    state.engine.store().query_log_entry(&caller.tenant, id, &caller.viewer()).await?.ok_or_else(|| ApiError::not_found(format!("query {id:?} not found")))
+    state
+        .engine
+        .store()
+        .query_log_entry(&caller.tenant, id, &caller.viewer())
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("query {id:?} not found")))
 }
 
 /// One query-log row.
 #[utoipa::path(get, path = "/log/{id}", tag = "ops", params(("id" = String, Path)),
     responses((status = 200, body = QueryLogRecord), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub(crate) async fn get_log(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<QueryLogRecord>, ApiError> {
+pub(crate) async fn get_log(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<QueryLogRecord>, ApiError> {
     Ok(Json(entry(&state, &caller, &id).await?))
 }
 
@@ -79,9 +94,17 @@ pub(crate) async fn feedback(
     ApiJson(b): ApiJson<FeedbackBody>,
 ) -> Result<StatusCode, ApiError> {
     if b.feedback != "useful" && b.feedback != "not_useful" {
-        return Err(ApiError::bad_request("invalid_param", "feedback is \"useful\" or \"not_useful\""));
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            "feedback is \"useful\" or \"not_useful\"",
+        ));
     }
-    if state.engine.store().set_feedback(&caller.tenant, &id, &caller.viewer(), &b.feedback).await? {
+    if state
+        .engine
+        .store()
+        .set_feedback(&caller.tenant, &id, &caller.viewer(), &b.feedback)
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("query {id:?} not found")))
@@ -140,7 +163,9 @@ pub(crate) async fn replay(
         rerank_top_k: Some(rec.params.rerank_top_k),
         k: Some(b.k.unwrap_or(rec.params.fusion.k)),
         weights: Some(b.weights.unwrap_or(rec.params.fusion.weights)),
-        lexical_interpolation: b.lexical_interpolation.or(rec.params.fusion.lexical_interpolation),
+        lexical_interpolation: b
+            .lexical_interpolation
+            .or(rec.params.fusion.lexical_interpolation),
         rerank: Some(rec.params.rerank),
         filters: Some(crate::api::FilterBody {
             tags: rec.filters.tags.clone(),
@@ -151,7 +176,11 @@ pub(crate) async fn replay(
         conversation_id: None,
     };
     let request = to_request(&state, &caller, &kb.name, body, true).await?;
-    let events: Vec<PipelineEvent> = state.engine.query_with(&caller.tenant, request, caller.query_options()).collect().await;
+    let events: Vec<PipelineEvent> = state
+        .engine
+        .query_with(&caller.tenant, request, caller.query_options())
+        .collect()
+        .await;
     Ok(Json(QueryEvents { events }))
 }
 
@@ -181,7 +210,12 @@ pub(crate) async fn faq_tool(
     ApiJson(b): ApiJson<FaqToolBody>,
 ) -> Result<Json<FaqToolText>, ApiError> {
     state.engine.check_query(&b.query)?;
-    Ok(Json(FaqToolText { text: state.engine.faq_tool(&caller.tenant, &kb, &b.query, &caller.viewer()).await? }))
+    Ok(Json(FaqToolText {
+        text: state
+            .engine
+            .faq_tool(&caller.tenant, &kb, &b.query, &caller.viewer())
+            .await?,
+    }))
 }
 
 /// A passage nobody's question reached.
@@ -305,7 +339,16 @@ pub(crate) async fn analytics(
     let log = state
         .engine
         .store()
-        .query_log(&caller.tenant, kb.id, &LogFilter { limit: 10_000, since: Some(since), viewer: viewer.clone(), ..Default::default() })
+        .query_log(
+            &caller.tenant,
+            kb.id,
+            &LogFilter {
+                limit: 10_000,
+                since: Some(since),
+                viewer: viewer.clone(),
+                ..Default::default()
+            },
+        )
         .await?;
     let index = state.engine.index(&caller.tenant, &kb).await?;
     let lexicon = state.engine.lexicon(&caller.tenant, &kb_name).await?;
@@ -316,8 +359,15 @@ pub(crate) async fn analytics(
     let (mut hits, mut misses, mut useful, mut not_useful) = (0, 0, 0, 0);
     let mut recent_misses = Vec::new();
     let first_day = since.div_euclid(DAY) * DAY;
-    let mut by_day: Vec<DayStat> =
-        (0..=days as i64).map(|i| DayStat { day: first_day + i * DAY, queries: 0, hits: 0, misses: 0 }).filter(|d| d.day <= now).collect();
+    let mut by_day: Vec<DayStat> = (0..=days as i64)
+        .map(|i| DayStat {
+            day: first_day + i * DAY,
+            queries: 0,
+            hits: 0,
+            misses: 0,
+        })
+        .filter(|d| d.day <= now)
+        .collect();
     let mut grouped: std::collections::HashMap<String, TopQuery> = std::collections::HashMap::new();
     for r in &log {
         seen.extend(r.fused.iter().map(|h| h.id));
@@ -340,8 +390,18 @@ pub(crate) async fn analytics(
                 d.hits += 1;
             }
         }
-        let key: String = r.query.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-        let e = grouped.entry(key).or_insert_with(|| TopQuery { query: r.query.clone(), count: 0, misses: 0, last_at: r.created_at });
+        let key: String = r
+            .query
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase();
+        let e = grouped.entry(key).or_insert_with(|| TopQuery {
+            query: r.query.clone(),
+            count: 0,
+            misses: 0,
+            last_at: r.created_at,
+        });
         e.count += 1;
         e.misses += missed as usize;
         e.last_at = e.last_at.max(r.created_at);
@@ -366,7 +426,10 @@ pub(crate) async fn analytics(
         .iter()
         .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()) && !seen.contains(&p.id))
         .take(500)
-        .map(|p| NeverRetrieved { id: p.id, title: p.title.clone() })
+        .map(|p| NeverRetrieved {
+            id: p.id,
+            title: p.title.clone(),
+        })
         .collect();
     let review_before = now - review_days as i64 * DAY;
     let mut unreviewed: Vec<Unreviewed> = state
@@ -375,19 +438,31 @@ pub(crate) async fn analytics(
         .await?
         .into_iter()
         .filter(|f| f.updated_at < review_before)
-        .map(|f| Unreviewed { id: f.id, question: f.question, updated_at: f.updated_at })
+        .map(|f| Unreviewed {
+            id: f.id,
+            question: f.question,
+            updated_at: f.updated_at,
+        })
         .collect();
     unreviewed.sort_by_key(|u| u.updated_at);
     unreviewed.truncate(500);
-    let synonyms_never_fired =
-        lexicon.synonyms.iter().filter(|g| !g.terms.iter().any(|t| fired.contains(&t.to_lowercase()))).map(|g| g.terms.clone()).collect();
+    let synonyms_never_fired = lexicon
+        .synonyms
+        .iter()
+        .filter(|g| !g.terms.iter().any(|t| fired.contains(&t.to_lowercase())))
+        .map(|g| g.terms.clone())
+        .collect();
     let queries = log.len();
     Ok(Json(Analytics {
         days,
         queries,
         hits,
         misses,
-        hit_rate: if queries == 0 { 0.0 } else { hits as f64 / queries as f64 },
+        hit_rate: if queries == 0 {
+            0.0
+        } else {
+            hits as f64 / queries as f64
+        },
         by_day,
         top_queries,
         useful,
@@ -427,7 +502,13 @@ pub(crate) async fn list_conversations(
 ) -> Result<Json<Vec<ConversationSummary>>, ApiError> {
     let kb = state.engine.kb(&caller.tenant, &kb).await?;
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
-    Ok(Json(state.engine.store().conversations(&caller.tenant, kb.id, &caller.viewer(), limit).await?))
+    Ok(Json(
+        state
+            .engine
+            .store()
+            .conversations(&caller.tenant, kb.id, &caller.viewer(), limit)
+            .await?,
+    ))
 }
 
 /// One turn of a conversation.
@@ -469,10 +550,21 @@ pub(crate) async fn get_conversation(
     Path((kb, id)): Path<(String, String)>,
 ) -> Result<Json<Conversation>, ApiError> {
     let kb = state.engine.kb(&caller.tenant, &kb).await?;
-    let filter = LogFilter { conversation_id: Some(id.clone()), limit: 1000, viewer: caller.viewer(), ..Default::default() };
-    let mut rows = state.engine.store().query_log(&caller.tenant, kb.id, &filter).await?;
+    let filter = LogFilter {
+        conversation_id: Some(id.clone()),
+        limit: 1000,
+        viewer: caller.viewer(),
+        ..Default::default()
+    };
+    let mut rows = state
+        .engine
+        .store()
+        .query_log(&caller.tenant, kb.id, &filter)
+        .await?;
     if rows.is_empty() {
-        return Err(ApiError::not_found(format!("conversation {id:?} not found")));
+        return Err(ApiError::not_found(format!(
+            "conversation {id:?} not found"
+        )));
     }
     rows.reverse();
     let turns = rows
@@ -502,8 +594,16 @@ pub(crate) async fn delete_conversation(
 ) -> Result<StatusCode, ApiError> {
     caller.require_write()?;
     let kb = state.engine.kb(&caller.tenant, &kb).await?;
-    if state.engine.store().delete_conversation(&caller.tenant, kb.id, &id, &caller.viewer()).await? == 0 {
-        return Err(ApiError::not_found(format!("conversation {id:?} not found")));
+    if state
+        .engine
+        .store()
+        .delete_conversation(&caller.tenant, kb.id, &id, &caller.viewer())
+        .await?
+        == 0
+    {
+        return Err(ApiError::not_found(format!(
+            "conversation {id:?} not found"
+        )));
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -36,13 +36,19 @@ fn parse_source(id: &str) -> Result<SourceId, ApiError> {
 }
 
 /// The owner documents of this caller's uploads and sources are restricted to.
-pub(crate) fn owner_for(caller: &Caller, asked: Option<String>) -> Result<Option<String>, ApiError> {
+pub(crate) fn owner_for(
+    caller: &Caller,
+    asked: Option<String>,
+) -> Result<Option<String>, ApiError> {
     match (&caller.owner, asked) {
-        (Some(mine), Some(asked)) if *mine != asked => Err(ApiError::forbidden("a key issued for an owner adds that owner's documents only")),
+        (Some(mine), Some(asked)) if *mine != asked => Err(ApiError::forbidden(
+            "a key issued for an owner adds that owner's documents only",
+        )),
         (Some(mine), _) => Ok(Some(mine.clone())),
-        (None, Some(asked)) if !Viewer::valid_owner(&asked) => {
-            Err(ApiError::bad_request("invalid_param", "owner has 1 to 128 bytes, no control characters, and is not \"*\""))
-        }
+        (None, Some(asked)) if !Viewer::valid_owner(&asked) => Err(ApiError::bad_request(
+            "invalid_param",
+            "owner has 1 to 128 bytes, no control characters, and is not \"*\"",
+        )),
         (None, asked) => Ok(asked),
     }
 }
@@ -50,8 +56,17 @@ pub(crate) fn owner_for(caller: &Caller, asked: Option<String>) -> Result<Option
 /// URL sources of a knowledge base with the status of their last sync.
 #[utoipa::path(get, path = "/kbs/{kb}/sources", tag = "documents", params(("kb" = String, Path)),
     responses((status = 200, body = Vec<Source>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub(crate) async fn list_sources(State(state): State<AppState>, caller: Caller, Path(kb): Path<String>) -> Result<Json<Vec<Source>>, ApiError> {
-    Ok(Json(state.engine.sources(&caller.tenant, &kb, &caller.viewer()).await?))
+pub(crate) async fn list_sources(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+) -> Result<Json<Vec<Source>>, ApiError> {
+    Ok(Json(
+        state
+            .engine
+            .sources(&caller.tenant, &kb, &caller.viewer())
+            .await?,
+    ))
 }
 
 /// Adds a URL source (status `pending`; `POST …/sync` reads it).
@@ -66,15 +81,36 @@ pub(crate) async fn add_source(
 ) -> Result<(StatusCode, Json<Source>), ApiError> {
     caller.require_write()?;
     let owner = owner_for(&caller, b.owner)?;
-    let new = rag_engine::NewSource { url: b.url, depth: b.depth, max_pages: b.max_pages };
-    Ok((StatusCode::CREATED, Json(state.engine.add_source(&caller.tenant, &kb, new, owner).await?)))
+    let new = rag_engine::NewSource {
+        url: b.url,
+        depth: b.depth,
+        max_pages: b.max_pages,
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(
+            state
+                .engine
+                .add_source(&caller.tenant, &kb, new, owner)
+                .await?,
+        ),
+    ))
 }
 
 /// A URL source with the pages of its last sync.
 #[utoipa::path(get, path = "/kbs/{kb}/sources/{id}", tag = "documents", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = Source), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub(crate) async fn get_source(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<Json<Source>, ApiError> {
-    Ok(Json(state.engine.source(&caller.tenant, &kb, parse_source(&id)?, &caller.viewer()).await?))
+pub(crate) async fn get_source(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<Source>, ApiError> {
+    Ok(Json(
+        state
+            .engine
+            .source(&caller.tenant, &kb, parse_source(&id)?, &caller.viewer())
+            .await?,
+    ))
 }
 
 /// Fetches the source's pages now and indexes what changed; returns the
@@ -83,18 +119,34 @@ pub(crate) async fn get_source(State(state): State<AppState>, caller: Caller, Pa
 #[utoipa::path(post, path = "/kbs/{kb}/sources/{id}/sync", tag = "documents", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = Source), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody)))]
-pub(crate) async fn sync_source(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<Json<Source>, ApiError> {
+pub(crate) async fn sync_source(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<Source>, ApiError> {
     caller.require_write()?;
     let id = parse_source(&id)?;
     let _permit = state.query_slot(&caller.key_id)?;
-    Ok(Json(state.engine.sync_source(&caller.tenant, &kb, id, &caller.viewer(), &mut |_| {}).await?))
+    Ok(Json(
+        state
+            .engine
+            .sync_source(&caller.tenant, &kb, id, &caller.viewer(), &mut |_| {})
+            .await?,
+    ))
 }
 
 /// Deletes a URL source and the documents of its pages.
 #[utoipa::path(delete, path = "/kbs/{kb}/sources/{id}", tag = "documents", params(("kb" = String, Path), ("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub(crate) async fn delete_source(State(state): State<AppState>, caller: Caller, Path((kb, id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+pub(crate) async fn delete_source(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     caller.require_write()?;
-    state.engine.delete_source(&caller.tenant, &kb, parse_source(&id)?, &caller.viewer()).await?;
+    state
+        .engine
+        .delete_source(&caller.tenant, &kb, parse_source(&id)?, &caller.viewer())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -119,7 +119,11 @@ impl AppState {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             slots
                 .entry(key_id.to_owned())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.config.limits.max_concurrent_queries_per_key)))
+                .or_insert_with(|| {
+                    Arc::new(Semaphore::new(
+                        self.config.limits.max_concurrent_queries_per_key,
+                    ))
+                })
                 .clone()
         };
         sem.try_acquire_owned().map_err(|_| {
@@ -142,7 +146,11 @@ impl AppState {
         let mut map = self.candidates.lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, v| v.created.elapsed() < CANDIDATES_TTL);
         if map.len() >= CANDIDATES_MAX {
-            if let Some(oldest) = map.iter().min_by_key(|(_, v)| v.created).map(|(k, _)| k.clone()) {
+            if let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, v)| v.created)
+                .map(|(k, _)| k.clone())
+            {
                 map.remove(&oldest);
             }
         }

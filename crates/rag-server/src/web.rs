@@ -17,9 +17,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use rag_core::{PassageId, Role, TenantId};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
-use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -34,18 +34,66 @@ struct Asset {
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 
 const ASSETS: &[Asset] = &[
-    Asset { name: "app.css", content_type: "text/css; charset=utf-8", body: include_str!("../assets/app.css") },
-    Asset { name: "app.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/app.js") },
-    Asset { name: "core.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/core.js") },
-    Asset { name: "ask.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/ask.js") },
-    Asset { name: "lab.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/lab.js") },
-    Asset { name: "corpus.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/corpus.js") },
-    Asset { name: "ingest.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/ingest.js") },
-    Asset { name: "map.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/map.js") },
-    Asset { name: "widget.css", content_type: "text/css; charset=utf-8", body: include_str!("../assets/widget.css") },
-    Asset { name: "widget-demo.css", content_type: "text/css; charset=utf-8", body: include_str!("../assets/widget-demo.css") },
-    Asset { name: "settings.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/settings.js") },
-    Asset { name: "insights.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/insights.js") },
+    Asset {
+        name: "app.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("../assets/app.css"),
+    },
+    Asset {
+        name: "app.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/app.js"),
+    },
+    Asset {
+        name: "core.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/core.js"),
+    },
+    Asset {
+        name: "ask.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/ask.js"),
+    },
+    Asset {
+        name: "lab.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/lab.js"),
+    },
+    Asset {
+        name: "corpus.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/corpus.js"),
+    },
+    Asset {
+        name: "ingest.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/ingest.js"),
+    },
+    Asset {
+        name: "map.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/map.js"),
+    },
+    Asset {
+        name: "widget.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("../assets/widget.css"),
+    },
+    Asset {
+        name: "widget-demo.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("../assets/widget-demo.css"),
+    },
+    Asset {
+        name: "settings.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/settings.js"),
+    },
+    Asset {
+        name: "insights.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../assets/insights.js"),
+    },
 ];
 
 /// Scripts and styles come from this origin only; no inline script or handler
@@ -57,9 +105,18 @@ fn with_headers(content_type: &'static str, body: &'static str) -> Response {
     let mut res = body.into_response();
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     res
 }
@@ -84,13 +141,21 @@ pub(crate) fn pages() -> Router<AppState> {
     Router::new()
         .route("/", get(index))
         .route("/assets/{name}", get(asset))
-        .route("/widget.js", get(|| async { with_headers("text/javascript; charset=utf-8", WIDGET_JS) }))
-        .route("/widget-demo", get(|| async { with_headers("text/html; charset=utf-8", WIDGET_DEMO) }))
+        .route(
+            "/widget.js",
+            get(|| async { with_headers("text/javascript; charset=utf-8", WIDGET_JS) }),
+        )
+        .route(
+            "/widget-demo",
+            get(|| async { with_headers("text/html; charset=utf-8", WIDGET_DEMO) }),
+        )
 }
 
 /// Workbench routes under `/api/v1` (listed in the OpenAPI document).
 pub(crate) fn api_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(whoami, login, logout)).routes(routes!(embedding_map))
+    OpenApiRouter::new()
+        .routes(routes!(whoami, login, logout))
+        .routes(routes!(embedding_map))
         .routes(routes!(system_info))
         .routes(routes!(test_embedder))
         .routes(routes!(test_llm))
@@ -158,25 +223,45 @@ pub struct LoginBody {
 #[utoipa::path(post, path = "/session", tag = "workbench", request_body = LoginBody,
     responses((status = 200, body = SessionInfo), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn login(State(state): State<AppState>, headers: HeaderMap, ApiJson(body): ApiJson<LoginBody>) -> Result<Response, ApiError> {
+async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<LoginBody>,
+) -> Result<Response, ApiError> {
     let key = body.key.trim();
     if key.is_empty() {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_key", "unknown API key"));
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_key",
+            "unknown API key",
+        ));
     }
     let hash = auth::hash_key(key);
-    let k = state
-        .keys
-        .key_by_hash(&hash)
-        .await?
-        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "invalid_key", "unknown API key"))?;
+    let k =
+        state.keys.key_by_hash(&hash).await?.ok_or_else(|| {
+            ApiError::new(StatusCode::UNAUTHORIZED, "invalid_key", "unknown API key")
+        })?;
     if k.revoked {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "key_revoked", "this API key was revoked"));
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "key_revoked",
+            "this API key was revoked",
+        ));
     }
     auth::end_session(&headers);
-    let caller = Caller { key_id: k.id, tenant: k.tenant, role: k.role, owner: k.owner, kb: k.kb };
+    let caller = Caller {
+        key_id: k.id,
+        tenant: k.tenant,
+        role: k.role,
+        owner: k.owner,
+        kb: k.kb,
+    };
     let (id, csrf) = auth::start_session(hash);
     tracing::info!(key_id = %caller.key_id, "browser session started");
-    let cookie = format!("{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", SESSION_MAX.as_secs());
+    let cookie = format!(
+        "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        SESSION_MAX.as_secs()
+    );
     let mut res = Json(info(&caller, "session", Some(csrf))).into_response();
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         res.headers_mut().insert(header::SET_COOKIE, v);
@@ -221,7 +306,10 @@ static MAPS: LazyLock<Mutex<MapCache>> = LazyLock::new(|| Mutex::new(HashMap::ne
 const MAPS_MAX: usize = 64;
 
 fn dot(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum()
 }
 
 fn normalise(v: &mut [f64]) -> f64 {
@@ -242,12 +330,25 @@ pub(crate) fn pca2(rows: &[Vec<f32>], dims: usize) -> (Vec<f32>, [Vec<f32>; 2], 
             *m += f64::from(*x) / n;
         }
     }
-    let centred: Vec<Vec<f64>> = rows.iter().map(|r| r.iter().zip(&mean).map(|(x, m)| f64::from(*x) - m).collect()).collect();
-    let total: f64 = centred.iter().map(|r| r.iter().map(|x| x * x).sum::<f64>()).sum();
+    let centred: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .zip(&mean)
+                .map(|(x, m)| f64::from(*x) - m)
+                .collect()
+        })
+        .collect();
+    let total: f64 = centred
+        .iter()
+        .map(|r| r.iter().map(|x| x * x).sum::<f64>())
+        .sum();
     let mut axes: Vec<Vec<f64>> = Vec::new();
     let mut explained = [0.0; 2];
     for (c, share) in explained.iter_mut().enumerate() {
-        let mut v: Vec<f64> = (0..dims).map(|i| 1.0 + ((i * 7 + c * 13) % 11) as f64 / 11.0).collect();
+        let mut v: Vec<f64> = (0..dims)
+            .map(|i| 1.0 + ((i * 7 + c * 13) % 11) as f64 / 11.0)
+            .collect();
         normalise(&mut v);
         let mut eigen = 0.0;
         for _ in 0..100 {
@@ -278,12 +379,19 @@ pub(crate) fn pca2(rows: &[Vec<f32>], dims: usize) -> (Vec<f32>, [Vec<f32>; 2], 
         axes.push(v);
     }
     let to32 = |v: &Vec<f64>| v.iter().map(|x| *x as f32).collect::<Vec<f32>>();
-    (mean.iter().map(|x| *x as f32).collect(), [to32(&axes[0]), to32(&axes[1])], explained)
+    (
+        mean.iter().map(|x| *x as f32).collect(),
+        [to32(&axes[0]), to32(&axes[1])],
+        explained,
+    )
 }
 
 fn project(p: &Projection, v: &[f32]) -> (f32, f32) {
     let centred: Vec<f32> = v.iter().zip(&p.mean).map(|(x, m)| x - m).collect();
-    (dot(&centred, &p.axes[0]) as f32, dot(&centred, &p.axes[1]) as f32)
+    (
+        dot(&centred, &p.axes[0]) as f32,
+        dot(&centred, &p.axes[1]) as f32,
+    )
 }
 
 fn unit(v: &[f32]) -> Vec<f32> {
@@ -303,7 +411,10 @@ async fn projection(
     kb: &rag_core::KnowledgeBase,
     viewer: &rag_core::Viewer,
 ) -> Result<Option<Arc<Projection>>, ApiError> {
-    let key = (tenant.0.clone(), format!("{}/{}", kb.id, viewer.row_owner().unwrap_or_default()));
+    let key = (
+        tenant.0.clone(),
+        format!("{}/{}", kb.id, viewer.row_owner().unwrap_or_default()),
+    );
     let snapshot = state.engine.store().snapshot(tenant, kb.id).await?;
     let viewer = viewer.clone();
     if let Some(p) = MAPS.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -311,13 +422,22 @@ async fn projection(
             return Ok(Some(p.clone()));
         }
     }
-    let Some(space) = snapshot.space.clone() else { return Ok(None) };
+    let Some(space) = snapshot.space.clone() else {
+        return Ok(None);
+    };
     let computed = tokio::task::spawn_blocking(move || {
-        let vectors: HashMap<PassageId, &rag_core::PassageVector> = snapshot.vectors.iter().map(|v| (v.id, v)).collect();
+        let vectors: HashMap<PassageId, &rag_core::PassageVector> =
+            snapshot.vectors.iter().map(|v| (v.id, v)).collect();
         let mut rows = Vec::new();
         let mut points = Vec::new();
-        for p in snapshot.passages.iter().filter(|p| p.searchable && viewer.sees(p.owner.as_deref())) {
-            let Some(v) = vectors.get(&p.id) else { continue };
+        for p in snapshot
+            .passages
+            .iter()
+            .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()))
+        {
+            let Some(v) = vectors.get(&p.id) else {
+                continue;
+            };
             if v.vector.len() != space.dims {
                 continue;
             }
@@ -340,13 +460,29 @@ async fn projection(
                 _ => "other",
             }
             .to_owned();
-            points.push(MapPoint { id: p.id, kind, title: p.title.clone(), group, language, x: 0.0, y: 0.0 });
+            points.push(MapPoint {
+                id: p.id,
+                kind,
+                title: p.title.clone(),
+                group,
+                language,
+                x: 0.0,
+                y: 0.0,
+            });
         }
         if rows.is_empty() {
             return None;
         }
         let (mean, axes, explained) = pca2(&rows, space.dims);
-        let mut proj = Projection { seq: snapshot.seq, model_id: space.model_id.clone(), mean, axes, explained, vectors: rows, points };
+        let mut proj = Projection {
+            seq: snapshot.seq,
+            model_id: space.model_id.clone(),
+            mean,
+            axes,
+            explained,
+            vectors: rows,
+            points,
+        };
         let coords: Vec<(f32, f32)> = proj.vectors.iter().map(|v| project(&proj, v)).collect();
         for (pt, (x, y)) in proj.points.iter_mut().zip(coords) {
             pt.x = x;
@@ -454,7 +590,12 @@ async fn embedding_map(
     };
     let mut notes = Vec::new();
     let mut query = None;
-    if let Some(q) = params.query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+    if let Some(q) = params
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    {
         state.engine.check_query(q)?;
         match state.engine.embedder() {
             None => notes.push("no embedder is configured: the query cannot be placed".into()),
@@ -462,22 +603,39 @@ async fn embedding_map(
                 // A failing provider is reported, not turned into a server error.
                 match e.embed_query(q).await.map(|v| unit(&v)) {
                     Err(err) => notes.push(format!("the query could not be embedded: {err}")),
-                    Ok(v) if v.len() != p.mean.len() => {
-                        notes.push(format!("the embedder's vectors ({}) do not match the stored ones ({})", v.len(), p.mean.len()))
-                    }
+                    Ok(v) if v.len() != p.mean.len() => notes.push(format!(
+                        "the embedder's vectors ({}) do not match the stored ones ({})",
+                        v.len(),
+                        p.mean.len()
+                    )),
                     Ok(v) => {
                         let (x, y) = project(&p, &v);
                         let k = params.k.unwrap_or(5).clamp(1, 50);
-                        let mut scored: Vec<(usize, f64)> = p.vectors.iter().enumerate().map(|(i, r)| (i, dot(r, &v))).collect();
+                        let mut scored: Vec<(usize, f64)> = p
+                            .vectors
+                            .iter()
+                            .enumerate()
+                            .map(|(i, r)| (i, dot(r, &v)))
+                            .collect();
                         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-                        let nearest = scored.into_iter().take(k).map(|(point, cosine)| MapNeighbour { point, cosine }).collect();
+                        let nearest = scored
+                            .into_iter()
+                            .take(k)
+                            .map(|(point, cosine)| MapNeighbour { point, cosine })
+                            .collect();
                         query = Some(MapQueryPoint { x, y, nearest });
                     }
                 }
             }
         }
     }
-    Ok(Json(EmbeddingMap { model_id: Some(p.model_id.clone()), explained: p.explained, points: p.points.clone(), query, notes }))
+    Ok(Json(EmbeddingMap {
+        model_id: Some(p.model_id.clone()),
+        explained: p.explained,
+        points: p.points.clone(),
+        query,
+        notes,
+    }))
 }
 
 #[cfg(test)]
@@ -500,7 +658,10 @@ mod tests {
         assert!(axes[1][2].abs() > 0.99, "second axis is e2: {:?}", axes[1]);
         let d: f32 = axes[0].iter().zip(&axes[1]).map(|(a, b)| a * b).sum();
         assert!(d.abs() < 1e-4, "orthogonal axes");
-        assert!(explained[0] > explained[1] && explained[0] + explained[1] <= 1.0 + 1e-9, "{explained:?}");
+        assert!(
+            explained[0] > explained[1] && explained[0] + explained[1] <= 1.0 + 1e-9,
+            "{explained:?}"
+        );
     }
 }
 
@@ -539,7 +700,10 @@ pub struct SystemInfo {
 /// The server's models and limits.
 #[utoipa::path(get, path = "/system", tag = "workbench", responses((status = 200, body = SystemInfo), (status = 401, body = ErrorBody)))]
 async fn system_info(State(state): State<AppState>, _caller: Caller) -> Json<SystemInfo> {
-    let embedder = state.engine.embedder().map(|e| EmbedderInfo { model_id: e.model().model_id().to_owned(), dimensions: e.model().dimensions() });
+    let embedder = state.engine.embedder().map(|e| EmbedderInfo {
+        model_id: e.model().model_id().to_owned(),
+        dimensions: e.model().dimensions(),
+    });
     Json(SystemInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         open: state.config.open,
@@ -568,21 +732,51 @@ pub struct ConnectionTest {
 /// may cost money.
 #[utoipa::path(post, path = "/system/test-embedder", tag = "workbench",
     responses((status = 200, body = ConnectionTest), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-async fn test_embedder(State(state): State<AppState>, caller: Caller) -> Result<Json<ConnectionTest>, ApiError> {
+async fn test_embedder(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<ConnectionTest>, ApiError> {
     caller.require_admin()?;
     let Some(e) = state.engine.embedder() else {
-        return Ok(Json(ConnectionTest { ok: false, ms: 0.0, detail: "no embedder is configured".into() }));
+        return Ok(Json(ConnectionTest {
+            ok: false,
+            ms: 0.0,
+            detail: "no embedder is configured".into(),
+        }));
     };
     let started = std::time::Instant::now();
     // Not through the cache: the point is to reach the provider.
-    let result = e.model().embed_query("ragscope connection test 连接测试").await;
+    let result = e
+        .model()
+        .embed_query("ragscope connection test 连接测试")
+        .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(Json(match result {
         Ok(v) if v.len() == e.model().dimensions() && v.iter().all(|x| x.is_finite()) => {
-            ConnectionTest { ok: true, ms, detail: format!("{} returned a {}-dimensional vector", e.model().model_id(), v.len()) }
+            ConnectionTest {
+                ok: true,
+                ms,
+                detail: format!(
+                    "{} returned a {}-dimensional vector",
+                    e.model().model_id(),
+                    v.len()
+                ),
+            }
         }
-        Ok(v) => ConnectionTest { ok: false, ms, detail: format!("expected {} dimensions, got {} (or non-finite values)", e.model().dimensions(), v.len()) },
-        Err(err) => ConnectionTest { ok: false, ms, detail: err.to_string() },
+        Ok(v) => ConnectionTest {
+            ok: false,
+            ms,
+            detail: format!(
+                "expected {} dimensions, got {} (or non-finite values)",
+                e.model().dimensions(),
+                v.len()
+            ),
+        },
+        Err(err) => ConnectionTest {
+            ok: false,
+            ms,
+            detail: err.to_string(),
+        },
     }))
 }
 
@@ -591,7 +785,10 @@ async fn test_embedder(State(state): State<AppState>, caller: Caller) -> Result<
 /// start. Admin only: it may cost money.
 #[utoipa::path(post, path = "/system/test-llm", tag = "workbench",
     responses((status = 200, body = ConnectionTest), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-async fn test_llm(State(state): State<AppState>, caller: Caller) -> Result<Json<ConnectionTest>, ApiError> {
+async fn test_llm(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<ConnectionTest>, ApiError> {
     caller.require_admin()?;
     let Some(g) = state.engine.generator() else {
         return Ok(Json(ConnectionTest {
@@ -604,7 +801,9 @@ async fn test_llm(State(state): State<AppState>, caller: Caller) -> Result<Json<
         question: "connection test".into(),
         sources: Vec::new(),
         messages: vec![
-            rag_core::ChatMessage::system("You are a connection test. Reply with the single word OK."),
+            rag_core::ChatMessage::system(
+                "You are a connection test. Reply with the single word OK.",
+            ),
             rag_core::ChatMessage::user("Reply with OK."),
         ],
         json: false,
@@ -625,13 +824,29 @@ async fn test_llm(State(state): State<AppState>, caller: Caller) -> Result<Json<
     .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(Json(match outcome {
-        Err(_) => ConnectionTest { ok: false, ms, detail: "no complete answer within 60 s".into() },
-        Ok(Err(e)) => ConnectionTest { ok: false, ms, detail: e.to_string() },
-        Ok(Ok((text, _))) if text.trim().is_empty() => ConnectionTest { ok: false, ms, detail: format!("{} answered with no text", g.name()) },
+        Err(_) => ConnectionTest {
+            ok: false,
+            ms,
+            detail: "no complete answer within 60 s".into(),
+        },
+        Ok(Err(e)) => ConnectionTest {
+            ok: false,
+            ms,
+            detail: e.to_string(),
+        },
+        Ok(Ok((text, _))) if text.trim().is_empty() => ConnectionTest {
+            ok: false,
+            ms,
+            detail: format!("{} answered with no text", g.name()),
+        },
         Ok(Ok((text, model))) => {
             let reply: String = text.trim().chars().take(80).collect();
             let who = model.unwrap_or_else(|| g.name().to_owned());
-            ConnectionTest { ok: true, ms, detail: format!("{who} replied {reply:?}") }
+            ConnectionTest {
+                ok: true,
+                ms,
+                detail: format!("{who} replied {reply:?}"),
+            }
         }
     }))
 }
@@ -640,11 +855,18 @@ async fn test_llm(State(state): State<AppState>, caller: Caller) -> Result<Json<
 /// to the provider) and checks that the relevant one comes first. Admin only.
 #[utoipa::path(post, path = "/system/test-reranker", tag = "workbench",
     responses((status = 200, body = ConnectionTest), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-async fn test_reranker(State(state): State<AppState>, caller: Caller) -> Result<Json<ConnectionTest>, ApiError> {
+async fn test_reranker(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<ConnectionTest>, ApiError> {
     caller.require_admin()?;
     let r = state.engine.reranker();
     if r.name() == "identity" {
-        return Ok(Json(ConnectionTest { ok: false, ms: 0.0, detail: "no reranker is configured: the fused order is kept".into() }));
+        return Ok(Json(ConnectionTest {
+            ok: false,
+            ms: 0.0,
+            detail: "no reranker is configured: the fused order is kept".into(),
+        }));
     }
     let raw = "How long does a refund take?";
     // Rerankers read the raw question; the analysis is not needed here.
@@ -667,19 +889,47 @@ async fn test_reranker(State(state): State<AppState>, caller: Caller) -> Result<
     };
     let candidates = vec![
         candidate(1, "The shop opens at nine every morning and closes at ten."),
-        candidate(2, "Refunds reach the original payment method within three working days."),
+        candidate(
+            2,
+            "Refunds reach the original payment method within three working days.",
+        ),
     ];
     let relevant = candidates[1].hit.id;
     let started = std::time::Instant::now();
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), r.rerank(&query, candidates, 2)).await;
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        r.rerank(&query, candidates, 2),
+    )
+    .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(Json(match outcome {
-        Err(_) => ConnectionTest { ok: false, ms, detail: "no answer within 60 s".into() },
-        Ok(Err(e)) => ConnectionTest { ok: false, ms, detail: e.to_string() },
-        Ok(Ok(out)) if out.first().map(|h| h.hit.id) == Some(relevant) => {
-            ConnectionTest { ok: true, ms, detail: format!("{} put the relevant passage first", r.name()) }
-        }
-        Ok(Ok(out)) if out.is_empty() => ConnectionTest { ok: false, ms, detail: format!("{} returned no passages", r.name()) },
-        Ok(Ok(_)) => ConnectionTest { ok: false, ms, detail: format!("{} answered, but ranked the irrelevant passage first", r.name()) },
+        Err(_) => ConnectionTest {
+            ok: false,
+            ms,
+            detail: "no answer within 60 s".into(),
+        },
+        Ok(Err(e)) => ConnectionTest {
+            ok: false,
+            ms,
+            detail: e.to_string(),
+        },
+        Ok(Ok(out)) if out.first().map(|h| h.hit.id) == Some(relevant) => ConnectionTest {
+            ok: true,
+            ms,
+            detail: format!("{} put the relevant passage first", r.name()),
+        },
+        Ok(Ok(out)) if out.is_empty() => ConnectionTest {
+            ok: false,
+            ms,
+            detail: format!("{} returned no passages", r.name()),
+        },
+        Ok(Ok(_)) => ConnectionTest {
+            ok: false,
+            ms,
+            detail: format!(
+                "{} answered, but ranked the irrelevant passage first",
+                r.name()
+            ),
+        },
     }))
 }

@@ -93,6 +93,15 @@ pub(crate) fn pg(e: tokio_postgres::Error) -> rag_core::CoreError {
 }
 
 /// A corrupt stored value as a core error.
-pub(crate) fn corrupt(table: &'static str, column: &'static str, detail: impl Into<String>) -> rag_core::CoreError {
-    PgStoreError::Corrupt { table, column, detail: detail.into() }.into()
+pub(crate) fn corrupt(
+    table: &'static str,
+    column: &'static str,
+    detail: impl Into<String>,
+) -> rag_core::CoreError {
+    PgStoreError::Corrupt {
+        table,
+        column,
+        detail: detail.into(),
+    }
+    .into()
 }

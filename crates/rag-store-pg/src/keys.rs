@@ -35,7 +35,11 @@ fn key_from_row(r: &Row) -> ApiKeyInfo {
 
 #[async_trait]
 impl KeyStore for PgStore {
-    async fn create_tenant(&self, tenant: &TenantId, created_at: Timestamp) -> Result<bool, CoreError> {
+    async fn create_tenant(
+        &self,
+        tenant: &TenantId,
+        created_at: Timestamp,
+    ) -> Result<bool, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         let n = tx
@@ -48,7 +52,10 @@ impl KeyStore for PgStore {
 
     async fn tenants(&self) -> Result<Vec<TenantId>, CoreError> {
         let conn = self.conn().await?;
-        let rows = conn.query("SELECT tenant FROM auth_tenants()", &[]).await.map_err(pg)?;
+        let rows = conn
+            .query("SELECT tenant FROM auth_tenants()", &[])
+            .await
+            .map_err(pg)?;
         Ok(rows.iter().map(|r| TenantId(r.get(0))).collect())
     }
 
@@ -67,7 +74,13 @@ impl KeyStore for PgStore {
 
     async fn key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyInfo>, CoreError> {
         let conn = self.conn().await?;
-        let row = conn.query_opt(&format!("SELECT {KEY_COLUMNS} FROM auth_key_by_hash($1)"), &[&hash]).await.map_err(pg)?;
+        let row = conn
+            .query_opt(
+                &format!("SELECT {KEY_COLUMNS} FROM auth_key_by_hash($1)"),
+                &[&hash],
+            )
+            .await
+            .map_err(pg)?;
         Ok(row.as_ref().map(key_from_row))
     }
 
@@ -83,7 +96,10 @@ impl KeyStore for PgStore {
                 tx.commit().await.map_err(pg)?;
                 rows
             }
-            None => conn.query(&format!("SELECT {KEY_COLUMNS} FROM auth_keys()"), &[]).await.map_err(pg)?,
+            None => conn
+                .query(&format!("SELECT {KEY_COLUMNS} FROM auth_keys()"), &[])
+                .await
+                .map_err(pg)?,
         };
         Ok(rows.iter().map(key_from_row).collect())
     }
@@ -91,7 +107,13 @@ impl KeyStore for PgStore {
     async fn revoke_key(&self, tenant: &TenantId, id: &str) -> Result<bool, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
-        let n = tx.execute("UPDATE api_keys SET revoked = true WHERE id = $1 AND tenant = $2", &[&id, &tenant.0]).await.map_err(pg)?;
+        let n = tx
+            .execute(
+                "UPDATE api_keys SET revoked = true WHERE id = $1 AND tenant = $2",
+                &[&id, &tenant.0],
+            )
+            .await
+            .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
         Ok(n == 1)
     }

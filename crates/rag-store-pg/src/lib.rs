@@ -43,7 +43,9 @@ mod store;
 mod vector;
 
 pub use error::PgStoreError;
-pub use migrate::{latest_version, migrate, set_app_password, Migration, MigrationReport, MIGRATIONS};
+pub use migrate::{
+    latest_version, migrate, set_app_password, Migration, MigrationReport, MIGRATIONS,
+};
 pub use store::{parse_config, PgStore, DEFAULT_POOL_SIZE};
 pub use tokio_postgres::Config;
 

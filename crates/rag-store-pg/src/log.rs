@@ -4,12 +4,18 @@
 use crate::error::{corrupt, describe, pg};
 use crate::store::{begin, PgStore};
 use async_trait::async_trait;
-use rag_core::{ConversationSummary, CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId, Viewer};
+use rag_core::{
+    ConversationSummary, CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId,
+    Viewer,
+};
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
 fn decode(r: &Row) -> Result<QueryLogRecord, CoreError> {
-    let mut rec: QueryLogRecord = r.try_get::<_, Json<QueryLogRecord>>(0).map_err(|e| corrupt("query_log", "record", describe(&e)))?.0;
+    let mut rec: QueryLogRecord = r
+        .try_get::<_, Json<QueryLogRecord>>(0)
+        .map_err(|e| corrupt("query_log", "record", describe(&e)))?
+        .0;
     rec.feedback = r.get(1);
     Ok(rec)
 }
@@ -51,7 +57,12 @@ impl QueryLogStore for PgStore {
         tx.commit().await.map_err(pg)
     }
 
-    async fn query_log(&self, tenant: &TenantId, kb: KbId, filter: &LogFilter) -> Result<Vec<QueryLogRecord>, CoreError> {
+    async fn query_log(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        filter: &LogFilter,
+    ) -> Result<Vec<QueryLogRecord>, CoreError> {
         let (all, owner) = visibility(&filter.viewer);
         let limit = filter.limit.clamp(1, 10_000) as i64;
         let mut conn = self.conn().await?;
@@ -65,7 +76,16 @@ impl QueryLogStore for PgStore {
                    AND ($5::bigint IS NULL OR created_at >= $5::bigint)
                    AND ($7::boolean OR owner IS NULL OR owner = $8::text)
                  ORDER BY created_at DESC, id DESC LIMIT $6",
-                &[&tenant.0, &kb.0, &filter.kb_miss, &filter.conversation_id, &filter.since, &limit, &all, &owner],
+                &[
+                    &tenant.0,
+                    &kb.0,
+                    &filter.kb_miss,
+                    &filter.conversation_id,
+                    &filter.since,
+                    &limit,
+                    &all,
+                    &owner,
+                ],
             )
             .await
             .map_err(pg)?;
@@ -73,7 +93,12 @@ impl QueryLogStore for PgStore {
         rows.iter().map(decode).collect()
     }
 
-    async fn query_log_entry(&self, tenant: &TenantId, id: &str, viewer: &Viewer) -> Result<Option<QueryLogRecord>, CoreError> {
+    async fn query_log_entry(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        viewer: &Viewer,
+    ) -> Result<Option<QueryLogRecord>, CoreError> {
         let (all, owner) = visibility(viewer);
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
@@ -88,7 +113,13 @@ impl QueryLogStore for PgStore {
         row.as_ref().map(decode).transpose()
     }
 
-    async fn set_feedback(&self, tenant: &TenantId, id: &str, viewer: &Viewer, feedback: &str) -> Result<bool, CoreError> {
+    async fn set_feedback(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        viewer: &Viewer,
+        feedback: &str,
+    ) -> Result<bool, CoreError> {
         let (all, owner) = visibility(viewer);
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
@@ -103,7 +134,13 @@ impl QueryLogStore for PgStore {
         Ok(n == 1)
     }
 
-    async fn conversations(&self, tenant: &TenantId, kb: KbId, viewer: &Viewer, limit: usize) -> Result<Vec<ConversationSummary>, CoreError> {
+    async fn conversations(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        viewer: &Viewer,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, CoreError> {
         let (all, owner) = visibility(viewer);
         let limit = limit.clamp(1, 10_000) as i64;
         let mut conn = self.conn().await?;
@@ -137,7 +174,13 @@ impl QueryLogStore for PgStore {
             .collect())
     }
 
-    async fn delete_conversation(&self, tenant: &TenantId, kb: KbId, id: &str, viewer: &Viewer) -> Result<usize, CoreError> {
+    async fn delete_conversation(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        id: &str,
+        viewer: &Viewer,
+    ) -> Result<usize, CoreError> {
         let (all, owner) = visibility(viewer);
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;

@@ -18,8 +18,16 @@ pub struct Migration {
 
 /// Every migration this build knows, oldest first.
 pub const MIGRATIONS: &[Migration] = &[
-    Migration { version: 1, name: "initial", sql: include_str!("../migrations/0001_initial.sql") },
-    Migration { version: 2, name: "faq_drafts", sql: include_str!("../migrations/0002_faq_drafts.sql") },
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "faq_drafts",
+        sql: include_str!("../migrations/0002_faq_drafts.sql"),
+    },
 ];
 
 /// The schema version this build needs.
@@ -45,7 +53,8 @@ const LOCK_KEY: i64 = 0x7261_6773_636f_7065; // "ragscope"
 pub async fn migrate(config: &Config) -> Result<MigrationReport, PgStoreError> {
     let mut client = crate::pool::connect(config).await?;
     let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY]).await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
+        .await?;
     tx.batch_execute(
         "CREATE SCHEMA IF NOT EXISTS ragscope;
          CREATE TABLE IF NOT EXISTS ragscope.schema_migrations (
@@ -55,17 +64,33 @@ pub async fn migrate(config: &Config) -> Result<MigrationReport, PgStoreError> {
          );",
     )
     .await?;
-    let from: i32 = tx.query_one("SELECT coalesce(max(version), 0) FROM ragscope.schema_migrations", &[]).await?.get(0);
+    let from: i32 = tx
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM ragscope.schema_migrations",
+            &[],
+        )
+        .await?
+        .get(0);
     if from > latest_version() {
-        return Err(PgStoreError::NewerSchema { found: from, supported: latest_version() });
+        return Err(PgStoreError::NewerSchema {
+            found: from,
+            supported: latest_version(),
+        });
     }
     let mut applied = Vec::new();
     for m in MIGRATIONS.iter().filter(|m| m.version > from) {
-        let failed = |source| PgStoreError::Migration { version: m.version, name: m.name, source };
+        let failed = |source| PgStoreError::Migration {
+            version: m.version,
+            name: m.name,
+            source,
+        };
         tx.batch_execute(m.sql).await.map_err(failed)?;
-        tx.execute("INSERT INTO ragscope.schema_migrations (version, name) VALUES ($1, $2)", &[&m.version, &m.name])
-            .await
-            .map_err(failed)?;
+        tx.execute(
+            "INSERT INTO ragscope.schema_migrations (version, name) VALUES ($1, $2)",
+            &[&m.version, &m.name],
+        )
+        .await
+        .map_err(failed)?;
         applied.push(m.version);
     }
     tx.commit().await?;
@@ -83,8 +108,13 @@ pub async fn set_app_password(config: &Config, password: &str) -> Result<(), PgS
     let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
     let client = crate::pool::connect(config).await?;
     // ALTER ROLE takes no parameters: the server quotes the values itself.
-    let statement: String =
-        client.query_one("SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)", &[&crate::APP_ROLE, &verifier]).await?.get(0);
+    let statement: String = client
+        .query_one(
+            "SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)",
+            &[&crate::APP_ROLE, &verifier],
+        )
+        .await?
+        .get(0);
     client.batch_execute(&statement).await?;
     Ok(())
 }

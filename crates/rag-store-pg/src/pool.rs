@@ -22,13 +22,17 @@ pub(crate) struct Conn<'a> {
 impl std::ops::Deref for Conn<'_> {
     type Target = Client;
     fn deref(&self) -> &Client {
-        self.client.as_ref().expect("a loaned connection is present until dropped")
+        self.client
+            .as_ref()
+            .expect("a loaned connection is present until dropped")
     }
 }
 
 impl std::ops::DerefMut for Conn<'_> {
     fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().expect("a loaned connection is present until dropped")
+        self.client
+            .as_mut()
+            .expect("a loaned connection is present until dropped")
     }
 }
 
@@ -36,7 +40,11 @@ impl Drop for Conn<'_> {
     fn drop(&mut self) {
         if let Some(c) = self.client.take() {
             if !c.is_closed() {
-                self.pool.idle.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+                self.pool
+                    .idle
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(c);
             }
         }
     }
@@ -55,11 +63,19 @@ pub(crate) async fn connect(config: &Config) -> Result<Client, PgStoreError> {
 
 impl Pool {
     pub(crate) fn new(config: Config, size: usize) -> Self {
-        Pool { config, idle: Mutex::new(Vec::new()), permits: Semaphore::new(size.max(1)) }
+        Pool {
+            config,
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(size.max(1)),
+        }
     }
 
     pub(crate) async fn get(&self) -> Result<Conn<'_>, PgStoreError> {
-        let permit = self.permits.acquire().await.expect("the pool's semaphore is never closed");
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the pool's semaphore is never closed");
         let reused = {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
             let mut found = None;
@@ -75,6 +91,10 @@ impl Pool {
             Some(c) => c,
             None => connect(&self.config).await?,
         };
-        Ok(Conn { client: Some(client), pool: self, _permit: permit })
+        Ok(Conn {
+            client: Some(client),
+            pool: self,
+            _permit: permit,
+        })
     }
 }

@@ -7,8 +7,9 @@ use crate::pool::{Conn, Pool};
 use crate::vector::{VectorOwned, VectorRef};
 use async_trait::async_trait;
 use rag_core::{
-    failpoint, Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FactId, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
-    KbSnapshot, KnowledgeBase, Passage, PassageId, PassageVector, Source, SourceId, SourceStatus, StoreRead, StoreWrite, SynonymGroup, TenantId,
+    failpoint, Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FactId,
+    FaqEntry, FaqId, FaqStatus, KbId, KbSettings, KbSnapshot, KnowledgeBase, Passage, PassageId,
+    PassageVector, Source, SourceId, SourceStatus, StoreRead, StoreWrite, SynonymGroup, TenantId,
     UserError, UserWord, WriteOp,
 };
 use std::sync::Arc;
@@ -33,7 +34,8 @@ impl std::fmt::Debug for PgStore {
 
 /// Parses a `postgres://…` URL or a `key=value` connection string.
 pub fn parse_config(url: &str) -> Result<Config, PgStoreError> {
-    url.parse::<Config>().map_err(|e| PgStoreError::Url(crate::error::describe(&e)))
+    url.parse::<Config>()
+        .map_err(|e| PgStoreError::Url(crate::error::describe(&e)))
 }
 
 impl PgStore {
@@ -58,7 +60,9 @@ impl PgStore {
             check_role(&conn).await?;
             check_schema(&conn).await?;
         }
-        Ok(PgStore { pool: Arc::new(pool) })
+        Ok(PgStore {
+            pool: Arc::new(pool),
+        })
     }
 
     pub(crate) async fn conn(&self) -> Result<Conn<'_>, CoreError> {
@@ -69,7 +73,12 @@ impl PgStore {
 async fn check_role(conn: &Conn<'_>) -> Result<(), PgStoreError> {
     let row = conn.query_one("SELECT current_user::text, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user", &[]).await?;
     let (role, superuser, bypass): (String, bool, bool) = (row.get(0), row.get(1), row.get(2));
-    let unsafe_role = |reason: &str| Err(PgStoreError::UnsafeRole { role: role.clone(), reason: reason.to_owned() });
+    let unsafe_role = |reason: &str| {
+        Err(PgStoreError::UnsafeRole {
+            role: role.clone(),
+            reason: reason.to_owned(),
+        })
+    };
     if superuser {
         return unsafe_role("it is a superuser, which bypasses row-level security");
     }
@@ -91,9 +100,20 @@ async fn check_role(conn: &Conn<'_>) -> Result<(), PgStoreError> {
 }
 
 async fn check_schema(conn: &Conn<'_>) -> Result<(), PgStoreError> {
-    let found: i32 = match conn.query_one("SELECT coalesce(max(version), 0) FROM ragscope.schema_migrations", &[]).await {
+    let found: i32 = match conn
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM ragscope.schema_migrations",
+            &[],
+        )
+        .await
+    {
         Ok(row) => row.get(0),
-        Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) || e.code() == Some(&SqlState::INVALID_SCHEMA_NAME) => 0,
+        Err(e)
+            if e.code() == Some(&SqlState::UNDEFINED_TABLE)
+                || e.code() == Some(&SqlState::INVALID_SCHEMA_NAME) =>
+        {
+            0
+        }
         Err(e) => return Err(e.into()),
     };
     let wanted = latest_version();
@@ -101,43 +121,84 @@ async fn check_schema(conn: &Conn<'_>) -> Result<(), PgStoreError> {
         return Err(PgStoreError::SchemaBehind { found, wanted });
     }
     if found > wanted {
-        return Err(PgStoreError::NewerSchema { found, supported: wanted });
+        return Err(PgStoreError::NewerSchema {
+            found,
+            supported: wanted,
+        });
     }
     Ok(())
 }
 
 /// Starts a transaction in which row-level security sees `tenant` only.
-pub(crate) async fn begin<'c>(conn: &'c mut Conn<'_>, tenant: &str, snapshot: bool) -> Result<Transaction<'c>, CoreError> {
+pub(crate) async fn begin<'c>(
+    conn: &'c mut Conn<'_>,
+    tenant: &str,
+    snapshot: bool,
+) -> Result<Transaction<'c>, CoreError> {
     let tx = if snapshot {
-        conn.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start().await
+        conn.build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
     } else {
         conn.transaction().await
     }
     .map_err(pg)?;
-    tx.execute("SELECT set_config('ragscope.tenant', $1, true)", &[&tenant]).await.map_err(pg)?;
+    tx.execute("SELECT set_config('ragscope.tenant', $1, true)", &[&tenant])
+        .await
+        .map_err(pg)?;
     Ok(tx)
 }
 
 /// Checks that `kb` belongs to `tenant` (the application's own scoping; row
 /// level security holds beneath it).
 async fn owned(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId) -> Result<(), CoreError> {
-    match tx.query_opt("SELECT 1 FROM kbs WHERE id = $1 AND tenant = $2", &[&kb.0, &tenant.0]).await.map_err(pg)? {
+    match tx
+        .query_opt(
+            "SELECT 1 FROM kbs WHERE id = $1 AND tenant = $2",
+            &[&kb.0, &tenant.0],
+        )
+        .await
+        .map_err(pg)?
+    {
         Some(_) => Ok(()),
-        None => Err(UserError::UnknownKb { name: kb.to_string() }.into()),
+        None => Err(UserError::UnknownKb {
+            name: kb.to_string(),
+        }
+        .into()),
     }
 }
 
 fn to_kb(r: &Row) -> Result<KnowledgeBase, CoreError> {
-    let settings: Json<KbSettings> = r.try_get(4).map_err(|e| corrupt("kbs", "settings", crate::error::describe(&e)))?;
-    Ok(KnowledgeBase { id: KbId(r.get(0)), tenant: TenantId(r.get(1)), name: r.get(2), created_at: r.get(3), settings: settings.0 })
+    let settings: Json<KbSettings> = r
+        .try_get(4)
+        .map_err(|e| corrupt("kbs", "settings", crate::error::describe(&e)))?;
+    Ok(KnowledgeBase {
+        id: KbId(r.get(0)),
+        tenant: TenantId(r.get(1)),
+        name: r.get(2),
+        created_at: r.get(3),
+        settings: settings.0,
+    })
 }
 
-fn json<'a, T: serde::Deserialize<'a>>(r: &'a Row, idx: usize, table: &'static str, column: &'static str) -> Result<T, CoreError> {
-    r.try_get::<_, Json<T>>(idx).map(|j| j.0).map_err(|e| corrupt(table, column, crate::error::describe(&e)))
+fn json<'a, T: serde::Deserialize<'a>>(
+    r: &'a Row,
+    idx: usize,
+    table: &'static str,
+    column: &'static str,
+) -> Result<T, CoreError> {
+    r.try_get::<_, Json<T>>(idx)
+        .map(|j| j.0)
+        .map_err(|e| corrupt(table, column, crate::error::describe(&e)))
 }
 
 fn space_of(model: Option<String>, dims: Option<i32>) -> Option<EmbeddingSpace> {
-    model.zip(dims).map(|(model_id, dims)| EmbeddingSpace { model_id, dims: dims as usize })
+    model.zip(dims).map(|(model_id, dims)| EmbeddingSpace {
+        model_id,
+        dims: dims as usize,
+    })
 }
 
 async fn delete_document(tx: &Transaction<'_>, kb: KbId, id: DocId) -> Result<(), CoreError> {
@@ -147,12 +208,21 @@ async fn delete_document(tx: &Transaction<'_>, kb: KbId, id: DocId) -> Result<()
     )
     .await
     .map_err(pg)?;
-    tx.execute("DELETE FROM documents WHERE id = $1 AND kb_id = $2", &[&id.0, &kb.0]).await.map_err(pg)?;
+    tx.execute(
+        "DELETE FROM documents WHERE id = $1 AND kb_id = $2",
+        &[&id.0, &kb.0],
+    )
+    .await
+    .map_err(pg)?;
     Ok(())
 }
 
 /// Deletes the FAQ entries drafted from document `doc` that nobody edited, with their vectors.
-async fn delete_unedited_drafts(tx: &Transaction<'_>, kb: KbId, doc: DocId) -> Result<(), CoreError> {
+async fn delete_unedited_drafts(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    doc: DocId,
+) -> Result<(), CoreError> {
     tx.execute(
         "DELETE FROM vectors WHERE kb_id = $1 AND passage IN
            (SELECT 'faq:' || id::text FROM faqs WHERE kb_id = $1 AND source_doc = $2 AND NOT edited)",
@@ -160,18 +230,38 @@ async fn delete_unedited_drafts(tx: &Transaction<'_>, kb: KbId, doc: DocId) -> R
     )
     .await
     .map_err(pg)?;
-    tx.execute("DELETE FROM faqs WHERE kb_id = $1 AND source_doc = $2 AND NOT edited", &[&kb.0, &doc.0]).await.map_err(pg)?;
+    tx.execute(
+        "DELETE FROM faqs WHERE kb_id = $1 AND source_doc = $2 AND NOT edited",
+        &[&kb.0, &doc.0],
+    )
+    .await
+    .map_err(pg)?;
     Ok(())
 }
 
 async fn document_exists(tx: &Transaction<'_>, kb: KbId, doc: DocId) -> Result<bool, CoreError> {
-    Ok(tx.query_opt("SELECT 1 FROM documents WHERE id = $1 AND kb_id = $2", &[&doc.0, &kb.0]).await.map_err(pg)?.is_some())
+    Ok(tx
+        .query_opt(
+            "SELECT 1 FROM documents WHERE id = $1 AND kb_id = $2",
+            &[&doc.0, &kb.0],
+        )
+        .await
+        .map_err(pg)?
+        .is_some())
 }
 
-async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp) -> Result<(), CoreError> {
+async fn apply_op(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    kb: KbId,
+    op: WriteOp,
+) -> Result<(), CoreError> {
     let t = &tenant.0;
     match op {
-        WriteOp::PutDocument { document: d, chunks } => {
+        WriteOp::PutDocument {
+            document: d,
+            chunks,
+        } => {
             delete_document(tx, kb, d.id).await?;
             tx.execute(
                 "INSERT INTO documents (id, tenant, kb_id, title, source, content_hash, tags, created_at, updated_at, text, owner)
@@ -182,7 +272,8 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
             .map_err(pg)?;
             let ids: Vec<uuid::Uuid> = chunks.iter().map(|c| c.id.0).collect();
             let ordinals: Vec<i32> = chunks.iter().map(|c| c.ordinal as i32).collect();
-            let headings: Vec<Json<&Vec<String>>> = chunks.iter().map(|c| Json(&c.heading_path)).collect();
+            let headings: Vec<Json<&Vec<String>>> =
+                chunks.iter().map(|c| Json(&c.heading_path)).collect();
             let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
             let starts: Vec<i64> = chunks.iter().map(|c| c.start as i64).collect();
             let ends: Vec<i64> = chunks.iter().map(|c| c.end as i64).collect();
@@ -200,25 +291,48 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
             // Its drafts: unedited ones go with it; edited ones are human
             // knowledge now and stay, unlinked.
             delete_unedited_drafts(tx, kb, id).await?;
-            tx.execute("UPDATE faqs SET source_doc = NULL WHERE kb_id = $1 AND source_doc = $2", &[&kb.0, &id.0]).await.map_err(pg)?;
+            tx.execute(
+                "UPDATE faqs SET source_doc = NULL WHERE kb_id = $1 AND source_doc = $2",
+                &[&kb.0, &id.0],
+            )
+            .await
+            .map_err(pg)?;
             delete_document(tx, kb, id).await?;
         }
         WriteOp::DeleteUneditedDrafts(doc) => delete_unedited_drafts(tx, kb, doc).await?,
         WriteOp::RelinkDrafts { from, to } => {
             if !document_exists(tx, kb, to).await? {
-                return Err(rag_core::UserError::NotFound { what: "document", id: to.to_string() }.into());
+                return Err(rag_core::UserError::NotFound {
+                    what: "document",
+                    id: to.to_string(),
+                }
+                .into());
             }
-            tx.execute("UPDATE faqs SET source_doc = $3 WHERE kb_id = $1 AND source_doc = $2 AND edited", &[&kb.0, &from.0, &to.0])
-                .await
-                .map_err(pg)?;
+            tx.execute(
+                "UPDATE faqs SET source_doc = $3 WHERE kb_id = $1 AND source_doc = $2 AND edited",
+                &[&kb.0, &from.0, &to.0],
+            )
+            .await
+            .map_err(pg)?;
         }
         WriteOp::PutFaq(f) => {
-            let exists = tx.query_opt("SELECT 1 FROM faqs WHERE id = $1 AND kb_id = $2", &[&f.id.0, &kb.0]).await.map_err(pg)?.is_some();
+            let exists = tx
+                .query_opt(
+                    "SELECT 1 FROM faqs WHERE id = $1 AND kb_id = $2",
+                    &[&f.id.0, &kb.0],
+                )
+                .await
+                .map_err(pg)?
+                .is_some();
             // A new draft must point at a document of this knowledge base
             // (it may have been deleted while the LLM was drafting).
             if let (false, Some(doc)) = (exists, f.source_doc) {
                 if !document_exists(tx, kb, doc).await? {
-                    return Err(rag_core::UserError::NotFound { what: "document", id: doc.to_string() }.into());
+                    return Err(rag_core::UserError::NotFound {
+                        what: "document",
+                        id: doc.to_string(),
+                    }
+                    .into());
                 }
             }
             // On update the stored source_doc is kept: links change only
@@ -252,8 +366,18 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
             .map_err(pg)?;
         }
         WriteOp::DeleteFaq(id) => {
-            tx.execute("DELETE FROM vectors WHERE passage = $1 AND kb_id = $2", &[&PassageId::Faq(id).to_string(), &kb.0]).await.map_err(pg)?;
-            tx.execute("DELETE FROM faqs WHERE id = $1 AND kb_id = $2", &[&id.0, &kb.0]).await.map_err(pg)?;
+            tx.execute(
+                "DELETE FROM vectors WHERE passage = $1 AND kb_id = $2",
+                &[&PassageId::Faq(id).to_string(), &kb.0],
+            )
+            .await
+            .map_err(pg)?;
+            tx.execute(
+                "DELETE FROM faqs WHERE id = $1 AND kb_id = $2",
+                &[&id.0, &kb.0],
+            )
+            .await
+            .map_err(pg)?;
         }
         WriteOp::PutFact(f) => {
             tx.execute(
@@ -266,14 +390,35 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
             .map_err(pg)?;
         }
         WriteOp::DeleteFact(id) => {
-            tx.execute("DELETE FROM vectors WHERE passage = $1 AND kb_id = $2", &[&PassageId::Fact(id).to_string(), &kb.0]).await.map_err(pg)?;
-            tx.execute("DELETE FROM facts WHERE id = $1 AND kb_id = $2", &[&id.0, &kb.0]).await.map_err(pg)?;
+            tx.execute(
+                "DELETE FROM vectors WHERE passage = $1 AND kb_id = $2",
+                &[&PassageId::Fact(id).to_string(), &kb.0],
+            )
+            .await
+            .map_err(pg)?;
+            tx.execute(
+                "DELETE FROM facts WHERE id = $1 AND kb_id = $2",
+                &[&id.0, &kb.0],
+            )
+            .await
+            .map_err(pg)?;
         }
         WriteOp::PutSettings(settings) => {
-            tx.execute("UPDATE kbs SET settings = $1 WHERE id = $2", &[&Json(&settings), &kb.0]).await.map_err(pg)?;
+            tx.execute(
+                "UPDATE kbs SET settings = $1 WHERE id = $2",
+                &[&Json(&settings), &kb.0],
+            )
+            .await
+            .map_err(pg)?;
         }
         WriteOp::PutVectors { space, vectors } => {
-            let row = tx.query_one("SELECT embed_model, embed_dims FROM kbs WHERE id = $1", &[&kb.0]).await.map_err(pg)?;
+            let row = tx
+                .query_one(
+                    "SELECT embed_model, embed_dims FROM kbs WHERE id = $1",
+                    &[&kb.0],
+                )
+                .await
+                .map_err(pg)?;
             match space_of(row.get(0), row.get(1)) {
                 Some(stored) if stored != space => {
                     return Err(UserError::EmbeddingSpaceMismatch {
@@ -286,25 +431,38 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
                 }
                 Some(_) => {}
                 None => {
-                    tx.execute("UPDATE kbs SET embed_model = $1, embed_dims = $2 WHERE id = $3", &[&space.model_id, &(space.dims as i32), &kb.0])
-                        .await
-                        .map_err(pg)?;
+                    tx.execute(
+                        "UPDATE kbs SET embed_model = $1, embed_dims = $2 WHERE id = $3",
+                        &[&space.model_id, &(space.dims as i32), &kb.0],
+                    )
+                    .await
+                    .map_err(pg)?;
                 }
             }
             if let Some(v) = vectors.iter().find(|v| v.vector.len() != space.dims) {
                 return Err(UserError::InvalidParam {
                     name: "vector",
-                    reason: format!("a vector has {} dimensions in a {}-dimensional space", v.vector.len(), space.dims),
+                    reason: format!(
+                        "a vector has {} dimensions in a {}-dimensional space",
+                        v.vector.len(),
+                        space.dims
+                    ),
                 }
                 .into());
             }
             // The same passage twice in one batch: the last one wins, as a
             // sequence of replacing inserts would have it.
-            let mut last: std::collections::HashMap<PassageId, usize> = std::collections::HashMap::new();
+            let mut last: std::collections::HashMap<PassageId, usize> =
+                std::collections::HashMap::new();
             for (i, v) in vectors.iter().enumerate() {
                 last.insert(v.id, i);
             }
-            let kept: Vec<&PassageVector> = vectors.iter().enumerate().filter(|(i, v)| last[&v.id] == *i).map(|(_, v)| v).collect();
+            let kept: Vec<&PassageVector> = vectors
+                .iter()
+                .enumerate()
+                .filter(|(i, v)| last[&v.id] == *i)
+                .map(|(_, v)| v)
+                .collect();
             let passages: Vec<String> = kept.iter().map(|v| v.id.to_string()).collect();
             let hashes: Vec<&str> = kept.iter().map(|v| v.text_hash.as_str()).collect();
             let values: Vec<VectorRef<'_>> = kept.iter().map(|v| VectorRef(&v.vector)).collect();
@@ -318,8 +476,15 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
             .map_err(pg)?;
         }
         WriteOp::ClearVectors => {
-            tx.execute("DELETE FROM vectors WHERE kb_id = $1", &[&kb.0]).await.map_err(pg)?;
-            tx.execute("UPDATE kbs SET embed_model = NULL, embed_dims = NULL WHERE id = $1", &[&kb.0]).await.map_err(pg)?;
+            tx.execute("DELETE FROM vectors WHERE kb_id = $1", &[&kb.0])
+                .await
+                .map_err(pg)?;
+            tx.execute(
+                "UPDATE kbs SET embed_model = NULL, embed_dims = NULL WHERE id = $1",
+                &[&kb.0],
+            )
+            .await
+            .map_err(pg)?;
         }
         WriteOp::AddSynonyms(g) => {
             tx.execute(
@@ -341,13 +506,23 @@ async fn apply_op(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, op: WriteOp
         }
         WriteOp::PutSource(s) => put_source(tx, tenant, kb, &s).await?,
         WriteOp::DeleteSource(id) => {
-            tx.execute("DELETE FROM sources WHERE id = $1 AND kb_id = $2", &[&id.0, &kb.0]).await.map_err(pg)?;
+            tx.execute(
+                "DELETE FROM sources WHERE id = $1 AND kb_id = $2",
+                &[&id.0, &kb.0],
+            )
+            .await
+            .map_err(pg)?;
         }
     }
     Ok(())
 }
 
-async fn put_source(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId, s: &Source) -> Result<(), CoreError> {
+async fn put_source(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    kb: KbId,
+    s: &Source,
+) -> Result<(), CoreError> {
     tx.execute(
         "INSERT INTO sources (id, tenant, kb_id, url, depth, max_pages, owner, status, reason, created_at, last_sync, pages)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -384,7 +559,8 @@ async fn read_sources(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<Source>, Cor
         )
         .await
         .map_err(pg)?;
-    let u32_of = |v: i64, column| u32::try_from(v).map_err(|_| corrupt("sources", column, v.to_string()));
+    let u32_of =
+        |v: i64, column| u32::try_from(v).map_err(|_| corrupt("sources", column, v.to_string()));
     rows.iter()
         .map(|r| {
             let status: String = r.get(5);
@@ -395,7 +571,8 @@ async fn read_sources(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<Source>, Cor
                 depth: u32_of(r.get(2), "depth")?,
                 max_pages: u32_of(r.get(3), "max_pages")?,
                 owner: r.get(4),
-                status: SourceStatus::parse(&status).ok_or_else(|| corrupt("sources", "status", status.clone()))?,
+                status: SourceStatus::parse(&status)
+                    .ok_or_else(|| corrupt("sources", "status", status.clone()))?,
                 reason: r.get(6),
                 created_at: r.get(7),
                 last_sync: r.get(8),
@@ -422,7 +599,8 @@ async fn read_faqs(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<FaqEntry>, Core
                 kb,
                 question: r.get(1),
                 answer: r.get(2),
-                status: FaqStatus::parse(&status).ok_or_else(|| corrupt("faqs", "status", status.clone()))?,
+                status: FaqStatus::parse(&status)
+                    .ok_or_else(|| corrupt("faqs", "status", status.clone()))?,
                 edited: r.get(4),
                 source_url: r.get(5),
                 tags: r.get(6),
@@ -437,7 +615,13 @@ async fn read_faqs(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<FaqEntry>, Core
 }
 
 async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, CoreError> {
-    let kb_row = tx.query_one("SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1", &[&kb.0]).await.map_err(pg)?;
+    let kb_row = tx
+        .query_one(
+            "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?;
     let seq: i64 = kb_row.get(0);
     let space = space_of(kb_row.get(1), kb_row.get(2));
     let mut passages = Vec::new();
@@ -469,35 +653,81 @@ async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, Cor
         });
     }
     passages.extend(read_faqs(tx, kb).await?.into_iter().map(Passage::from));
-    let rows = tx.query("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = $1 ORDER BY id", &[&kb.0]).await.map_err(pg)?;
+    let rows = tx
+        .query(
+            "SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = $1 ORDER BY id",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?;
     for r in &rows {
-        passages.push(Passage::from(rag_core::Fact { id: FactId(r.get(0)), kb, key: r.get(1), value: r.get(2), key_synonyms: r.get(3) }));
+        passages.push(Passage::from(rag_core::Fact {
+            id: FactId(r.get(0)),
+            kb,
+            key: r.get(1),
+            value: r.get(2),
+            key_synonyms: r.get(3),
+        }));
     }
     let synonyms = tx
-        .query("SELECT terms FROM synonyms WHERE kb_id = $1 ORDER BY position", &[&kb.0])
+        .query(
+            "SELECT terms FROM synonyms WHERE kb_id = $1 ORDER BY position",
+            &[&kb.0],
+        )
         .await
         .map_err(pg)?
         .iter()
         .map(|r| SynonymGroup { terms: r.get(0) })
         .collect();
     let user_words = tx
-        .query("SELECT word, freq FROM user_words WHERE kb_id = $1 ORDER BY word", &[&kb.0])
+        .query(
+            "SELECT word, freq FROM user_words WHERE kb_id = $1 ORDER BY word",
+            &[&kb.0],
+        )
         .await
         .map_err(pg)?
         .iter()
         .map(|r| {
             let freq: Option<i64> = r.get(1);
-            Ok(UserWord { word: r.get(0), freq: freq.map(|f| u32::try_from(f).map_err(|_| corrupt("user_words", "freq", f.to_string()))).transpose()? })
+            Ok(UserWord {
+                word: r.get(0),
+                freq: freq
+                    .map(|f| {
+                        u32::try_from(f).map_err(|_| corrupt("user_words", "freq", f.to_string()))
+                    })
+                    .transpose()?,
+            })
         })
         .collect::<Result<Vec<_>, CoreError>>()?;
     let mut vectors = Vec::new();
-    for r in tx.query("SELECT passage, text_hash, vector FROM vectors WHERE kb_id = $1 ORDER BY passage", &[&kb.0]).await.map_err(pg)? {
+    for r in tx
+        .query(
+            "SELECT passage, text_hash, vector FROM vectors WHERE kb_id = $1 ORDER BY passage",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?
+    {
         let passage: String = r.get(0);
-        let id = PassageId::parse(&passage).ok_or_else(|| corrupt("vectors", "passage", passage.clone()))?;
-        let vector: VectorOwned = r.try_get(2).map_err(|e| corrupt("vectors", "vector", crate::error::describe(&e)))?;
-        vectors.push(PassageVector { id, text_hash: r.get(1), vector: vector.0 });
+        let id = PassageId::parse(&passage)
+            .ok_or_else(|| corrupt("vectors", "passage", passage.clone()))?;
+        let vector: VectorOwned = r
+            .try_get(2)
+            .map_err(|e| corrupt("vectors", "vector", crate::error::describe(&e)))?;
+        vectors.push(PassageVector {
+            id,
+            text_hash: r.get(1),
+            vector: vector.0,
+        });
     }
-    Ok(KbSnapshot { seq: seq as u64, passages, synonyms, user_words, space, vectors })
+    Ok(KbSnapshot {
+        seq: seq as u64,
+        passages,
+        synonyms,
+        user_words,
+        space,
+        vectors,
+    })
 }
 
 #[async_trait]
@@ -513,7 +743,11 @@ impl StoreRead for PgStore {
         rows.iter().map(to_kb).collect()
     }
 
-    async fn kb_by_name(&self, tenant: &TenantId, name: &str) -> Result<Option<KnowledgeBase>, CoreError> {
+    async fn kb_by_name(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Option<KnowledgeBase>, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         let row = tx
@@ -527,9 +761,20 @@ impl StoreRead for PgStore {
     async fn kb_seq(&self, tenant: &TenantId, kb: KbId) -> Result<u64, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
-        let row = tx.query_opt("SELECT seq FROM kbs WHERE id = $1 AND tenant = $2", &[&kb.0, &tenant.0]).await.map_err(pg)?;
+        let row = tx
+            .query_opt(
+                "SELECT seq FROM kbs WHERE id = $1 AND tenant = $2",
+                &[&kb.0, &tenant.0],
+            )
+            .await
+            .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
-        row.map(|r| r.get::<_, i64>(0) as u64).ok_or_else(|| UserError::UnknownKb { name: kb.to_string() }.into())
+        row.map(|r| r.get::<_, i64>(0) as u64).ok_or_else(|| {
+            UserError::UnknownKb {
+                name: kb.to_string(),
+            }
+            .into()
+        })
     }
 
     async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot, CoreError> {
@@ -568,7 +813,12 @@ impl StoreRead for PgStore {
             .collect())
     }
 
-    async fn document(&self, tenant: &TenantId, kb: KbId, doc: DocId) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
+    async fn document(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        doc: DocId,
+    ) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, true).await?;
         owned(&tx, tenant, kb).await?;
@@ -617,7 +867,13 @@ impl StoreRead for PgStore {
         Ok(Some((document, chunks)))
     }
 
-    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str, owner: Option<&str>) -> Result<Option<DocId>, CoreError> {
+    async fn document_by_hash(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        hash: &str,
+        owner: Option<&str>,
+    ) -> Result<Option<DocId>, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         owned(&tx, tenant, kb).await?;
@@ -650,20 +906,45 @@ impl StoreRead for PgStore {
         Ok(out)
     }
 
-    async fn embedding_space(&self, tenant: &TenantId, kb: KbId) -> Result<Option<EmbeddingSpace>, CoreError> {
+    async fn embedding_space(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<Option<EmbeddingSpace>, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
-        let row = tx.query_opt("SELECT embed_model, embed_dims FROM kbs WHERE id = $1 AND tenant = $2", &[&kb.0, &tenant.0]).await.map_err(pg)?;
+        let row = tx
+            .query_opt(
+                "SELECT embed_model, embed_dims FROM kbs WHERE id = $1 AND tenant = $2",
+                &[&kb.0, &tenant.0],
+            )
+            .await
+            .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
-        let row = row.ok_or_else(|| CoreError::from(UserError::UnknownKb { name: kb.to_string() }))?;
+        let row = row.ok_or_else(|| {
+            CoreError::from(UserError::UnknownKb {
+                name: kb.to_string(),
+            })
+        })?;
         Ok(space_of(row.get(0), row.get(1)))
     }
 }
 
 #[async_trait]
 impl StoreWrite for PgStore {
-    async fn create_kb(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
-        let kb = KnowledgeBase { id: KbId::generate(), tenant: tenant.clone(), name: name.to_owned(), created_at: rag_core::now(), settings };
+    async fn create_kb(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        settings: KbSettings,
+    ) -> Result<KnowledgeBase, CoreError> {
+        let kb = KnowledgeBase {
+            id: KbId::generate(),
+            tenant: tenant.clone(),
+            name: name.to_owned(),
+            created_at: rag_core::now(),
+            settings,
+        };
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         match tx
@@ -685,22 +966,47 @@ impl StoreWrite for PgStore {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         owned(&tx, tenant, kb).await?;
-        tx.execute("DELETE FROM kbs WHERE id = $1", &[&kb.0]).await.map_err(pg)?;
+        tx.execute("DELETE FROM kbs WHERE id = $1", &[&kb.0])
+            .await
+            .map_err(pg)?;
         tx.commit().await.map_err(pg)
     }
 
-    async fn apply(&self, tenant: &TenantId, kb: KbId, ops: Vec<WriteOp>) -> Result<u64, CoreError> {
+    async fn apply(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ops: Vec<WriteOp>,
+    ) -> Result<u64, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         // The row lock serialises writers of one knowledge base (its seq, the
         // synonym positions) across processes.
-        if tx.query_opt("SELECT 1 FROM kbs WHERE id = $1 AND tenant = $2 FOR UPDATE", &[&kb.0, &tenant.0]).await.map_err(pg)?.is_none() {
-            return Err(UserError::UnknownKb { name: kb.to_string() }.into());
+        if tx
+            .query_opt(
+                "SELECT 1 FROM kbs WHERE id = $1 AND tenant = $2 FOR UPDATE",
+                &[&kb.0, &tenant.0],
+            )
+            .await
+            .map_err(pg)?
+            .is_none()
+        {
+            return Err(UserError::UnknownKb {
+                name: kb.to_string(),
+            }
+            .into());
         }
         for op in ops {
             apply_op(&tx, tenant, kb, op).await?;
         }
-        let seq: i64 = tx.query_one("UPDATE kbs SET seq = seq + 1 WHERE id = $1 RETURNING seq", &[&kb.0]).await.map_err(pg)?.get(0);
+        let seq: i64 = tx
+            .query_one(
+                "UPDATE kbs SET seq = seq + 1 WHERE id = $1 RETURNING seq",
+                &[&kb.0],
+            )
+            .await
+            .map_err(pg)?
+            .get(0);
         if failpoint::hit("store.apply.before_commit") {
             return Err(PgStoreError::Failpoint("store.apply.before_commit").into());
         }

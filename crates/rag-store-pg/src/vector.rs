@@ -18,7 +18,12 @@ pub(crate) struct VectorRef<'a>(pub &'a [f32]);
 
 impl ToSql for VectorRef<'_> {
     fn to_sql(&self, _ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        let dims = u16::try_from(self.0.len()).map_err(|_| format!("a vector of {} dimensions is too long for pgvector", self.0.len()))?;
+        let dims = u16::try_from(self.0.len()).map_err(|_| {
+            format!(
+                "a vector of {} dimensions is too long for pgvector",
+                self.0.len()
+            )
+        })?;
         out.reserve(4 + 4 * self.0.len());
         out.put_u16(dims);
         out.put_u16(0);
@@ -47,9 +52,17 @@ impl<'a> FromSql<'a> for VectorOwned {
         let dims = u16::from_be_bytes([raw[0], raw[1]]) as usize;
         let body = &raw[4..];
         if body.len() != 4 * dims {
-            return Err(format!("a vector of {dims} dimensions with {} bytes of components", body.len()).into());
+            return Err(format!(
+                "a vector of {dims} dimensions with {} bytes of components",
+                body.len()
+            )
+            .into());
         }
-        Ok(VectorOwned(body.chunks_exact(4).map(|c| f32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect()))
+        Ok(VectorOwned(
+            body.chunks_exact(4)
+                .map(|c| f32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ))
     }
 
     fn accepts(ty: &Type) -> bool {
@@ -72,6 +85,8 @@ mod tests {
         assert!(VectorOwned::from_sql(&Type::TEXT, &buf[..buf.len() - 1]).is_err());
         assert!(VectorOwned::from_sql(&Type::TEXT, &[0, 1]).is_err());
         let long = vec![0.0f32; 70_000];
-        assert!(VectorRef(&long).to_sql(&Type::TEXT, &mut BytesMut::new()).is_err());
+        assert!(VectorRef(&long)
+            .to_sql(&Type::TEXT, &mut BytesMut::new())
+            .is_err());
     }
 }

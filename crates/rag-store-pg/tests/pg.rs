@@ -13,7 +13,9 @@
 mod conformance;
 
 use rag_core::*;
-use rag_store_pg::{migrate, parse_config, set_app_password, Config, PgStore, PgStoreError, APP_ROLE};
+use rag_store_pg::{
+    migrate, parse_config, set_app_password, Config, PgStore, PgStoreError, APP_ROLE,
+};
 use tokio_postgres::{Client, NoTls};
 
 fn admin_config() -> Config {
@@ -27,7 +29,10 @@ fn admin_config() -> Config {
 }
 
 async fn client(config: &Config) -> Client {
-    let (client, conn) = config.connect(NoTls).await.unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at PG_TEST_URL: {e}"));
+    let (client, conn) = config
+        .connect(NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at PG_TEST_URL: {e}"));
     tokio::spawn(conn);
     client
 }
@@ -43,7 +48,11 @@ impl TestDb {
     async fn new() -> Self {
         let root = admin_config();
         let name = format!("ragscope_test_{}", uuid::Uuid::now_v7().simple());
-        client(&root).await.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        client(&root)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
         let mut admin = root.clone();
         admin.dbname(&name);
         let mut app = admin.clone();
@@ -62,12 +71,20 @@ impl TestDb {
     }
 
     async fn drop(self) {
-        client(&admin_config()).await.batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name)).await.unwrap();
+        client(&admin_config())
+            .await
+            .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name))
+            .await
+            .unwrap();
     }
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn faq(kb: KbId, q: &str) -> FaqEntry {
@@ -101,12 +118,26 @@ fn doc(kb: KbId, title: &str) -> WriteOp {
         text: "text".into(),
         owner: None,
     };
-    let chunk = Chunk { id: ChunkId::generate(), doc: document.id, ordinal: 0, heading_path: vec![], text: "text".into(), start: 0, end: 4 };
-    WriteOp::PutDocument { document, chunks: vec![chunk] }
+    let chunk = Chunk {
+        id: ChunkId::generate(),
+        doc: document.id,
+        ordinal: 0,
+        heading_path: vec![],
+        text: "text".into(),
+        start: 0,
+        end: 4,
+    };
+    WriteOp::PutDocument {
+        document,
+        chunks: vec![chunk],
+    }
 }
 
 async fn count(c: &impl tokio_postgres::GenericClient, table: &str) -> i64 {
-    c.query_one(&format!("SELECT count(*) FROM ragscope.{table}"), &[]).await.unwrap().get(0)
+    c.query_one(&format!("SELECT count(*) FROM ragscope.{table}"), &[])
+        .await
+        .unwrap()
+        .get(0)
 }
 
 #[test]
@@ -117,7 +148,9 @@ fn migrations_are_versioned_and_idempotent_and_the_store_checks_the_version() {
         let db = TestDb::new().await;
         // Before migrating, the store refuses to start and says what to do.
         match PgStore::connect_with(db.app.clone(), 1).await {
-            Err(PgStoreError::SchemaBehind { found: 0, wanted }) => assert_eq!(wanted, rag_store_pg::latest_version()),
+            Err(PgStoreError::SchemaBehind { found: 0, wanted }) => {
+                assert_eq!(wanted, rag_store_pg::latest_version())
+            }
             other => panic!("expected SchemaBehind, got {other:?}"),
         }
         let all: Vec<i32> = rag_store_pg::MIGRATIONS.iter().map(|m| m.version).collect();
@@ -127,14 +160,40 @@ fn migrations_are_versioned_and_idempotent_and_the_store_checks_the_version() {
         let again = migrate(&db.admin).await.unwrap();
         assert_eq!((again.from, again.applied), (latest, vec![]));
         let admin = client(&db.admin).await;
-        let versions: Vec<i32> =
-            admin.query("SELECT version FROM ragscope.schema_migrations ORDER BY version", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+        let versions: Vec<i32> = admin
+            .query(
+                "SELECT version FROM ragscope.schema_migrations ORDER BY version",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
         assert_eq!(versions, all);
         // A schema from a newer build is refused by both.
-        admin.execute("INSERT INTO ragscope.schema_migrations (version, name) VALUES (999, 'future')", &[]).await.unwrap();
-        assert!(matches!(migrate(&db.admin).await, Err(PgStoreError::NewerSchema { found: 999, .. })));
-        assert!(matches!(PgStore::connect_with(db.app.clone(), 1).await, Err(PgStoreError::NewerSchema { found: 999, .. })));
-        admin.execute("DELETE FROM ragscope.schema_migrations WHERE version = 999", &[]).await.unwrap();
+        admin
+            .execute(
+                "INSERT INTO ragscope.schema_migrations (version, name) VALUES (999, 'future')",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            migrate(&db.admin).await,
+            Err(PgStoreError::NewerSchema { found: 999, .. })
+        ));
+        assert!(matches!(
+            PgStore::connect_with(db.app.clone(), 1).await,
+            Err(PgStoreError::NewerSchema { found: 999, .. })
+        ));
+        admin
+            .execute(
+                "DELETE FROM ragscope.schema_migrations WHERE version = 999",
+                &[],
+            )
+            .await
+            .unwrap();
         db.store().await;
         db.drop().await;
     });
@@ -291,13 +350,17 @@ fn the_embedded_and_the_postgres_store_give_identical_results() {
         let db = TestDb::migrated().await;
         let pg = db.store().await;
         let dir = tempfile::tempdir().unwrap();
-        let embedded = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
+        let embedded =
+            rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
         let started = std::time::Instant::now();
         let want = conformance::run(&embedded).await;
         let embedded_time = started.elapsed();
         let started = std::time::Instant::now();
         let got = conformance::run(&pg).await;
-        eprintln!("conformance script: embedded {embedded_time:?}, postgres {:?}", started.elapsed());
+        eprintln!(
+            "conformance script: embedded {embedded_time:?}, postgres {:?}",
+            started.elapsed()
+        );
         for (i, (w, g)) in want.iter().zip(&got).enumerate() {
             assert_eq!(w, g, "line {i} differs:\nembedded: {w}\npostgres: {g}");
         }
@@ -313,12 +376,24 @@ fn writers_of_one_knowledge_base_serialise_and_snapshots_match_their_seq() {
         let db = TestDb::migrated().await;
         let store = db.store().await;
         let t = TenantId::default_tenant();
-        let kb = store.create_kb(&t, "kb", KbSettings::default()).await.unwrap();
+        let kb = store
+            .create_kb(&t, "kb", KbSettings::default())
+            .await
+            .unwrap();
         let mut tasks = Vec::new();
         for i in 0..16 {
             let (store, t) = (store.clone(), t.clone());
             tasks.push(tokio::spawn(async move {
-                store.apply(&t, kb.id, vec![WriteOp::AddSynonyms(SynonymGroup { terms: vec![format!("w{i}"), format!("v{i}")] })]).await.unwrap()
+                store
+                    .apply(
+                        &t,
+                        kb.id,
+                        vec![WriteOp::AddSynonyms(SynonymGroup {
+                            terms: vec![format!("w{i}"), format!("v{i}")],
+                        })],
+                    )
+                    .await
+                    .unwrap()
             }));
         }
         // Snapshots taken meanwhile are consistent with their seq: every
@@ -328,7 +403,11 @@ fn writers_of_one_knowledge_base_serialise_and_snapshots_match_their_seq() {
             let (store, t) = (store.clone(), t.clone());
             readers.push(tokio::spawn(async move {
                 let snap = store.snapshot(&t, kb.id).await.unwrap();
-                assert_eq!(snap.synonyms.len() as u64, snap.seq - 1, "a snapshot mixing two commits");
+                assert_eq!(
+                    snap.synonyms.len() as u64,
+                    snap.seq - 1,
+                    "a snapshot mixing two commits"
+                );
             }));
         }
         let mut seqs = Vec::new();
@@ -355,12 +434,28 @@ fn the_app_password_reaches_the_server_as_a_scram_verifier_only() {
         let password = "it's a \"secret\"; DROP ROLE x; --";
         set_app_password(&db.admin, password).await.unwrap();
         let admin = client(&db.admin).await;
-        let stored: String = admin.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = $1", &[&APP_ROLE]).await.unwrap().get(0);
+        let stored: String = admin
+            .query_one(
+                "SELECT rolpassword FROM pg_authid WHERE rolname = $1",
+                &[&APP_ROLE],
+            )
+            .await
+            .unwrap()
+            .get(0);
         assert!(stored.starts_with("SCRAM-SHA-256$4096:"), "{stored}");
         assert!(!stored.contains("secret"));
         // The role is otherwise unchanged and still works.
-        let row = admin.query_one("SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = $1", &[&APP_ROLE]).await.unwrap();
-        assert_eq!((row.get::<_, bool>(0), row.get::<_, bool>(1)), (true, false));
+        let row = admin
+            .query_one(
+                "SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = $1",
+                &[&APP_ROLE],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (row.get::<_, bool>(0), row.get::<_, bool>(1)),
+            (true, false)
+        );
         db.store().await;
         db.drop().await;
     });

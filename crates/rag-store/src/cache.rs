@@ -25,13 +25,19 @@ impl std::fmt::Debug for SqliteEmbeddingCache {
 impl SqliteEmbeddingCache {
     /// Opens (creating) `dir/embeddings.sqlite3`.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io { op: "create", path: dir.to_owned(), source })?;
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            op: "create",
+            path: dir.to_owned(),
+            source,
+        })?;
         let conn = Connection::open(dir.join("embeddings.sqlite3"))?;
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(CACHE_SCHEMA)?;
-        Ok(SqliteEmbeddingCache { conn: Arc::new(Mutex::new(conn)) })
+        Ok(SqliteEmbeddingCache {
+            conn: Arc::new(Mutex::new(conn)),
+        })
     }
 
     async fn blocking<T: Send + 'static>(
@@ -50,14 +56,20 @@ impl SqliteEmbeddingCache {
 
 #[async_trait]
 impl EmbeddingCache for SqliteEmbeddingCache {
-    async fn get(&self, model_id: &str, hashes: &[String]) -> Result<Vec<Option<Vec<f32>>>, CoreError> {
+    async fn get(
+        &self,
+        model_id: &str,
+        hashes: &[String],
+    ) -> Result<Vec<Option<Vec<f32>>>, CoreError> {
         let (model, hashes) = (model_id.to_owned(), hashes.to_vec());
         self.blocking(move |c| {
-            let mut stmt = c.prepare_cached("SELECT vector FROM embeddings WHERE model = ?1 AND hash = ?2")?;
+            let mut stmt =
+                c.prepare_cached("SELECT vector FROM embeddings WHERE model = ?1 AND hash = ?2")?;
             hashes
                 .iter()
                 .map(|h| {
-                    let b: Option<Vec<u8>> = stmt.query_row(params![model, h], |r| r.get(0)).optional()?;
+                    let b: Option<Vec<u8>> =
+                        stmt.query_row(params![model, h], |r| r.get(0)).optional()?;
                     Ok(b.and_then(|b| vector_from_bytes(&b)))
                 })
                 .collect()
@@ -70,7 +82,9 @@ impl EmbeddingCache for SqliteEmbeddingCache {
         self.blocking(move |c| {
             let tx = c.transaction()?;
             {
-                let mut stmt = tx.prepare_cached("INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?1, ?2, ?3)")?;
+                let mut stmt = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?1, ?2, ?3)",
+                )?;
                 for (h, v) in &items {
                     stmt.execute(params![model, h, vector_bytes(v)])?;
                 }

@@ -5,9 +5,9 @@ use crate::lock::DirLock;
 use crate::schema::{FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, V3_COLUMNS};
 use async_trait::async_trait;
 use rag_core::{
-    failpoint, Chunk, ChunkId, Document, CoreError, DocId, DocumentInfo, EmbeddingSpace, FactId, PassageVector, FaqEntry, FaqId, FaqStatus, KbId, KbSettings,
-    KbSnapshot, KnowledgeBase, Passage, PassageId, StoreRead, StoreWrite, SynonymGroup, TenantId, UserError,
-    UserWord, WriteOp,
+    failpoint, Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FactId,
+    FaqEntry, FaqId, FaqStatus, KbId, KbSettings, KbSnapshot, KnowledgeBase, Passage, PassageId,
+    PassageVector, StoreRead, StoreWrite, SynonymGroup, TenantId, UserError, UserWord, WriteOp,
 };
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use std::path::{Path, PathBuf};
@@ -49,18 +49,28 @@ struct Inner {
 
 impl std::fmt::Debug for EmbeddedStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedStore").field("dir", &self.inner.dir).finish()
+        f.debug_struct("EmbeddedStore")
+            .field("dir", &self.inner.dir)
+            .finish()
     }
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
-    move |source| StoreError::Io { op, path: path.to_owned(), source }
+    move |source| StoreError::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
 }
 
 impl EmbeddedStore {
     /// Opens (and in read-write mode creates) the store in `dir`, recording
     /// the analyzer `analyzer` ("name:version") as the one indexing it.
-    pub fn open_with_analyzer(dir: &Path, mode: OpenMode, analyzer: &str) -> Result<Self, StoreError> {
+    pub fn open_with_analyzer(
+        dir: &Path,
+        mode: OpenMode,
+        analyzer: &str,
+    ) -> Result<Self, StoreError> {
         let db = dir.join("ragscope.sqlite3");
         let (conn, lock) = match mode {
             OpenMode::ReadWrite => {
@@ -72,7 +82,13 @@ impl EmbeddedStore {
                 if !db.exists() {
                     return Err(StoreError::Missing(dir.to_owned()));
                 }
-                (Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?, None)
+                (
+                    Connection::open_with_flags(
+                        &db,
+                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    )?,
+                    None,
+                )
             }
         };
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -84,7 +100,14 @@ impl EmbeddedStore {
         } else {
             Self::read_info(&conn, analyzer)?
         };
-        Ok(EmbeddedStore { inner: Arc::new(Inner { conn: Mutex::new(conn), dir: dir.to_owned(), info, _lock: lock }) })
+        Ok(EmbeddedStore {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                dir: dir.to_owned(),
+                info,
+                _lock: lock,
+            }),
+        })
     }
 
     /// Opens with the current analyzer name and version recorded.
@@ -104,30 +127,48 @@ impl EmbeddedStore {
 
     fn read_info(conn: &Connection, analyzer: &str) -> Result<StoreInfo, StoreError> {
         let get = |k: &str| -> Result<Option<String>, rusqlite::Error> {
-            conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0)).optional()
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
+                .optional()
         };
-        let format_version = get("format_version")?.and_then(|v| v.parse().ok()).unwrap_or(0);
+        let format_version = get("format_version")?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         if format_version > FORMAT_VERSION {
-            return Err(StoreError::NewerFormat { found: format_version, supported: FORMAT_VERSION });
+            return Err(StoreError::NewerFormat {
+                found: format_version,
+                supported: FORMAT_VERSION,
+            });
         }
         let recorded_analyzer = get("analyzer")?;
         let analyzer_changed = recorded_analyzer.as_deref().is_some_and(|a| a != analyzer);
-        Ok(StoreInfo { format_version, recorded_analyzer, analyzer_changed })
+        Ok(StoreInfo {
+            format_version,
+            recorded_analyzer,
+            analyzer_changed,
+        })
     }
 
     fn init_schema(conn: &Connection, analyzer: &str) -> Result<StoreInfo, StoreError> {
-        let has_meta: bool = conn
-            .query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'", [], |r| r.get::<_, i64>(0))?
-            > 0;
-        let info = if has_meta { Some(Self::read_info(conn, analyzer)?) } else { None };
+        let has_meta: bool = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? > 0;
+        let info = if has_meta {
+            Some(Self::read_info(conn, analyzer)?)
+        } else {
+            None
+        };
         // Format 1 is the first; future formats migrate here, step by step.
         conn.execute_batch(SCHEMA_V1)?;
         conn.execute_batch(SCHEMA_V2)?;
         conn.execute_batch(SCHEMA_V3)?;
         for (table, column, decl) in V3_COLUMNS {
-            let present: bool = conn
-                .query_row(&format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"), [column], |r| r.get::<_, i64>(0))?
-                > 0;
+            let present: bool = conn.query_row(
+                &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+                [column],
+                |r| r.get::<_, i64>(0),
+            )? > 0;
             if !present {
                 conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
             }
@@ -145,11 +186,16 @@ impl EmbeddedStore {
                 tracing::info!(from = ?i.recorded_analyzer, to = analyzer, "analyzer changed; lexical indexes are rebuilt from the stored text");
             }
         }
-        Ok(info.map(|i| StoreInfo { format_version: FORMAT_VERSION, ..i }).unwrap_or(StoreInfo {
-            format_version: FORMAT_VERSION,
-            recorded_analyzer: None,
-            analyzer_changed: false,
-        }))
+        Ok(info
+            .map(|i| StoreInfo {
+                format_version: FORMAT_VERSION,
+                ..i
+            })
+            .unwrap_or(StoreInfo {
+                format_version: FORMAT_VERSION,
+                recorded_analyzer: None,
+                analyzer_changed: false,
+            }))
     }
 
     /// Runs `f` with the connection on a blocking thread.
@@ -173,23 +219,44 @@ pub(crate) fn sql(e: rusqlite::Error) -> CoreError {
 }
 
 fn json_vec(s: &str, table: &'static str, column: &'static str) -> Result<Vec<String>, CoreError> {
-    serde_json::from_str(s).map_err(|e| StoreError::Corrupt { table, column, detail: e.to_string() }.into())
+    serde_json::from_str(s).map_err(|e| {
+        StoreError::Corrupt {
+            table,
+            column,
+            detail: e.to_string(),
+        }
+        .into()
+    })
 }
 
 fn parse_id<T>(s: &str, table: &'static str, parse: fn(&str) -> Option<T>) -> Result<T, CoreError> {
-    parse(s).ok_or_else(|| StoreError::Corrupt { table, column: "id", detail: format!("bad id {s:?}") }.into())
+    parse(s).ok_or_else(|| {
+        StoreError::Corrupt {
+            table,
+            column: "id",
+            detail: format!("bad id {s:?}"),
+        }
+        .into()
+    })
 }
 
 /// Checks that `kb` belongs to `tenant`. Every content query goes through it,
 /// so one tenant can never read or write another's knowledge base.
 fn owned(conn: &Connection, tenant: &TenantId, kb: KbId) -> Result<(), CoreError> {
     let found: Option<i64> = conn
-        .query_row("SELECT 1 FROM kbs WHERE id = ?1 AND tenant = ?2", params![kb.to_string(), tenant.0], |r| r.get(0))
+        .query_row(
+            "SELECT 1 FROM kbs WHERE id = ?1 AND tenant = ?2",
+            params![kb.to_string(), tenant.0],
+            |r| r.get(0),
+        )
         .optional()
         .map_err(sql)?;
     match found {
         Some(_) => Ok(()),
-        None => Err(UserError::UnknownKb { name: kb.to_string() }.into()),
+        None => Err(UserError::UnknownKb {
+            name: kb.to_string(),
+        }
+        .into()),
     }
 }
 
@@ -197,14 +264,19 @@ fn kb_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, Strin
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
 
-fn to_kb((id, tenant, name, created_at, settings): (String, String, String, i64, String)) -> Result<KnowledgeBase, CoreError> {
+fn to_kb(
+    (id, tenant, name, created_at, settings): (String, String, String, i64, String),
+) -> Result<KnowledgeBase, CoreError> {
     Ok(KnowledgeBase {
         id: parse_id(&id, "kbs", KbId::parse)?,
         tenant: TenantId(tenant),
         name,
         created_at,
-        settings: serde_json::from_str(&settings)
-            .map_err(|e| StoreError::Corrupt { table: "kbs", column: "settings", detail: e.to_string() })?,
+        settings: serde_json::from_str(&settings).map_err(|e| StoreError::Corrupt {
+            table: "kbs",
+            column: "settings",
+            detail: e.to_string(),
+        })?,
     })
 }
 
@@ -215,7 +287,11 @@ pub(crate) fn vector_bytes(v: &[f32]) -> Vec<u8> {
 
 /// The inverse of [`vector_bytes`].
 pub(crate) fn vector_from_bytes(b: &[u8]) -> Option<Vec<f32>> {
-    (b.len() % 4 == 0).then(|| b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    (b.len() % 4 == 0).then(|| {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
 }
 
 fn delete_document(tx: &Transaction<'_>, kb_s: &str, id: &str) -> Result<(), CoreError> {
@@ -224,7 +300,11 @@ fn delete_document(tx: &Transaction<'_>, kb_s: &str, id: &str) -> Result<(), Cor
         params![kb_s, id],
     )
     .map_err(sql)?;
-    tx.execute("DELETE FROM documents WHERE id = ?1 AND kb_id = ?2", params![id, kb_s]).map_err(sql)?;
+    tx.execute(
+        "DELETE FROM documents WHERE id = ?1 AND kb_id = ?2",
+        params![id, kb_s],
+    )
+    .map_err(sql)?;
     Ok(())
 }
 
@@ -236,13 +316,21 @@ fn delete_unedited_drafts(tx: &Transaction<'_>, kb_s: &str, doc: &str) -> Result
         params![kb_s, doc],
     )
     .map_err(sql)?;
-    tx.execute("DELETE FROM faqs WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 0", params![kb_s, doc]).map_err(sql)?;
+    tx.execute(
+        "DELETE FROM faqs WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 0",
+        params![kb_s, doc],
+    )
+    .map_err(sql)?;
     Ok(())
 }
 
 fn document_exists(tx: &Transaction<'_>, kb_s: &str, doc: &str) -> Result<bool, CoreError> {
     let found: Option<i64> = tx
-        .query_row("SELECT 1 FROM documents WHERE id = ?1 AND kb_id = ?2", params![doc, kb_s], |r| r.get(0))
+        .query_row(
+            "SELECT 1 FROM documents WHERE id = ?1 AND kb_id = ?2",
+            params![doc, kb_s],
+            |r| r.get(0),
+        )
         .optional()
         .map_err(sql)?;
     Ok(found.is_some())
@@ -251,7 +339,10 @@ fn document_exists(tx: &Transaction<'_>, kb_s: &str, doc: &str) -> Result<bool, 
 fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError> {
     let kb_s = kb.to_string();
     match op {
-        WriteOp::PutDocument { document: d, chunks } => {
+        WriteOp::PutDocument {
+            document: d,
+            chunks,
+        } => {
             delete_document(tx, &kb_s, &d.id.to_string())?;
             tx.execute(
                 "INSERT INTO documents (id, kb_id, title, source, content_hash, tags, created_at, updated_at, text, owner)
@@ -288,7 +379,9 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                     c.end as i64
                 ])
                 .map_err(sql)?;
-                if i + 1 == chunks.len().div_ceil(2) && failpoint::hit("store.put_document.mid_chunks") {
+                if i + 1 == chunks.len().div_ceil(2)
+                    && failpoint::hit("store.put_document.mid_chunks")
+                {
                     return Err(StoreError::Failpoint("store.put_document.mid_chunks").into());
                 }
             }
@@ -298,13 +391,21 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             // knowledge now and stay, unlinked.
             let id = id.to_string();
             delete_unedited_drafts(tx, &kb_s, &id)?;
-            tx.execute("UPDATE faqs SET source_doc = NULL WHERE kb_id = ?1 AND source_doc = ?2", params![kb_s, id]).map_err(sql)?;
+            tx.execute(
+                "UPDATE faqs SET source_doc = NULL WHERE kb_id = ?1 AND source_doc = ?2",
+                params![kb_s, id],
+            )
+            .map_err(sql)?;
             delete_document(tx, &kb_s, &id)?;
         }
         WriteOp::DeleteUneditedDrafts(doc) => delete_unedited_drafts(tx, &kb_s, &doc.to_string())?,
         WriteOp::RelinkDrafts { from, to } => {
             if !document_exists(tx, &kb_s, &to.to_string())? {
-                return Err(UserError::NotFound { what: "document", id: to.to_string() }.into());
+                return Err(UserError::NotFound {
+                    what: "document",
+                    id: to.to_string(),
+                }
+                .into());
             }
             tx.execute(
                 "UPDATE faqs SET source_doc = ?3 WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 1",
@@ -315,14 +416,22 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
         WriteOp::PutFaq(f) => {
             let id = f.id.to_string();
             let exists: Option<i64> = tx
-                .query_row("SELECT 1 FROM faqs WHERE id = ?1 AND kb_id = ?2", params![id, kb_s], |r| r.get(0))
+                .query_row(
+                    "SELECT 1 FROM faqs WHERE id = ?1 AND kb_id = ?2",
+                    params![id, kb_s],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(sql)?;
             // A new draft must point at a document of this knowledge base
             // (it may have been deleted while the LLM was drafting).
             if let (None, Some(doc)) = (exists, f.source_doc) {
                 if !document_exists(tx, &kb_s, &doc.to_string())? {
-                    return Err(UserError::NotFound { what: "document", id: doc.to_string() }.into());
+                    return Err(UserError::NotFound {
+                        what: "document",
+                        id: doc.to_string(),
+                    }
+                    .into());
                 }
             }
             // On update the stored source_doc is kept: links change only
@@ -354,8 +463,16 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::DeleteFaq(id) => {
-            tx.execute("DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2", params![PassageId::Faq(id).to_string(), kb_s]).map_err(sql)?;
-            tx.execute("DELETE FROM faqs WHERE id = ?1 AND kb_id = ?2", params![id.to_string(), kb_s]).map_err(sql)?;
+            tx.execute(
+                "DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2",
+                params![PassageId::Faq(id).to_string(), kb_s],
+            )
+            .map_err(sql)?;
+            tx.execute(
+                "DELETE FROM faqs WHERE id = ?1 AND kb_id = ?2",
+                params![id.to_string(), kb_s],
+            )
+            .map_err(sql)?;
         }
         WriteOp::PutFact(f) => {
             tx.execute(
@@ -367,19 +484,38 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::PutSettings(settings) => {
-            let json = serde_json::to_string(&settings).map_err(|e| CoreError::Store(format!("settings: {e}")))?;
-            tx.execute("UPDATE kbs SET settings = ?1 WHERE id = ?2", params![json, kb_s]).map_err(sql)?;
+            let json = serde_json::to_string(&settings)
+                .map_err(|e| CoreError::Store(format!("settings: {e}")))?;
+            tx.execute(
+                "UPDATE kbs SET settings = ?1 WHERE id = ?2",
+                params![json, kb_s],
+            )
+            .map_err(sql)?;
         }
         WriteOp::DeleteFact(id) => {
-            tx.execute("DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2", params![PassageId::Fact(id).to_string(), kb_s]).map_err(sql)?;
-            tx.execute("DELETE FROM facts WHERE id = ?1 AND kb_id = ?2", params![id.to_string(), kb_s]).map_err(sql)?;
+            tx.execute(
+                "DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2",
+                params![PassageId::Fact(id).to_string(), kb_s],
+            )
+            .map_err(sql)?;
+            tx.execute(
+                "DELETE FROM facts WHERE id = ?1 AND kb_id = ?2",
+                params![id.to_string(), kb_s],
+            )
+            .map_err(sql)?;
         }
         WriteOp::PutVectors { space, vectors } => {
             let stored: (Option<String>, Option<i64>) = tx
-                .query_row("SELECT embed_model, embed_dims FROM kbs WHERE id = ?1", [&kb_s], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(
+                    "SELECT embed_model, embed_dims FROM kbs WHERE id = ?1",
+                    [&kb_s],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
                 .map_err(sql)?;
             match stored {
-                (Some(model), Some(dims)) if model != space.model_id || dims as usize != space.dims => {
+                (Some(model), Some(dims))
+                    if model != space.model_id || dims as usize != space.dims =>
+                {
                     return Err(UserError::EmbeddingSpaceMismatch {
                         stored_model: model,
                         stored_dims: dims as usize,
@@ -404,18 +540,33 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                 if v.vector.len() != space.dims {
                     return Err(UserError::InvalidParam {
                         name: "vector",
-                        reason: format!("a vector has {} dimensions in a {}-dimensional space", v.vector.len(), space.dims),
+                        reason: format!(
+                            "a vector has {} dimensions in a {}-dimensional space",
+                            v.vector.len(),
+                            space.dims
+                        ),
                     }
                     .into());
                 }
-                stmt.execute(params![v.id.to_string(), kb_s, v.text_hash, vector_bytes(&v.vector)]).map_err(sql)?;
+                stmt.execute(params![
+                    v.id.to_string(),
+                    kb_s,
+                    v.text_hash,
+                    vector_bytes(&v.vector)
+                ])
+                .map_err(sql)?;
             }
         }
         WriteOp::PutSource(source) => crate::sources::put(tx, kb, &source)?,
         WriteOp::DeleteSource(id) => crate::sources::delete(tx, kb, id)?,
         WriteOp::ClearVectors => {
-            tx.execute("DELETE FROM vectors WHERE kb_id = ?1", [&kb_s]).map_err(sql)?;
-            tx.execute("UPDATE kbs SET embed_model = NULL, embed_dims = NULL WHERE id = ?1", [&kb_s]).map_err(sql)?;
+            tx.execute("DELETE FROM vectors WHERE kb_id = ?1", [&kb_s])
+                .map_err(sql)?;
+            tx.execute(
+                "UPDATE kbs SET embed_model = NULL, embed_dims = NULL WHERE id = ?1",
+                [&kb_s],
+            )
+            .map_err(sql)?;
         }
         WriteOp::AddSynonyms(g) => {
             tx.execute(
@@ -438,7 +589,9 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
 
 fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
     let kb_s = kb.to_string();
-    let seq: i64 = conn.query_row("SELECT seq FROM kbs WHERE id = ?1", [&kb_s], |r| r.get(0)).map_err(sql)?;
+    let seq: i64 = conn
+        .query_row("SELECT seq FROM kbs WHERE id = ?1", [&kb_s], |r| r.get(0))
+        .map_err(sql)?;
     let mut passages = Vec::new();
 
     let mut stmt = conn
@@ -465,7 +618,8 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
         })
         .map_err(sql)?;
     for row in rows {
-        let (id, doc, title, headings, text, tags, source, start, end, created_at, owner) = row.map_err(sql)?;
+        let (id, doc, title, headings, text, tags, source, start, end, created_at, owner) =
+            row.map_err(sql)?;
         let headings = json_vec(&headings, "chunks", "heading_path")?;
         // The title field carries the document title and the headings above the chunk.
         let full_title = rag_core::chunk_title(&title, &headings);
@@ -488,46 +642,108 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
 
     passages.extend(read_faqs(conn, kb)?.into_iter().map(Passage::from));
 
-    let mut stmt = conn.prepare("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = ?1 ORDER BY id").map_err(sql)?;
+    let mut stmt = conn
+        .prepare("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = ?1 ORDER BY id")
+        .map_err(sql)?;
     let rows = stmt
-        .query_map([&kb_s], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?)))
+        .query_map([&kb_s], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })
         .map_err(sql)?;
     for row in rows {
         let (id, key, value, syn) = row.map_err(sql)?;
         let key_synonyms = json_vec(&syn, "facts", "key_synonyms")?;
-        passages.push(Passage::from(rag_core::Fact { id: parse_id(&id, "facts", FactId::parse)?, kb, key, value, key_synonyms }));
+        passages.push(Passage::from(rag_core::Fact {
+            id: parse_id(&id, "facts", FactId::parse)?,
+            kb,
+            key,
+            value,
+            key_synonyms,
+        }));
     }
 
-    let mut stmt = conn.prepare("SELECT terms FROM synonyms WHERE kb_id = ?1 ORDER BY id").map_err(sql)?;
+    let mut stmt = conn
+        .prepare("SELECT terms FROM synonyms WHERE kb_id = ?1 ORDER BY id")
+        .map_err(sql)?;
     let synonyms = stmt
         .query_map([&kb_s], |r| r.get::<_, String>(0))
         .map_err(sql)?
-        .map(|r| r.map_err(sql).and_then(|t| Ok(SynonymGroup { terms: json_vec(&t, "synonyms", "terms")? })))
+        .map(|r| {
+            r.map_err(sql).and_then(|t| {
+                Ok(SynonymGroup {
+                    terms: json_vec(&t, "synonyms", "terms")?,
+                })
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut stmt = conn.prepare("SELECT word, freq FROM user_words WHERE kb_id = ?1 ORDER BY word").map_err(sql)?;
+    let mut stmt = conn
+        .prepare("SELECT word, freq FROM user_words WHERE kb_id = ?1 ORDER BY word")
+        .map_err(sql)?;
     let user_words = stmt
-        .query_map([&kb_s], |r| Ok(UserWord { word: r.get(0)?, freq: r.get(1)? }))
+        .query_map([&kb_s], |r| {
+            Ok(UserWord {
+                word: r.get(0)?,
+                freq: r.get(1)?,
+            })
+        })
         .map_err(sql)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(sql)?;
     let (model, dims): (Option<String>, Option<i64>) = conn
-        .query_row("SELECT embed_model, embed_dims FROM kbs WHERE id = ?1", [&kb_s], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(
+            "SELECT embed_model, embed_dims FROM kbs WHERE id = ?1",
+            [&kb_s],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .map_err(sql)?;
-    let space = model.zip(dims).map(|(model_id, dims)| EmbeddingSpace { model_id, dims: dims as usize });
-    let mut stmt = conn.prepare("SELECT passage, text_hash, vector FROM vectors WHERE kb_id = ?1 ORDER BY passage").map_err(sql)?;
+    let space = model.zip(dims).map(|(model_id, dims)| EmbeddingSpace {
+        model_id,
+        dims: dims as usize,
+    });
+    let mut stmt = conn
+        .prepare("SELECT passage, text_hash, vector FROM vectors WHERE kb_id = ?1 ORDER BY passage")
+        .map_err(sql)?;
     let rows = stmt
-        .query_map([&kb_s], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Vec<u8>>(2)?)))
+        .query_map([&kb_s], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Vec<u8>>(2)?,
+            ))
+        })
         .map_err(sql)?;
     let mut vectors = Vec::new();
     for row in rows {
         let (passage, text_hash, bytes) = row.map_err(sql)?;
-        let id = PassageId::parse(&passage)
-            .ok_or_else(|| StoreError::Corrupt { table: "vectors", column: "passage", detail: passage.clone() })?;
-        let vector = vector_from_bytes(&bytes)
-            .ok_or_else(|| StoreError::Corrupt { table: "vectors", column: "vector", detail: format!("{} bytes", bytes.len()) })?;
-        vectors.push(PassageVector { id, text_hash, vector });
+        let id = PassageId::parse(&passage).ok_or_else(|| StoreError::Corrupt {
+            table: "vectors",
+            column: "passage",
+            detail: passage.clone(),
+        })?;
+        let vector = vector_from_bytes(&bytes).ok_or_else(|| StoreError::Corrupt {
+            table: "vectors",
+            column: "vector",
+            detail: format!("{} bytes", bytes.len()),
+        })?;
+        vectors.push(PassageVector {
+            id,
+            text_hash,
+            vector,
+        });
     }
-    Ok(KbSnapshot { seq: seq as u64, passages, synonyms, user_words, space, vectors })
+    Ok(KbSnapshot {
+        seq: seq as u64,
+        passages,
+        synonyms,
+        user_words,
+        space,
+        vectors,
+    })
 }
 
 fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
@@ -557,15 +773,30 @@ fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
         .map_err(sql)?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc) =
-            row.map_err(sql)?;
+        let (
+            id,
+            question,
+            answer,
+            status,
+            edited,
+            source_url,
+            tags,
+            created_at,
+            updated_at,
+            valid_from,
+            valid_until,
+            source_doc,
+        ) = row.map_err(sql)?;
         out.push(FaqEntry {
             id: parse_id(&id, "faqs", FaqId::parse)?,
             kb,
             question,
             answer,
-            status: FaqStatus::parse(&status)
-                .ok_or(StoreError::Corrupt { table: "faqs", column: "status", detail: status.clone() })?,
+            status: FaqStatus::parse(&status).ok_or(StoreError::Corrupt {
+                table: "faqs",
+                column: "status",
+                detail: status.clone(),
+            })?,
             edited,
             source_url,
             tags: json_vec(&tags, "faqs", "tags")?,
@@ -573,7 +804,9 @@ fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
             updated_at,
             valid_from,
             valid_until,
-            source_doc: source_doc.map(|d| parse_id(&d, "faqs", DocId::parse)).transpose()?,
+            source_doc: source_doc
+                .map(|d| parse_id(&d, "faqs", DocId::parse))
+                .transpose()?,
         });
     }
     Ok(out)
@@ -593,7 +826,11 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
-    async fn kb_by_name(&self, tenant: &TenantId, name: &str) -> Result<Option<KnowledgeBase>, CoreError> {
+    async fn kb_by_name(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Option<KnowledgeBase>, CoreError> {
         let (tenant, name) = (tenant.clone(), name.to_owned());
         self.with_conn(move |c| {
             c.query_row(
@@ -613,10 +850,19 @@ impl StoreRead for EmbeddedStore {
         let tenant = tenant.clone();
         self.with_conn(move |c| {
             let seq: Option<i64> = c
-                .query_row("SELECT seq FROM kbs WHERE id = ?1 AND tenant = ?2", params![kb.to_string(), tenant.0], |r| r.get(0))
+                .query_row(
+                    "SELECT seq FROM kbs WHERE id = ?1 AND tenant = ?2",
+                    params![kb.to_string(), tenant.0],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(sql)?;
-            seq.map(|s| s as u64).ok_or_else(|| UserError::UnknownKb { name: kb.to_string() }.into())
+            seq.map(|s| s as u64).ok_or_else(|| {
+                UserError::UnknownKb {
+                    name: kb.to_string(),
+                }
+                .into()
+            })
         })
         .await
     }
@@ -666,7 +912,12 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
-    async fn document(&self, tenant: &TenantId, kb: KbId, doc: DocId) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
+    async fn document(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        doc: DocId,
+    ) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
         let tenant = tenant.clone();
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
@@ -735,7 +986,13 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
-    async fn document_by_hash(&self, tenant: &TenantId, kb: KbId, hash: &str, owner: Option<&str>) -> Result<Option<DocId>, CoreError> {
+    async fn document_by_hash(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        hash: &str,
+        owner: Option<&str>,
+    ) -> Result<Option<DocId>, CoreError> {
         let (tenant, hash, owner) = (tenant.clone(), hash.to_owned(), owner.map(str::to_owned));
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
@@ -761,7 +1018,11 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
-    async fn sources(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<rag_core::Source>, CoreError> {
+    async fn sources(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<Vec<rag_core::Source>, CoreError> {
         let tenant = tenant.clone();
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
@@ -770,14 +1031,25 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
-    async fn embedding_space(&self, tenant: &TenantId, kb: KbId) -> Result<Option<EmbeddingSpace>, CoreError> {
+    async fn embedding_space(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<Option<EmbeddingSpace>, CoreError> {
         let tenant = tenant.clone();
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
             let (model, dims): (Option<String>, Option<i64>) = c
-                .query_row("SELECT embed_model, embed_dims FROM kbs WHERE id = ?1", [kb.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(
+                    "SELECT embed_model, embed_dims FROM kbs WHERE id = ?1",
+                    [kb.to_string()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
                 .map_err(sql)?;
-            Ok(model.zip(dims).map(|(model_id, dims)| EmbeddingSpace { model_id, dims: dims as usize }))
+            Ok(model.zip(dims).map(|(model_id, dims)| EmbeddingSpace {
+                model_id,
+                dims: dims as usize,
+            }))
         })
         .await
     }
@@ -785,8 +1057,19 @@ impl StoreRead for EmbeddedStore {
 
 #[async_trait]
 impl StoreWrite for EmbeddedStore {
-    async fn create_kb(&self, tenant: &TenantId, name: &str, settings: KbSettings) -> Result<KnowledgeBase, CoreError> {
-        let kb = KnowledgeBase { id: KbId::generate(), tenant: tenant.clone(), name: name.to_owned(), created_at: rag_core::now(), settings };
+    async fn create_kb(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        settings: KbSettings,
+    ) -> Result<KnowledgeBase, CoreError> {
+        let kb = KnowledgeBase {
+            id: KbId::generate(),
+            tenant: tenant.clone(),
+            name: name.to_owned(),
+            created_at: rag_core::now(),
+            settings,
+        };
         let row = kb.clone();
         self.with_conn(move |c| {
             let settings = serde_json::to_string(&row.settings).unwrap_or_default();
@@ -810,13 +1093,19 @@ impl StoreWrite for EmbeddedStore {
         self.with_conn(move |c| {
             let tx = c.transaction().map_err(sql)?;
             owned(&tx, &tenant, kb)?;
-            tx.execute("DELETE FROM kbs WHERE id = ?1", [kb.to_string()]).map_err(sql)?;
+            tx.execute("DELETE FROM kbs WHERE id = ?1", [kb.to_string()])
+                .map_err(sql)?;
             tx.commit().map_err(sql)
         })
         .await
     }
 
-    async fn apply(&self, tenant: &TenantId, kb: KbId, ops: Vec<WriteOp>) -> Result<u64, CoreError> {
+    async fn apply(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ops: Vec<WriteOp>,
+    ) -> Result<u64, CoreError> {
         let tenant = tenant.clone();
         self.with_conn(move |c| {
             let tx = c.transaction().map_err(sql)?;
@@ -824,8 +1113,16 @@ impl StoreWrite for EmbeddedStore {
             for op in ops {
                 apply_op(&tx, kb, op)?;
             }
-            tx.execute("UPDATE kbs SET seq = seq + 1 WHERE id = ?1", [kb.to_string()]).map_err(sql)?;
-            let seq: i64 = tx.query_row("SELECT seq FROM kbs WHERE id = ?1", [kb.to_string()], |r| r.get(0)).map_err(sql)?;
+            tx.execute(
+                "UPDATE kbs SET seq = seq + 1 WHERE id = ?1",
+                [kb.to_string()],
+            )
+            .map_err(sql)?;
+            let seq: i64 = tx
+                .query_row("SELECT seq FROM kbs WHERE id = ?1", [kb.to_string()], |r| {
+                    r.get(0)
+                })
+                .map_err(sql)?;
             if failpoint::hit("store.apply.before_commit") {
                 return Err(StoreError::Failpoint("store.apply.before_commit").into());
             }

@@ -25,11 +25,18 @@ fn key_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyInfo> {
 
 #[async_trait]
 impl KeyStore for EmbeddedStore {
-    async fn create_tenant(&self, tenant: &TenantId, created_at: Timestamp) -> Result<bool, CoreError> {
+    async fn create_tenant(
+        &self,
+        tenant: &TenantId,
+        created_at: Timestamp,
+    ) -> Result<bool, CoreError> {
         let tenant = tenant.clone();
         self.with_conn(move |c| {
             let n = c
-                .execute("INSERT OR IGNORE INTO tenants(name, created_at) VALUES (?1, ?2)", params![tenant.0, created_at])
+                .execute(
+                    "INSERT OR IGNORE INTO tenants(name, created_at) VALUES (?1, ?2)",
+                    params![tenant.0, created_at],
+                )
                 .map_err(sql)?;
             Ok(n == 1)
         })
@@ -38,7 +45,9 @@ impl KeyStore for EmbeddedStore {
 
     async fn tenants(&self) -> Result<Vec<TenantId>, CoreError> {
         self.with_conn(|c| {
-            let mut stmt = c.prepare("SELECT name FROM tenants ORDER BY name").map_err(sql)?;
+            let mut stmt = c
+                .prepare("SELECT name FROM tenants ORDER BY name")
+                .map_err(sql)?;
             let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
             rows.map(|r| r.map(TenantId).map_err(sql)).collect()
         })
@@ -61,9 +70,13 @@ impl KeyStore for EmbeddedStore {
     async fn key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyInfo>, CoreError> {
         let hash = hash.to_owned();
         self.with_conn(move |c| {
-            c.query_row(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE hash = ?1"), [hash], key_from_row)
-                .optional()
-                .map_err(sql)
+            c.query_row(
+                &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE hash = ?1"),
+                [hash],
+                key_from_row,
+            )
+            .optional()
+            .map_err(sql)
         })
         .await
     }
@@ -86,7 +99,10 @@ impl KeyStore for EmbeddedStore {
         let (tenant, id) = (tenant.clone(), id.to_owned());
         self.with_conn(move |c| {
             let n = c
-                .execute("UPDATE api_keys SET revoked = 1 WHERE id = ?1 AND tenant = ?2", params![id, tenant.0])
+                .execute(
+                    "UPDATE api_keys SET revoked = 1 WHERE id = ?1 AND tenant = ?2",
+                    params![id, tenant.0],
+                )
                 .map_err(sql)?;
             Ok(n == 1)
         })

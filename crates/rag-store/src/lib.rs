@@ -27,8 +27,8 @@ mod cache;
 mod embedded;
 mod error;
 mod keys;
-mod log;
 mod lock;
+mod log;
 mod schema;
 mod sources;
 

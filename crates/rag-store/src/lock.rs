@@ -21,15 +21,28 @@ impl DirLock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|source| StoreError::Io { op: "open", path: path.clone(), source })?;
+            .map_err(|source| StoreError::Io {
+                op: "open",
+                path: path.clone(),
+                source,
+            })?;
         match FileExt::try_lock_exclusive(&file) {
             Ok(true) => {}
             Ok(false) => {
                 let mut s = String::new();
                 let _ = file.read_to_string(&mut s);
-                return Err(StoreError::Locked { dir: dir.to_owned(), pid: s.trim().parse().ok() });
+                return Err(StoreError::Locked {
+                    dir: dir.to_owned(),
+                    pid: s.trim().parse().ok(),
+                });
             }
-            Err(source) => return Err(StoreError::Io { op: "lock", path, source }),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    op: "lock",
+                    path,
+                    source,
+                })
+            }
         }
         let write_pid = |file: &mut File| -> std::io::Result<()> {
             file.set_len(0)?;
@@ -37,7 +50,11 @@ impl DirLock {
             writeln!(file, "{}", std::process::id())?;
             file.sync_all()
         };
-        write_pid(&mut file).map_err(|source| StoreError::Io { op: "write", path, source })?;
+        write_pid(&mut file).map_err(|source| StoreError::Io {
+            op: "write",
+            path,
+            source,
+        })?;
         Ok(DirLock { _file: file })
     }
 }

@@ -4,12 +4,20 @@
 use crate::embedded::{sql, EmbeddedStore};
 use crate::error::StoreError;
 use async_trait::async_trait;
-use rag_core::{ConversationSummary, CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId, Viewer};
+use rag_core::{
+    ConversationSummary, CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId,
+    Viewer,
+};
 use rusqlite::{params, OptionalExtension};
 
 fn decode(json: String, feedback: Option<String>) -> Result<QueryLogRecord, CoreError> {
-    let mut r: QueryLogRecord = serde_json::from_str(&json)
-        .map_err(|e| CoreError::from(StoreError::Corrupt { table: "query_log", column: "record", detail: e.to_string() }))?;
+    let mut r: QueryLogRecord = serde_json::from_str(&json).map_err(|e| {
+        CoreError::from(StoreError::Corrupt {
+            table: "query_log",
+            column: "record",
+            detail: e.to_string(),
+        })
+    })?;
     r.feedback = feedback;
     Ok(r)
 }
@@ -29,7 +37,8 @@ fn visibility(viewer: &Viewer) -> (i64, Option<String>) {
 impl QueryLogStore for EmbeddedStore {
     async fn log_query(&self, record: &QueryLogRecord) -> Result<(), CoreError> {
         let record = record.clone();
-        let json = serde_json::to_string(&record).map_err(|e| CoreError::Store(format!("query log record: {e}")))?;
+        let json = serde_json::to_string(&record)
+            .map_err(|e| CoreError::Store(format!("query log record: {e}")))?;
         self.with_conn(move |c| {
             c.execute(
                 "INSERT INTO query_log (id, tenant, kb_id, created_at, query, conversation, kb_miss, feedback, record, owner)
@@ -53,7 +62,12 @@ impl QueryLogStore for EmbeddedStore {
         .await
     }
 
-    async fn query_log(&self, tenant: &TenantId, kb: KbId, filter: &LogFilter) -> Result<Vec<QueryLogRecord>, CoreError> {
+    async fn query_log(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        filter: &LogFilter,
+    ) -> Result<Vec<QueryLogRecord>, CoreError> {
         let (tenant, filter) = (tenant.clone(), filter.clone());
         let (all, owner) = visibility(&filter.viewer);
         self.with_conn(move |c| {
@@ -93,7 +107,12 @@ impl QueryLogStore for EmbeddedStore {
         .await
     }
 
-    async fn query_log_entry(&self, tenant: &TenantId, id: &str, viewer: &Viewer) -> Result<Option<QueryLogRecord>, CoreError> {
+    async fn query_log_entry(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        viewer: &Viewer,
+    ) -> Result<Option<QueryLogRecord>, CoreError> {
         let (tenant, id) = (tenant.clone(), id.to_owned());
         let (all, owner) = visibility(viewer);
         self.with_conn(move |c| {
@@ -110,7 +129,13 @@ impl QueryLogStore for EmbeddedStore {
         .await
     }
 
-    async fn set_feedback(&self, tenant: &TenantId, id: &str, viewer: &Viewer, feedback: &str) -> Result<bool, CoreError> {
+    async fn set_feedback(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        viewer: &Viewer,
+        feedback: &str,
+    ) -> Result<bool, CoreError> {
         let (tenant, id, feedback) = (tenant.clone(), id.to_owned(), feedback.to_owned());
         let (all, owner) = visibility(viewer);
         self.with_conn(move |c| {
@@ -125,7 +150,13 @@ impl QueryLogStore for EmbeddedStore {
         .await
     }
 
-    async fn conversations(&self, tenant: &TenantId, kb: KbId, viewer: &Viewer, limit: usize) -> Result<Vec<ConversationSummary>, CoreError> {
+    async fn conversations(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        viewer: &Viewer,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, CoreError> {
         let tenant = tenant.clone();
         let (all, owner) = visibility(viewer);
         self.with_conn(move |c| {
@@ -161,7 +192,13 @@ impl QueryLogStore for EmbeddedStore {
         .await
     }
 
-    async fn delete_conversation(&self, tenant: &TenantId, kb: KbId, id: &str, viewer: &Viewer) -> Result<usize, CoreError> {
+    async fn delete_conversation(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        id: &str,
+        viewer: &Viewer,
+    ) -> Result<usize, CoreError> {
         let (tenant, id) = (tenant.clone(), id.to_owned());
         let (all, owner) = visibility(viewer);
         self.with_conn(move |c| {

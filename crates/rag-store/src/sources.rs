@@ -7,7 +7,8 @@ use rag_core::{CoreError, KbId, Source, SourceId, SourceStatus};
 use rusqlite::{params, Connection, Transaction};
 
 pub(crate) fn put(tx: &Transaction<'_>, kb: KbId, s: &Source) -> Result<(), CoreError> {
-    let pages = serde_json::to_string(&s.pages).map_err(|e| CoreError::Store(format!("source pages: {e}")))?;
+    let pages = serde_json::to_string(&s.pages)
+        .map_err(|e| CoreError::Store(format!("source pages: {e}")))?;
     tx.execute(
         "INSERT INTO sources (id, kb_id, url, depth, max_pages, owner, status, reason, created_at, last_sync, pages)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
@@ -34,7 +35,11 @@ pub(crate) fn put(tx: &Transaction<'_>, kb: KbId, s: &Source) -> Result<(), Core
 }
 
 pub(crate) fn delete(tx: &Transaction<'_>, kb: KbId, id: SourceId) -> Result<(), CoreError> {
-    tx.execute("DELETE FROM sources WHERE id = ?1 AND kb_id = ?2", params![id.to_string(), kb.to_string()]).map_err(sql)?;
+    tx.execute(
+        "DELETE FROM sources WHERE id = ?1 AND kb_id = ?2",
+        params![id.to_string(), kb.to_string()],
+    )
+    .map_err(sql)?;
     Ok(())
 }
 
@@ -61,10 +66,17 @@ pub(crate) fn read(c: &Connection, kb: KbId) -> Result<Vec<Source>, CoreError> {
             ))
         })
         .map_err(sql)?;
-    let corrupt = |column: &'static str, detail: String| CoreError::from(StoreError::Corrupt { table: "sources", column, detail });
+    let corrupt = |column: &'static str, detail: String| {
+        CoreError::from(StoreError::Corrupt {
+            table: "sources",
+            column,
+            detail,
+        })
+    };
     let mut out = Vec::new();
     for row in rows {
-        let (id, url, depth, max_pages, owner, status, reason, created_at, last_sync, pages) = row.map_err(sql)?;
+        let (id, url, depth, max_pages, owner, status, reason, created_at, last_sync, pages) =
+            row.map_err(sql)?;
         out.push(Source {
             id: SourceId::parse(&id).ok_or_else(|| corrupt("id", format!("bad id {id:?}")))?,
             kb,
@@ -72,7 +84,8 @@ pub(crate) fn read(c: &Connection, kb: KbId) -> Result<Vec<Source>, CoreError> {
             depth,
             max_pages,
             owner,
-            status: SourceStatus::parse(&status).ok_or_else(|| corrupt("status", status.clone()))?,
+            status: SourceStatus::parse(&status)
+                .ok_or_else(|| corrupt("status", status.clone()))?,
             reason,
             created_at,
             last_sync,

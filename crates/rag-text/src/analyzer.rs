@@ -5,8 +5,8 @@ use crate::normalize::{normalize, Normalized};
 use crate::stopwords;
 use crate::{is_han, Language, Token, TokenKind};
 use jieba_rs::Jieba;
-use rustc_hash::FxHashSet;
 use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashSet;
 use std::sync::{Arc, OnceLock};
 
 /// Name recorded by stores next to analysed data.
@@ -14,7 +14,6 @@ pub const ANALYZER_NAME: &str = "zh_en";
 /// Bumped whenever the analyzer's output changes for some input; stores
 /// rebuild their lexical indexes when it differs from what they recorded.
 pub const ANALYZER_VERSION: u32 = 1;
-
 
 /// Index mode emits extra tokens (the characters of longer Chinese words);
 /// query mode does not.
@@ -52,7 +51,10 @@ pub struct Analyzer {
 
 impl std::fmt::Debug for Analyzer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Analyzer").field("name", &ANALYZER_NAME).field("version", &ANALYZER_VERSION).finish()
+        f.debug_struct("Analyzer")
+            .field("name", &ANALYZER_NAME)
+            .field("version", &ANALYZER_VERSION)
+            .finish()
     }
 }
 
@@ -71,11 +73,16 @@ struct Sink<'a> {
 impl Analyzer {
     /// The analyzer with jieba's default dictionary.
     pub fn new() -> Self {
-        Analyzer { jieba: base_jieba().clone() }
+        Analyzer {
+            jieba: base_jieba().clone(),
+        }
     }
 
     /// A copy whose segmenter also knows `words` (a knowledge base's user dictionary).
-    pub fn with_user_words<'a>(&self, words: impl IntoIterator<Item = (&'a str, Option<u32>)>) -> Self {
+    pub fn with_user_words<'a>(
+        &self,
+        words: impl IntoIterator<Item = (&'a str, Option<u32>)>,
+    ) -> Self {
         let mut words = words.into_iter().peekable();
         if words.peek().is_none() {
             return self.clone();
@@ -87,7 +94,9 @@ impl Analyzer {
                 jieba.add_word(w.trim(), freq.map(|f| f as usize), None);
             }
         }
-        Analyzer { jieba: Arc::new(jieba) }
+        Analyzer {
+            jieba: Arc::new(jieba),
+        }
     }
 
     /// Analyses `text` into search terms with offsets into `text`.
@@ -175,8 +184,18 @@ impl Analyzer {
         }
     }
 
-    fn run(&self, original: &str, norm: &Normalized, mode: Mode, drop_stops: bool, out: &mut Vec<Token>) {
-        let mut sink = Sink { tokens: out, position: 0 };
+    fn run(
+        &self,
+        original: &str,
+        norm: &Normalized,
+        mode: Mode,
+        drop_stops: bool,
+        out: &mut Vec<Token>,
+    ) {
+        let mut sink = Sink {
+            tokens: out,
+            position: 0,
+        };
         let stemmer = Stemmer::create(Algorithm::English);
         let stops = stop_sets();
         let text = norm.text.as_str();
@@ -185,7 +204,11 @@ impl Analyzer {
                 let segment = &text[start..end];
                 // Queries use the precise cut (a compound counts once); indexed text uses
                 // search mode, which adds the sub-words of compounds.
-                let words = if mode == Mode::Query { self.jieba.cut(segment, true) } else { self.jieba.cut_for_search(segment, true) };
+                let words = if mode == Mode::Query {
+                    self.jieba.cut(segment, true)
+                } else {
+                    self.jieba.cut_for_search(segment, true)
+                };
                 let mut seen: FxHashSet<&str> = FxHashSet::default();
                 for t in words {
                     let word = t.word;
@@ -196,7 +219,13 @@ impl Analyzer {
                     let (s, e) = (start + t.byte_start, start + t.byte_end);
                     let (os, oe) = norm.original_range(s, e);
                     let pos = sink.position;
-                    sink.tokens.push(Token { text: word.to_owned(), start: os, end: oe, position: pos, kind: TokenKind::Han });
+                    sink.tokens.push(Token {
+                        text: word.to_owned(),
+                        start: os,
+                        end: oe,
+                        position: pos,
+                        kind: TokenKind::Han,
+                    });
                     if mode == Mode::Index && word.chars().count() > 1 {
                         for (ci, c) in word.char_indices() {
                             let (cs, ce) = norm.original_range(s + ci, s + ci + c.len_utf8());
@@ -228,7 +257,13 @@ impl Analyzer {
                             continue;
                         }
                         let (os, oe) = norm.original_range(start + a, start + b);
-                        bigrams.push(Token { text: gram.to_owned(), start: os, end: oe, position: sink.position, kind: TokenKind::HanBigram });
+                        bigrams.push(Token {
+                            text: gram.to_owned(),
+                            start: os,
+                            end: oe,
+                            position: sink.position,
+                            kind: TokenKind::HanBigram,
+                        });
                     }
                     sink.tokens.extend(bigrams);
                 }
@@ -256,7 +291,13 @@ impl Analyzer {
                 };
                 let pos = sink.position;
                 let compound = kind == TokenKind::Ident && word.contains(['-', '_', '/']);
-                sink.tokens.push(Token { text: term, start: os, end: oe, position: pos, kind });
+                sink.tokens.push(Token {
+                    text: term,
+                    start: os,
+                    end: oe,
+                    position: pos,
+                    kind,
+                });
                 if compound {
                     // The parts of a compound are searchable on their own too
                     // (interleukin-6 → interleukin, il-6 → il), at the same position.
@@ -264,15 +305,28 @@ impl Analyzer {
                     for part in word.split(['-', '_', '/']) {
                         let (ps, pe) = (offset, offset + part.len());
                         offset = pe + 1;
-                        if part.chars().count() < 2 || !part.chars().any(char::is_alphabetic) || part.chars().any(|c| c.is_ascii_digit()) {
+                        if part.chars().count() < 2
+                            || !part.chars().any(char::is_alphabetic)
+                            || part.chars().any(|c| c.is_ascii_digit())
+                        {
                             continue;
                         }
                         if drop_stops && stops.en.contains(part) {
                             continue;
                         }
                         let (ops, ope) = norm.original_range(ps, pe);
-                        let text = if part.is_ascii() { stemmer.stem(part).into_owned() } else { part.to_owned() };
-                        sink.tokens.push(Token { text, start: ops, end: ope, position: pos, kind: TokenKind::Word });
+                        let text = if part.is_ascii() {
+                            stemmer.stem(part).into_owned()
+                        } else {
+                            part.to_owned()
+                        };
+                        sink.tokens.push(Token {
+                            text,
+                            start: ops,
+                            end: ope,
+                            position: pos,
+                            kind: TokenKind::Word,
+                        });
                     }
                 }
                 sink.position += 1;

@@ -20,9 +20,7 @@ fn is_connector(c: char) -> bool {
 fn joins(connector: char, prev_part: &str, prev: char, next: char) -> bool {
     match connector {
         '_' => true,
-        '-' => {
-            prev.is_ascii_digit() || next.is_ascii_digit() || prev_part.chars().count() == 1
-        }
+        '-' => prev.is_ascii_digit() || next.is_ascii_digit() || prev_part.chars().count() == 1,
         _ => prev.is_ascii_digit() && next.is_ascii_digit(),
     }
 }
@@ -62,12 +60,18 @@ pub(crate) fn split_run(text: &str, start: usize, end: usize, mut emit: impl FnM
         if joined {
             part_start = off + c.len_utf8();
         } else if let Some(ws) = word_start.take() {
-            emit(Word { start: start + ws, end: start + off });
+            emit(Word {
+                start: start + ws,
+                end: start + off,
+            });
         }
         i += 1;
     }
     if let Some(ws) = word_start {
-        emit(Word { start: start + ws, end });
+        emit(Word {
+            start: start + ws,
+            end,
+        });
     }
 }
 
@@ -83,7 +87,10 @@ mod tests {
 
     #[test]
     fn identifiers_stay_whole() {
-        assert_eq!(words("a-12 3.5km 16:00 iphone15 snake_case"), ["a-12", "3.5km", "16:00", "iphone15", "snake_case"]);
+        assert_eq!(
+            words("a-12 3.5km 16:00 iphone15 snake_case"),
+            ["a-12", "3.5km", "16:00", "iphone15", "snake_case"]
+        );
         assert_eq!(words("state-of-the-art"), ["state", "of", "the", "art"]);
         assert_eq!(words("end. next"), ["end", "next"]);
         assert_eq!(words("1,000 e-mail"), ["1,000", "e-mail"]);

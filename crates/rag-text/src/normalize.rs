@@ -20,7 +20,10 @@ impl Normalized {
     /// `start < end <= text.len()` must hold.
     pub fn original_range(&self, start: usize, end: usize) -> (usize, usize) {
         debug_assert!(start < end && end <= self.text.len());
-        (self.orig_start[start] as usize, self.orig_end[end - 1] as usize)
+        (
+            self.orig_start[start] as usize,
+            self.orig_end[end - 1] as usize,
+        )
     }
 }
 
@@ -43,7 +46,9 @@ fn t2s_table() -> &'static FxHashMap<char, char> {
             joined.push('\n');
         }
         let mut table = FxHashMap::default();
-        let Ok(cc) = ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::T2s) else {
+        let Ok(cc) =
+            ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::T2s)
+        else {
             return table;
         };
         let converted = cc.convert(&joined);
@@ -97,7 +102,11 @@ pub fn normalize(input: &str) -> Normalized {
             orig_end.push(end);
         }
     }
-    Normalized { text, orig_start, orig_end }
+    Normalized {
+        text,
+        orig_start,
+        orig_end,
+    }
 }
 
 /// Normalises for substring matching: [`normalize`], then every run of

@@ -12,7 +12,14 @@ fn check(input: &str, mode: Mode, expected: Expect) {
         .map(|t| {
             // Every offset must point at the original text the term came from.
             assert!(input.is_char_boundary(t.start) && input.is_char_boundary(t.end));
-            format!("{}:{:?}@{}..{}={}", t.text, t.kind, t.start, t.end, &input[t.start..t.end])
+            format!(
+                "{}:{:?}@{}..{}={}",
+                t.text,
+                t.kind,
+                t.start,
+                t.end,
+                &input[t.start..t.end]
+            )
         })
         .collect();
     expected.assert_eq(&rendered.join("\n"));
@@ -100,7 +107,11 @@ fn mixed_full_width_and_chinese() {
 #[test]
 fn stop_word_only_query_still_searches() {
     let analyzer = Analyzer::new();
-    let terms: Vec<String> = analyzer.analyze("the who", Mode::Query).into_iter().map(|t| t.text).collect();
+    let terms: Vec<String> = analyzer
+        .analyze("the who", Mode::Query)
+        .into_iter()
+        .map(|t| t.text)
+        .collect();
     assert_eq!(terms, ["the", "who"]);
 }
 

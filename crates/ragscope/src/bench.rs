@@ -3,7 +3,7 @@
 use crate::cli::{eval_params, BenchArgs};
 use crate::eval::{load_corpus, read_corpus, read_qrels, read_queries};
 use crate::{core_err, App, UserFacing};
-use rag_core::{now, KbSettings, KbSnapshot, Passage, PassageId, ChunkId, QueryRequest};
+use rag_core::{now, ChunkId, KbSettings, KbSnapshot, Passage, PassageId, QueryRequest};
 use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
 use rag_lexical::{Filter, LexicalIndex};
 use rag_store::{EmbeddedStore, OpenMode};
@@ -35,11 +35,17 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
     let corpus = read_corpus(&ds.join("corpus.jsonl"))?;
     let queries = read_queries(&ds.join("queries.jsonl"))?;
     let qrels = read_qrels(&ds.join("qrels").join(format!("{}.tsv", args.split)))?;
-    let texts: Vec<String> = qrels.keys().filter_map(|q| queries.get(q).cloned()).collect();
+    let texts: Vec<String> = qrels
+        .keys()
+        .filter_map(|q| queries.get(q).cloned())
+        .collect();
     if texts.is_empty() || args.rounds == 0 {
         return Err(UserFacing("no queries to run".into()).into());
     }
-    let corpus_bytes: usize = corpus.iter().map(|d| d.title.len() + 1 + d.text.len()).sum();
+    let corpus_bytes: usize = corpus
+        .iter()
+        .map(|d| d.title.len() + 1 + d.text.len())
+        .sum();
 
     // Indexing: analysis and inverted-index construction from an in-memory snapshot.
     let analyzer = Analyzer::new();
@@ -63,9 +69,14 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
             owner: None,
         })
         .collect();
-    let snapshot = KbSnapshot { seq: 1, passages, ..Default::default() };
+    let snapshot = KbSnapshot {
+        seq: 1,
+        passages,
+        ..Default::default()
+    };
     let started = Instant::now();
-    let index = tokio::task::spawn_blocking(move || LexicalIndex::build(&analyzer, &snapshot)).await?;
+    let index =
+        tokio::task::spawn_blocking(move || LexicalIndex::build(&analyzer, &snapshot)).await?;
     let index_secs = started.elapsed().as_secs_f64();
 
     let params = eval_params(app.config.retrieval.clone());
@@ -93,20 +104,52 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
 
     // The whole lexical pipeline through the engine (all five paths, fusion, events off).
     let temp = tempfile::tempdir()?;
-    let store = EmbeddedStore::open(temp.path(), OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
+    let store = EmbeddedStore::open(temp.path(), OpenMode::ReadWrite)
+        .map_err(|e| UserFacing(e.to_string()))?;
     let engine = Engine::new(
         Components::lexical(Arc::new(store)),
-        EngineConfig { max_query_bytes: 1 << 20, ..EngineConfig::default() },
+        EngineConfig {
+            max_query_bytes: 1 << 20,
+            ..EngineConfig::default()
+        },
     );
-    let kb = engine.store().create_kb(&app.tenant, "bench", KbSettings::default()).await.map_err(core_err)?;
-    load_corpus(&engine, &app.tenant, &kb, read_corpus(&ds.join("corpus.jsonl"))?).await?;
+    let kb = engine
+        .store()
+        .create_kb(&app.tenant, "bench", KbSettings::default())
+        .await
+        .map_err(core_err)?;
+    load_corpus(
+        &engine,
+        &app.tenant,
+        &kb,
+        read_corpus(&ds.join("corpus.jsonl"))?,
+    )
+    .await?;
     engine.index(&app.tenant, &kb).await.map_err(core_err)?;
     let mut pipeline_samples = Vec::new();
     for round in 0..=rounds {
         for q in &texts {
-            let request = QueryRequest { kb: "bench".into(), query: q.clone(), params: Some(params.clone()), filters: Default::default(), generate: false, conversation_id: None };
+            let request = QueryRequest {
+                kb: "bench".into(),
+                query: q.clone(),
+                params: Some(params.clone()),
+                filters: Default::default(),
+                generate: false,
+                conversation_id: None,
+            };
             let t = Instant::now();
-            let _ = engine.run(&app.tenant, request, QueryOptions { views: false, log: false, viewer: rag_core::Viewer::Everything }, &mut |_| {}).await;
+            let _ = engine
+                .run(
+                    &app.tenant,
+                    request,
+                    QueryOptions {
+                        views: false,
+                        log: false,
+                        viewer: rag_core::Viewer::Everything,
+                    },
+                    &mut |_| {},
+                )
+                .await;
             if round > 0 {
                 pipeline_samples.push(t.elapsed().as_secs_f64() * 1000.0);
             }

@@ -26,7 +26,13 @@ struct Samples {
 
 fn rss_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+    status
+        .lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 fn ms_summary(mut v: Vec<f64>) -> serde_json::Value {
@@ -43,24 +49,46 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
     let corpus = read_corpus(&ds.join("corpus.jsonl"))?;
     let queries = read_queries(&ds.join("queries.jsonl"))?;
     let qrels = read_qrels(&ds.join("qrels").join(format!("{}.tsv", args.split)))?;
-    let mut texts: Vec<String> = qrels.keys().filter_map(|q| queries.get(q).cloned()).collect();
+    let mut texts: Vec<String> = qrels
+        .keys()
+        .filter_map(|q| queries.get(q).cloned())
+        .collect();
     texts.sort();
     if texts.is_empty() || args.concurrency == 0 || args.seconds == 0 {
-        return Err(UserFacing("nothing to run: no queries, no concurrency or no time".into()).into());
+        return Err(
+            UserFacing("nothing to run: no queries, no concurrency or no time".into()).into(),
+        );
     }
 
     // A fresh data directory with the corpus, written before the server opens it.
     let dir = tempfile::tempdir()?;
     let docs = corpus.len();
     {
-        let mut sub = App { config: app.config.clone(), tenant: app.tenant.clone(), data_dir_given: true };
+        let mut sub = App {
+            config: app.config.clone(),
+            tenant: app.tenant.clone(),
+            data_dir_given: true,
+        };
         sub.config.data_dir = dir.path().to_owned();
         let engine = sub.engine(OpenMode::ReadWrite)?;
-        let kb = engine.create_kb(&sub.tenant, "bench", KbSettings { retrieval: app.config.retrieval.clone(), ..Default::default() }).await.map_err(core_err)?;
+        let kb = engine
+            .create_kb(
+                &sub.tenant,
+                "bench",
+                KbSettings {
+                    retrieval: app.config.retrieval.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(core_err)?;
         load_corpus(&engine, &sub.tenant, &kb, corpus).await?;
         if engine.embedder().is_some() {
             eprintln!("embedding the corpus for the dense path (cached by content hash)…");
-            engine.reembed(&sub.tenant, &kb.name, |_, _| {}).await.map_err(core_err)?;
+            engine
+                .reembed(&sub.tenant, &kb.name, |_, _| {})
+                .await
+                .map_err(core_err)?;
         }
     }
 
@@ -69,7 +97,10 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
         .args(["serve", "--addr", "127.0.0.1:0", "--open"])
         .env("RAGSCOPE_DATA_DIR", dir.path())
         // One client drives every stream: let the per-key limit admit them all.
-        .env("RAGSCOPE_SERVER__MAX_CONCURRENT_QUERIES_PER_KEY", args.concurrency.max(1).to_string())
+        .env(
+            "RAGSCOPE_SERVER__MAX_CONCURRENT_QUERIES_PER_KEY",
+            args.concurrency.max(1).to_string(),
+        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .spawn()
@@ -84,14 +115,20 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
         };
         let line = line?;
         if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap_or_default().to_owned();
+            break rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
         }
     };
     // Keep draining the server's stdout so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     let rss_after_start = rss_kib(pid, "VmRSS:");
 
-    let client = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()?;
     let endpoint = format!("{url}/api/v1/kbs/bench/query");
     let samples = Arc::new(Mutex::new(Samples::default()));
     let next = Arc::new(AtomicU64::new(0));
@@ -113,12 +150,22 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
     };
     let workers: Vec<_> = (0..args.concurrency)
         .map(|_| {
-            let (client, endpoint, samples, next, texts) = (client.clone(), endpoint.clone(), samples.clone(), next.clone(), texts.clone());
+            let (client, endpoint, samples, next, texts) = (
+                client.clone(),
+                endpoint.clone(),
+                samples.clone(),
+                next.clone(),
+                texts.clone(),
+            );
             tokio::spawn(async move {
                 while Instant::now() < deadline {
                     let q = &texts[(next.fetch_add(1, Ordering::Relaxed) as usize) % texts.len()];
                     let t = Instant::now();
-                    let res = client.post(&endpoint).json(&serde_json::json!({ "query": q })).send().await;
+                    let res = client
+                        .post(&endpoint)
+                        .json(&serde_json::json!({ "query": q }))
+                        .send()
+                        .await;
                     let outcome: Result<(f64, f64), String> = async {
                         let res = res.map_err(|e| e.to_string())?;
                         if !res.status().is_success() {
@@ -138,7 +185,10 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
                         if !body.contains("event: done") {
                             return Err("stream ended without done".into());
                         }
-                        Ok((first.unwrap_or_default(), t.elapsed().as_secs_f64() * 1000.0))
+                        Ok((
+                            first.unwrap_or_default(),
+                            t.elapsed().as_secs_f64() * 1000.0,
+                        ))
                     }
                     .await;
                     let mut s = samples.lock().unwrap_or_else(|p| p.into_inner());
@@ -159,7 +209,9 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
     let elapsed = started.elapsed().as_secs_f64();
     let _ = sampler.await;
     let hwm = rss_kib(pid, "VmHWM:");
-    let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
     let _ = child.wait();
 
     let s = std::mem::take(&mut *samples.lock().unwrap_or_else(|p| p.into_inner()));
@@ -192,12 +244,23 @@ pub async fn run(app: &App, args: BenchHttpArgs) -> anyhow::Result<()> {
         );
         println!(
             "  first event p50 {} ms, p99 {} ms;  done p50 {} ms, p99 {} ms",
-            report["time_to_first_event"]["p50_ms"], report["time_to_first_event"]["p99_ms"], report["time_to_done"]["p50_ms"], report["time_to_done"]["p99_ms"]
+            report["time_to_first_event"]["p50_ms"],
+            report["time_to_first_event"]["p99_ms"],
+            report["time_to_done"]["p50_ms"],
+            report["time_to_done"]["p99_ms"]
         );
-        println!("  server RSS: {} MiB after start, peak {} MiB", report["server_rss_mib_after_start"], report["server_peak_rss_mib"]);
+        println!(
+            "  server RSS: {} MiB after start, peak {} MiB",
+            report["server_rss_mib_after_start"], report["server_peak_rss_mib"]
+        );
     }
     if !s.errors.is_empty() {
-        return Err(UserFacing(format!("{} requests failed, e.g. {:?}", s.errors.len(), s.errors.first())).into());
+        return Err(UserFacing(format!(
+            "{} requests failed, e.g. {:?}",
+            s.errors.len(),
+            s.errors.first()
+        ))
+        .into());
     }
     Ok(())
 }

@@ -238,7 +238,9 @@ impl RetrievalFlags {
         if let Some(paths) = &self.paths {
             p.paths = paths
                 .iter()
-                .map(|s| PathKind::parse(s.trim()).ok_or_else(|| bad(format!("unknown path {s:?}"))))
+                .map(|s| {
+                    PathKind::parse(s.trim()).ok_or_else(|| bad(format!("unknown path {s:?}")))
+                })
                 .collect::<anyhow::Result<_>>()?;
         }
         if let Some(k) = self.per_path_k {
@@ -258,9 +260,15 @@ impl RetrievalFlags {
         }
         if let Some(ws) = &self.weights {
             for w in ws {
-                let (name, value) = w.split_once('=').ok_or_else(|| bad(format!("weight {w:?} is not path=number")))?;
-                let path = PathKind::parse(name.trim()).ok_or_else(|| bad(format!("unknown path {name:?}")))?;
-                let value: f64 = value.trim().parse().map_err(|_| bad(format!("weight {w:?} is not a number")))?;
+                let (name, value) = w
+                    .split_once('=')
+                    .ok_or_else(|| bad(format!("weight {w:?} is not path=number")))?;
+                let path = PathKind::parse(name.trim())
+                    .ok_or_else(|| bad(format!("unknown path {name:?}")))?;
+                let value: f64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(format!("weight {w:?} is not a number")))?;
                 p.fusion.weights.set(path, value);
             }
         }
@@ -274,7 +282,8 @@ impl RetrievalFlags {
             p.bm25.ngram_weight = w;
         }
         if let Some(f) = &self.fields {
-            p.bm25.fields = parse_fields(f).ok_or_else(|| bad(format!("--fields {f:?}: expected flat or multi:T,B,G")))?;
+            p.bm25.fields = parse_fields(f)
+                .ok_or_else(|| bad(format!("--fields {f:?}: expected flat or multi:T,B,G")))?;
         }
         if let Some(t) = self.fuzzy_threshold {
             p.fuzzy_threshold = t;
@@ -291,7 +300,11 @@ fn parse_fields(s: &str) -> Option<rag_core::FieldMode> {
     if s == "flat" {
         return Some(rag_core::FieldMode::Flat);
     }
-    let w: Vec<f32> = s.strip_prefix("multi:")?.split(',').map(|x| x.trim().parse().ok()).collect::<Option<_>>()?;
+    let w: Vec<f32> = s
+        .strip_prefix("multi:")?
+        .split(',')
+        .map(|x| x.trim().parse().ok())
+        .collect::<Option<_>>()?;
     match w[..] {
         [title, body, tags] => Some(rag_core::FieldMode::MultiField { title, body, tags }),
         _ => None,
@@ -406,10 +419,15 @@ pub fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         if meta.is_dir() {
             let mut stack = vec![p.clone()];
             while let Some(dir) = stack.pop() {
-                let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+                let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .collect();
                 entries.sort();
                 for e in entries {
-                    let hidden = e.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+                    let hidden = e
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with('.'));
                     if hidden {
                         continue;
                     }
@@ -427,7 +445,6 @@ pub fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-
 fn read_text(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).map_err(|e| UserFacing(format!("{}: {e}", path.display())))?;
     rag_engine::parse::decode_text(&bytes)
@@ -438,15 +455,22 @@ fn read_text(path: &Path) -> anyhow::Result<String> {
 pub async fn synonyms(app: &App, args: TsvArgs) -> anyhow::Result<()> {
     let groups = parse_synonyms_tsv(&read_text(&args.file)?);
     let engine = app.engine(OpenMode::ReadWrite)?;
-    let n = engine.add_synonyms(&app.tenant, &args.kb, groups).await.map_err(core_err)?;
+    let n = engine
+        .add_synonyms(&app.tenant, &args.kb, groups)
+        .await
+        .map_err(core_err)?;
     println!("{n} synonym groups added");
     Ok(())
 }
 
 pub async fn facts(app: &App, args: TsvArgs) -> anyhow::Result<()> {
-    let facts = parse_facts_tsv(&read_text(&args.file)?).map_err(|e| UserFacing(format!("{}: {e}", args.file.display())))?;
+    let facts = parse_facts_tsv(&read_text(&args.file)?)
+        .map_err(|e| UserFacing(format!("{}: {e}", args.file.display())))?;
     let engine = app.engine(OpenMode::ReadWrite)?;
-    let n = engine.put_facts(&app.tenant, &args.kb, facts).await.map_err(core_err)?;
+    let n = engine
+        .put_facts(&app.tenant, &args.kb, facts)
+        .await
+        .map_err(core_err)?;
     println!("{n} facts added or updated");
     Ok(())
 }
@@ -463,12 +487,21 @@ pub async fn dict(app: &App, args: TsvArgs) -> anyhow::Result<()> {
         let word = cols.next().unwrap_or_default().trim().to_owned();
         let freq = match cols.next().map(str::trim).filter(|f| !f.is_empty()) {
             None => None,
-            Some(f) => Some(f.parse::<u32>().map_err(|_| UserFacing(format!("{}:{}: frequency {f:?} is not a number", args.file.display(), i + 1)))?),
+            Some(f) => Some(f.parse::<u32>().map_err(|_| {
+                UserFacing(format!(
+                    "{}:{}: frequency {f:?} is not a number",
+                    args.file.display(),
+                    i + 1
+                ))
+            })?),
         };
         words.push(rag_core::UserWord { word, freq });
     }
     let engine = app.engine(OpenMode::ReadWrite)?;
-    let n = engine.add_user_words(&app.tenant, &args.kb, words).await.map_err(core_err)?;
+    let n = engine
+        .add_user_words(&app.tenant, &args.kb, words)
+        .await
+        .map_err(core_err)?;
     println!("{n} words added to the dictionary of {}", args.kb);
     Ok(())
 }
@@ -479,13 +512,20 @@ pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
     }
     let engine = app.engine(OpenMode::ReadOnly)?;
     if let Some(q) = &args.question {
-        let text = engine.faq_tool(&app.tenant, &args.kb, q, &rag_core::Viewer::Everything).await.map_err(core_err)?;
+        let text = engine
+            .faq_tool(&app.tenant, &args.kb, q, &rag_core::Viewer::Everything)
+            .await
+            .map_err(core_err)?;
         println!("{text}");
         return Ok(());
     }
     let kb = engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
     let now = rag_core::now();
-    let entries = engine.store().faqs(&app.tenant, kb.id).await.map_err(core_err)?;
+    let entries = engine
+        .store()
+        .faqs(&app.tenant, kb.id)
+        .await
+        .map_err(core_err)?;
     let rows: Vec<serde_json::Value> = entries
         .iter()
         .map(|e| {
@@ -513,7 +553,11 @@ pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
         } else {
             ""
         };
-        println!("{:<9} {}{flag}", r["status"].as_str().unwrap_or(""), r["question"].as_str().unwrap_or(""));
+        println!(
+            "{:<9} {}{flag}",
+            r["status"].as_str().unwrap_or(""),
+            r["question"].as_str().unwrap_or("")
+        );
     }
     println!("{} entries", rows.len());
     Ok(())
@@ -522,8 +566,12 @@ pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
 pub fn time_flag(name: &str, v: &Option<String>) -> anyhow::Result<Option<i64>> {
     v.as_deref()
         .map(|s| {
-            rag_engine::parse::parse_time_text(s)
-                .ok_or_else(|| UserFacing(format!("--{name} {s:?}: expected RFC 3339, YYYY-MM-DD or unix seconds")).into())
+            rag_engine::parse::parse_time_text(s).ok_or_else(|| {
+                UserFacing(format!(
+                    "--{name} {s:?}: expected RFC 3339, YYYY-MM-DD or unix seconds"
+                ))
+                .into()
+            })
         })
         .transpose()
 }
@@ -546,7 +594,15 @@ pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
         conversation_id: None,
     };
     // The store is open read-only here (a server may hold it): no query-log row.
-    let mut events = engine.query_with(&app.tenant, request, rag_engine::QueryOptions { views: true, log: false, viewer: rag_core::Viewer::Everything });
+    let mut events = engine.query_with(
+        &app.tenant,
+        request,
+        rag_engine::QueryOptions {
+            views: true,
+            log: false,
+            viewer: rag_core::Viewer::Everything,
+        },
+    );
     let mut error = None;
     while let Some(event) = events.next().await {
         if args.json {
@@ -559,7 +615,9 @@ pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
         }
     }
     match error {
-        Some((code, message)) if code == "store_error" || code == "internal" => anyhow::bail!("{message}"),
+        Some((code, message)) if code == "store_error" || code == "internal" => {
+            anyhow::bail!("{message}")
+        }
         Some((_, message)) => Err(UserFacing(message).into()),
         None => Ok(()),
     }
@@ -570,7 +628,10 @@ pub fn eval_params(base: RetrievalParams) -> RetrievalParams {
     RetrievalParams {
         per_path_k: 100,
         rerank_top_k: 100,
-        fusion: FusionParams { top_k: 100, ..base.fusion },
+        fusion: FusionParams {
+            top_k: 100,
+            ..base.fusion
+        },
         ..base
     }
 }
@@ -621,7 +682,11 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
         generate: true,
         conversation_id: args.conversation.clone(),
     };
-    let mut events = engine.query_with(&app.tenant, request, rag_engine::QueryOptions::for_viewer(rag_core::Viewer::Everything));
+    let mut events = engine.query_with(
+        &app.tenant,
+        request,
+        rag_engine::QueryOptions::for_viewer(rag_core::Viewer::Everything),
+    );
     let mut error = None;
     while let Some(event) = events.next().await {
         if args.json {
@@ -632,10 +697,15 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
                     print!("{text}");
                     let _ = std::io::stdout().flush();
                 }
-                rag_core::PipelineEvent::QueryAnalyzed { rewritten_from: Some(orig), normalized, .. } => {
+                rag_core::PipelineEvent::QueryAnalyzed {
+                    rewritten_from: Some(orig),
+                    normalized,
+                    ..
+                } => {
                     eprintln!("(follow-up «{orig}» searched as «{normalized}»)");
                 }
-                rag_core::PipelineEvent::Answered { .. } | rag_core::PipelineEvent::Error { .. } => print!("{}", render::event(&event)),
+                rag_core::PipelineEvent::Answered { .. }
+                | rag_core::PipelineEvent::Error { .. } => print!("{}", render::event(&event)),
                 rag_core::PipelineEvent::Done { warnings, .. } if !args.verbose => {
                     for w in warnings {
                         eprintln!("  ! {w}");
@@ -650,7 +720,9 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
         }
     }
     match error {
-        Some((code, message)) if code == "store_error" || code == "internal" => anyhow::bail!("{message}"),
+        Some((code, message)) if code == "store_error" || code == "internal" => {
+            anyhow::bail!("{message}")
+        }
         Some((_, message)) => Err(UserFacing(message).into()),
         None => Ok(()),
     }
@@ -658,12 +730,18 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
 
 /// `ragscope faq --kb K --draft-from DOC_ID`: drafts FAQ entries with the LLM.
 async fn draft_faqs(app: &App, kb: &str, doc: &str, json: bool) -> anyhow::Result<()> {
-    let doc_id = rag_core::DocId::parse(doc).ok_or_else(|| UserFacing(format!("{doc:?} is not a document id")))?;
+    let doc_id = rag_core::DocId::parse(doc)
+        .ok_or_else(|| UserFacing(format!("{doc:?} is not a document id")))?;
     let engine = app.engine(OpenMode::ReadWrite)?;
-    let outcome = match engine.draft_faqs(&app.tenant, kb, doc_id, &rag_core::Viewer::Everything).await {
+    let outcome = match engine
+        .draft_faqs(&app.tenant, kb, doc_id, &rag_core::Viewer::Everything)
+        .await
+    {
         Ok(o) => o,
         Err(rag_engine::DraftFailure::Core(e)) => return Err(core_err(e)),
-        Err(e @ (rag_engine::DraftFailure::NoLlm | rag_engine::DraftFailure::Restricted { .. })) => return Err(UserFacing(e.to_string()).into()),
+        Err(
+            e @ (rag_engine::DraftFailure::NoLlm | rag_engine::DraftFailure::Restricted { .. }),
+        ) => return Err(UserFacing(e.to_string()).into()),
         Err(e) => return Err(anyhow::Error::new(e)),
     };
     if json {
@@ -671,7 +749,12 @@ async fn draft_faqs(app: &App, kb: &str, doc: &str, json: bool) -> anyhow::Resul
         return Ok(());
     }
     for e in &outcome.added {
-        println!("{:<9} {}\n          {}", e.status.as_str(), e.question, e.answer);
+        println!(
+            "{:<9} {}\n          {}",
+            e.status.as_str(),
+            e.question,
+            e.answer
+        );
     }
     for d in &outcome.dropped {
         println!("  dropped: {d}");

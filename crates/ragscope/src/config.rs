@@ -54,7 +54,12 @@ pub struct SourcesConfig {
 
 impl Default for SourcesConfig {
     fn default() -> Self {
-        SourcesConfig { timeout_ms: 15_000, max_page_bytes: 10 * 1024 * 1024, max_redirects: 5, allow_private: false }
+        SourcesConfig {
+            timeout_ms: 15_000,
+            max_page_bytes: 10 * 1024 * 1024,
+            max_redirects: 5,
+            allow_private: false,
+        }
     }
 }
 
@@ -212,13 +217,19 @@ impl Default for Config {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig { level: "warn".into(), format: "text".into() }
+        LogConfig {
+            level: "warn".into(),
+            format: "text".into(),
+        }
     }
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { max_query_bytes: 4096, max_file_bytes: 64 * 1024 * 1024 }
+        LimitsConfig {
+            max_query_bytes: 4096,
+            max_file_bytes: 64 * 1024 * 1024,
+        }
     }
 }
 
@@ -286,7 +297,9 @@ impl Config {
                 }
                 fig = fig.merge(Toml::file(path));
             }
-            None if Path::new("ragscope.toml").exists() => fig = fig.merge(Toml::file("ragscope.toml")),
+            None if Path::new("ragscope.toml").exists() => {
+                fig = fig.merge(Toml::file("ragscope.toml"))
+            }
             None => {}
         }
         // Environment: RAGSCOPE_SECTION__KEY. Variables that are not settings are ignored.
@@ -301,20 +314,27 @@ impl Config {
         }
         fig = fig.merge(env_provider);
         fig = fig.merge(Serialized::defaults(flags));
-        let config: Config = fig.extract().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+        let config: Config = fig
+            .extract()
+            .map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
         config.validate()?;
         Ok(config)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
-        self.retrieval.validate().map_err(|e| anyhow::anyhow!("configuration: retrieval: {e}"))?;
+        self.retrieval
+            .validate()
+            .map_err(|e| anyhow::anyhow!("configuration: retrieval: {e}"))?;
         if !matches!(self.log.format.as_str(), "text" | "json") {
             anyhow::bail!("configuration: log.format must be \"text\" or \"json\"");
         }
         if self.limits.max_query_bytes == 0 || self.limits.max_file_bytes == 0 {
             anyhow::bail!("configuration: limits must be positive");
         }
-        if !matches!(self.embedder.kind.as_str(), "auto" | "e5" | "bert" | "openai" | "none") {
+        if !matches!(
+            self.embedder.kind.as_str(),
+            "auto" | "e5" | "bert" | "openai" | "none"
+        ) {
             anyhow::bail!("configuration: embedder.kind must be \"auto\", \"e5\", \"bert\", \"openai\" or \"none\"");
         }
         if self.tenant.trim().is_empty() {
@@ -333,13 +353,19 @@ impl Config {
 
 fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["key", "secret", "token", "password"].iter().any(|s| k.ends_with(s))
+    ["key", "secret", "token", "password"]
+        .iter()
+        .any(|s| k.ends_with(s))
 }
 
 /// `scheme://user:password@host/…` with the password replaced.
 pub(crate) fn redact_url_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
     match userinfo.split_once(':') {
         Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
         None => url.to_owned(),
@@ -368,8 +394,14 @@ mod tests {
 
     #[test]
     fn store_urls_lose_their_password_when_printed() {
-        assert_eq!(redact_url_password("postgres://app:s3cr@t@db:5432/r"), "postgres://app:<redacted>@db:5432/r");
-        assert_eq!(redact_url_password("postgres://app@db/r"), "postgres://app@db/r");
+        assert_eq!(
+            redact_url_password("postgres://app:s3cr@t@db:5432/r"),
+            "postgres://app:<redacted>@db:5432/r"
+        );
+        assert_eq!(
+            redact_url_password("postgres://app@db/r"),
+            "postgres://app@db/r"
+        );
         assert_eq!(redact_url_password("not a url"), "not a url");
     }
 

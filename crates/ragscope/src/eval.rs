@@ -3,8 +3,8 @@
 use crate::cli::{eval_params, EvalArgs};
 use crate::{core_err, App, UserFacing};
 use rag_core::{
-    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, PathKind, PipelineEvent, QueryRequest,
-    TenantId, WriteOp,
+    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, PathKind,
+    PipelineEvent, QueryRequest, TenantId, WriteOp,
 };
 use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
 use rag_store::{EmbeddedStore, OpenMode};
@@ -44,7 +44,8 @@ pub fn read_corpus(path: &Path) -> anyhow::Result<Vec<CorpusDoc>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| UserFacing(format!("{}:{}: {e}", path.display(), i + 1)).into())
+            serde_json::from_str(l)
+                .map_err(|e| UserFacing(format!("{}:{}: {e}", path.display(), i + 1)).into())
         })
         .collect()
 }
@@ -52,8 +53,13 @@ pub fn read_corpus(path: &Path) -> anyhow::Result<Vec<CorpusDoc>> {
 pub fn read_queries(path: &Path) -> anyhow::Result<HashMap<String, String>> {
     let text = open_text(path)?;
     let mut out = HashMap::new();
-    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let q: QueryLine = serde_json::from_str(l).map_err(|e| UserFacing(format!("{}:{}: {e}", path.display(), i + 1)))?;
+    for (i, l) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let q: QueryLine = serde_json::from_str(l)
+            .map_err(|e| UserFacing(format!("{}:{}: {e}", path.display(), i + 1)))?;
         out.insert(q.id, q.text);
     }
     Ok(out)
@@ -67,9 +73,13 @@ pub fn read_qrels(path: &Path) -> anyhow::Result<Qrels> {
         if cols.len() < 3 || (i == 0 && cols[2].parse::<f64>().is_err()) {
             continue;
         }
-        let score: f64 = cols[2].parse().map_err(|_| UserFacing(format!("{}:{}: bad score", path.display(), i + 1)))?;
+        let score: f64 = cols[2]
+            .parse()
+            .map_err(|_| UserFacing(format!("{}:{}: bad score", path.display(), i + 1)))?;
         if score > 0.0 {
-            out.entry(cols[0].to_owned()).or_default().insert(cols[1].to_owned(), score);
+            out.entry(cols[0].to_owned())
+                .or_default()
+                .insert(cols[1].to_owned(), score);
         }
     }
     Ok(out)
@@ -85,13 +95,34 @@ pub struct Metrics {
 }
 
 pub fn score(ranked: &[String], rel: &HashMap<String, f64>) -> Metrics {
-    let dcg: f64 = ranked.iter().take(10).enumerate().map(|(i, d)| rel.get(d).copied().unwrap_or(0.0) / ((i + 2) as f64).log2()).sum();
+    let dcg: f64 = ranked
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, d)| rel.get(d).copied().unwrap_or(0.0) / ((i + 2) as f64).log2())
+        .sum();
     let mut ideal: Vec<f64> = rel.values().copied().collect();
     ideal.sort_by(|a, b| b.total_cmp(a));
-    let idcg: f64 = ideal.iter().take(10).enumerate().map(|(i, r)| r / ((i + 2) as f64).log2()).sum();
+    let idcg: f64 = ideal
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, r)| r / ((i + 2) as f64).log2())
+        .sum();
     let total = rel.len() as f64;
-    let found = |k: usize| ranked.iter().take(k).filter(|d| rel.contains_key(*d)).count() as f64;
-    let mrr10 = ranked.iter().take(10).position(|d| rel.contains_key(d)).map(|p| 1.0 / (p + 1) as f64).unwrap_or(0.0);
+    let found = |k: usize| {
+        ranked
+            .iter()
+            .take(k)
+            .filter(|d| rel.contains_key(*d))
+            .count() as f64
+    };
+    let mrr10 = ranked
+        .iter()
+        .take(10)
+        .position(|d| rel.contains_key(d))
+        .map(|p| 1.0 / (p + 1) as f64)
+        .unwrap_or(0.0);
     Metrics {
         ndcg10: if idcg > 0.0 { dcg / idcg } else { 0.0 },
         recall10: found(10) / total,
@@ -101,12 +132,25 @@ pub fn score(ranked: &[String], rel: &HashMap<String, f64>) -> Metrics {
 }
 
 /// Loads a corpus into a knowledge base: one document with one chunk per corpus entry.
-pub async fn load_corpus(engine: &Engine, tenant: &TenantId, kb: &KnowledgeBase, corpus: Vec<CorpusDoc>) -> anyhow::Result<()> {
+pub async fn load_corpus(
+    engine: &Engine,
+    tenant: &TenantId,
+    kb: &KnowledgeBase,
+    corpus: Vec<CorpusDoc>,
+) -> anyhow::Result<()> {
     let ts = now();
     let mut ops = Vec::new();
     for d in corpus {
         let doc = DocId::generate();
-        let chunk = Chunk { id: ChunkId::generate(), doc, ordinal: 0, heading_path: vec![], text: d.text.clone(), start: 0, end: d.text.len() };
+        let chunk = Chunk {
+            id: ChunkId::generate(),
+            doc,
+            ordinal: 0,
+            heading_path: vec![],
+            text: d.text.clone(),
+            start: 0,
+            end: d.text.len(),
+        };
         ops.push(WriteOp::PutDocument {
             document: Document {
                 id: doc,
@@ -123,11 +167,19 @@ pub async fn load_corpus(engine: &Engine, tenant: &TenantId, kb: &KnowledgeBase,
             chunks: vec![chunk],
         });
         if ops.len() == 2000 {
-            engine.store().apply(tenant, kb.id, std::mem::take(&mut ops)).await.map_err(core_err)?;
+            engine
+                .store()
+                .apply(tenant, kb.id, std::mem::take(&mut ops))
+                .await
+                .map_err(core_err)?;
         }
     }
     if !ops.is_empty() {
-        engine.store().apply(tenant, kb.id, ops).await.map_err(core_err)?;
+        engine
+            .store()
+            .apply(tenant, kb.id, ops)
+            .await
+            .map_err(core_err)?;
     }
     Ok(())
 }
@@ -137,7 +189,12 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         "lexical" => PathKind::LEXICAL.to_vec(),
         "dense" => vec![PathKind::Dense],
         "hybrid" => PathKind::ALL.to_vec(),
-        other => return Err(UserFacing(format!("--mode {other}: mode must be lexical, dense or hybrid")).into()),
+        other => {
+            return Err(UserFacing(format!(
+                "--mode {other}: mode must be lexical, dense or hybrid"
+            ))
+            .into())
+        }
     };
     let needs_dense = mode_paths.contains(&PathKind::Dense);
     let (embedder, cache) = app.embedder()?;
@@ -152,7 +209,11 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     let queries = read_queries(&args.queries)?;
     let qrels = read_qrels(&args.qrels)?;
     if qrels.is_empty() {
-        return Err(UserFacing(format!("{} has no relevance judgements", args.qrels.display())).into());
+        return Err(UserFacing(format!(
+            "{} has no relevance judgements",
+            args.qrels.display()
+        ))
+        .into());
     }
     let mut base = app.config.retrieval.clone();
     base.paths = mode_paths.clone();
@@ -166,21 +227,61 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         temp = tempfile::tempdir()?;
         temp.path().to_owned()
     };
-    let store = EmbeddedStore::open(&dir, OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
+    let store =
+        EmbeddedStore::open(&dir, OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
     let engine = Engine::new(
-        Components { store: Arc::new(store), reranker: Arc::new(rag_core::IdentityReranker), embedder, cache, generator: None, fetcher: None },
-        EngineConfig { max_query_bytes: 1 << 20, ..EngineConfig::default() },
+        Components {
+            store: Arc::new(store),
+            reranker: Arc::new(rag_core::IdentityReranker),
+            embedder,
+            cache,
+            generator: None,
+            fetcher: None,
+        },
+        EngineConfig {
+            max_query_bytes: 1 << 20,
+            ..EngineConfig::default()
+        },
     );
-    let kb_name = format!("eval-{}", args.corpus.file_stem().and_then(|s| s.to_str()).unwrap_or("corpus"));
+    let kb_name = format!(
+        "eval-{}",
+        args.corpus
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("corpus")
+    );
     let tenant = app.tenant.clone();
     let n_docs = corpus.len();
-    let kb = match engine.store().kb_by_name(&tenant, &kb_name).await.map_err(core_err)? {
-        Some(kb) if engine.store().documents(&tenant, kb.id).await.map_err(core_err)?.len() == n_docs => kb,
+    let kb = match engine
+        .store()
+        .kb_by_name(&tenant, &kb_name)
+        .await
+        .map_err(core_err)?
+    {
+        Some(kb)
+            if engine
+                .store()
+                .documents(&tenant, kb.id)
+                .await
+                .map_err(core_err)?
+                .len()
+                == n_docs =>
+        {
+            kb
+        }
         existing => {
             if let Some(kb) = existing {
-                engine.store().delete_kb(&tenant, kb.id).await.map_err(core_err)?;
+                engine
+                    .store()
+                    .delete_kb(&tenant, kb.id)
+                    .await
+                    .map_err(core_err)?;
             }
-            let kb = engine.store().create_kb(&tenant, &kb_name, KbSettings::default()).await.map_err(core_err)?;
+            let kb = engine
+                .store()
+                .create_kb(&tenant, &kb_name, KbSettings::default())
+                .await
+                .map_err(core_err)?;
             load_corpus(&engine, &tenant, &kb, corpus).await?;
             kb
         }
@@ -192,18 +293,28 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             .reembed(&tenant, &kb_name, |done, total| {
                 if done == total || done >= last + 256 {
                     last = done;
-                    eprintln!("embedding passages: {done}/{total} ({:.0} s)", started.elapsed().as_secs_f64());
+                    eprintln!(
+                        "embedding passages: {done}/{total} ({:.0} s)",
+                        started.elapsed().as_secs_f64()
+                    );
                 }
             })
             .await
             .map_err(core_err)?;
-        eprintln!("embedded {} passages ({} from the cache, {} computed)", report.needed, report.cached, report.computed);
+        eprintln!(
+            "embedded {} passages ({} from the cache, {} computed)",
+            report.needed, report.cached, report.computed
+        );
     }
     let index = engine.index(&tenant, &kb).await.map_err(core_err)?;
     if needs_dense {
         match &index.dense {
             Some(Ok(d)) if d.missing == 0 => {}
-            Some(Ok(d)) => anyhow::bail!("{} of {} passages have no vector; refusing to report dense figures", d.missing, d.total),
+            Some(Ok(d)) => anyhow::bail!(
+                "{} of {} passages have no vector; refusing to report dense figures",
+                d.missing,
+                d.total
+            ),
             Some(Err(e)) => anyhow::bail!("the vectors could not be loaded: {e}"),
             None => anyhow::bail!("the corpus has no vectors; refusing to report dense figures"),
         }
@@ -211,7 +322,8 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
 
     let mut dump = match &args.dump_lists {
         Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|e| UserFacing(format!("{}: {e}", path.display())))?,
+            std::fs::File::create(path)
+                .map_err(|e| UserFacing(format!("{}: {e}", path.display())))?,
         )),
         None => None,
     };
@@ -224,25 +336,53 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             missing += 1;
             continue;
         };
-        let request = QueryRequest { kb: kb_name.clone(), query: text.clone(), params: Some(params.clone()), filters: Default::default(), generate: false, conversation_id: None };
+        let request = QueryRequest {
+            kb: kb_name.clone(),
+            query: text.clone(),
+            params: Some(params.clone()),
+            filters: Default::default(),
+            generate: false,
+            conversation_id: None,
+        };
         // (suggested λ, its reason, λ applied) as the events reported them.
         let mut lambdas: (Option<f64>, Option<String>, Option<f64>) = (None, None, None);
         let mut watch = |e: PipelineEvent| match e {
-            PipelineEvent::QueryAnalyzed { suggested_lexical_interpolation, suggestion_reason, .. } => {
+            PipelineEvent::QueryAnalyzed {
+                suggested_lexical_interpolation,
+                suggestion_reason,
+                ..
+            } => {
                 lambdas.0 = Some(suggested_lexical_interpolation);
                 lambdas.1 = Some(suggestion_reason);
             }
-            PipelineEvent::Fused { lexical_interpolation, .. } => lambdas.2 = lexical_interpolation,
+            PipelineEvent::Fused {
+                lexical_interpolation,
+                ..
+            } => lambdas.2 = lexical_interpolation,
             _ => {}
         };
-        let result = engine.run(&tenant, request, QueryOptions { views: false, log: false, viewer: rag_core::Viewer::Everything }, &mut watch).await;
+        let result = engine
+            .run(
+                &tenant,
+                request,
+                QueryOptions {
+                    views: false,
+                    log: false,
+                    viewer: rag_core::Viewer::Everything,
+                },
+                &mut watch,
+            )
+            .await;
         if let (Some(out), Ok(run)) = (dump.as_mut(), &result) {
             let lists: serde_json::Map<String, serde_json::Value> = run
                 .lists
                 .iter()
                 .map(|l| {
-                    let hits: Vec<serde_json::Value> =
-                        l.hits.iter().map(|h| serde_json::json!([source_of(h.id), h.score])).collect();
+                    let hits: Vec<serde_json::Value> = l
+                        .hits
+                        .iter()
+                        .map(|h| serde_json::json!([source_of(h.id), h.score]))
+                        .collect();
                     (l.path.to_string(), serde_json::Value::Array(hits))
                 })
                 .collect();
@@ -267,7 +407,9 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 .hits
                 .iter()
                 .filter_map(|h| match h.id {
-                    PassageId::Chunk(_) => index.lexical.passage(h.id).and_then(|p| p.source.clone()),
+                    PassageId::Chunk(_) => {
+                        index.lexical.passage(h.id).and_then(|p| p.source.clone())
+                    }
                     _ => None,
                 })
                 .collect(),
@@ -286,7 +428,9 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         out.flush()?;
     }
     if evaluated == 0 {
-        return Err(UserFacing("none of the judged queries appears in the queries file".into()).into());
+        return Err(
+            UserFacing("none of the judged queries appears in the queries file".into()).into(),
+        );
     }
     let n = evaluated as f64;
     let round = |x: f64| (x / n * 100000.0).round() / 100000.0;

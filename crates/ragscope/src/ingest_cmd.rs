@@ -33,14 +33,30 @@ pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
                     summary.record(&e);
                     bar.event(&e, &summary);
                 };
-                engine.ingest_with(&app.tenant, &args.kb, &source, bytes, &options, &mut on_event).await.map_err(core_err)?
+                engine
+                    .ingest_with(
+                        &app.tenant,
+                        &args.kb,
+                        &source,
+                        bytes,
+                        &options,
+                        &mut on_event,
+                    )
+                    .await
+                    .map_err(core_err)?
             }
             Err((size, c, reason)) => {
                 // Refused before the engine saw it: the same events a job reports.
-                summary.record(&IngestProgress::Received { source: source.clone(), bytes: size });
+                summary.record(&IngestProgress::Received {
+                    source: source.clone(),
+                    bytes: size,
+                });
                 summary.record(&IngestProgress::failed(&source, c, &reason));
                 code = Some(c.to_owned());
-                IngestOutcome { source: source.clone(), status: IngestStatus::Failed { reason } }
+                IngestOutcome {
+                    source: source.clone(),
+                    status: IngestStatus::Failed { reason },
+                }
             }
         };
         bar.clear();
@@ -56,7 +72,10 @@ pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
     }
     bar.clear();
     if !args.json {
-        print!("{}", summary_table(&summary, started.elapsed().as_secs_f64()));
+        print!(
+            "{}",
+            summary_table(&summary, started.elapsed().as_secs_f64())
+        );
     }
     let failed = summary.failed_count();
     if failed > 0 {
@@ -67,16 +86,22 @@ pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
 
 /// Reads a file after checking its size, so an oversized file is refused
 /// without being read. Errors: (size, code, reason).
-fn read_checked(path: &Path, limits: &rag_engine::rag_ingest::Limits) -> Result<Vec<u8>, (u64, &'static str, String)> {
+fn read_checked(
+    path: &Path,
+    limits: &rag_engine::rag_ingest::Limits,
+) -> Result<Vec<u8>, (u64, &'static str, String)> {
     let meta = std::fs::metadata(path).map_err(|e| (0, "read_error", e.to_string()))?;
-    rag_engine::rag_ingest::check_size(meta.len(), limits).map_err(|e| (meta.len(), e.code(), e.to_string()))?;
+    rag_engine::rag_ingest::check_size(meta.len(), limits)
+        .map_err(|e| (meta.len(), e.code(), e.to_string()))?;
     std::fs::read(path).map_err(|e| (meta.len(), "read_error", e.to_string()))
 }
 
 /// One file's result, as printed on stdout.
 fn file_line(o: &IngestOutcome, code: Option<&str>) -> String {
     match (&o.status, code) {
-        (IngestStatus::Failed { reason }, Some(code)) => format!("  FAILED  {} [{code}]: {reason}", o.source),
+        (IngestStatus::Failed { reason }, Some(code)) => {
+            format!("  FAILED  {} [{code}]: {reason}", o.source)
+        }
         _ => render::ingest_line(o),
     }
 }
@@ -92,20 +117,56 @@ fn summary_table(s: &IngestSummary, seconds: f64) -> String {
     );
     let mut rows: Vec<(&str, String)> = vec![
         ("files", s.files.to_string()),
-        ("documents", if s.replaced > 0 { format!("{} ({} replaced an older version)", s.documents, s.replaced) } else { s.documents.to_string() }),
+        (
+            "documents",
+            if s.replaced > 0 {
+                format!("{} ({} replaced an older version)", s.documents, s.replaced)
+            } else {
+                s.documents.to_string()
+            },
+        ),
         ("chunks", s.chunks.to_string()),
-        ("FAQ entries", format!("{} added, {} already present", s.faqs_added, s.faq_duplicates)),
+        (
+            "FAQ entries",
+            format!(
+                "{} added, {} already present",
+                s.faqs_added, s.faq_duplicates
+            ),
+        ),
     ];
     if s.drafts_added > 0 || !s.drafts_failed.is_empty() {
-        rows.push(("FAQ drafts", format!("{} drafted by the LLM, {} documents not drafted", s.drafts_added, s.drafts_failed.len())));
+        rows.push((
+            "FAQ drafts",
+            format!(
+                "{} drafted by the LLM, {} documents not drafted",
+                s.drafts_added,
+                s.drafts_failed.len()
+            ),
+        ));
     }
     if s.vectors_cached + s.vectors_computed > 0 {
-        rows.push(("vectors", format!("{} computed, {} from the cache", s.vectors_computed, s.vectors_cached)));
+        rows.push((
+            "vectors",
+            format!(
+                "{} computed, {} from the cache",
+                s.vectors_computed, s.vectors_cached
+            ),
+        ));
     }
-    rows.push(("skipped", format!("{} (same content already stored)", s.skipped)));
+    rows.push((
+        "skipped",
+        format!("{} (same content already stored)", s.skipped),
+    ));
     rows.push(("failed", failed.to_string()));
     if seconds > 0.0 && s.files > 1 {
-        rows.push(("rate", format!("{:.1} files/s, {:.1} chunks/s", s.files as f64 / seconds, s.chunks as f64 / seconds)));
+        rows.push((
+            "rate",
+            format!(
+                "{:.1} files/s, {:.1} chunks/s",
+                s.files as f64 / seconds,
+                s.chunks as f64 / seconds
+            ),
+        ));
     }
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in rows {
@@ -135,14 +196,24 @@ struct ProgressLine {
 
 impl ProgressLine {
     fn new(total: usize, enabled: bool) -> Self {
-        ProgressLine { total, enabled, index: 0, name: String::new(), started: Instant::now() }
+        ProgressLine {
+            total,
+            enabled,
+            index: 0,
+            name: String::new(),
+            started: Instant::now(),
+        }
     }
 
     fn start_file(&mut self, index: usize, source: &str) {
         self.index = index;
         // Keep the end of long paths: the file name matters most.
         let chars: Vec<char> = source.chars().collect();
-        self.name = if chars.len() > 48 { format!("…{}", chars[chars.len() - 47..].iter().collect::<String>()) } else { source.to_owned() };
+        self.name = if chars.len() > 48 {
+            format!("…{}", chars[chars.len() - 47..].iter().collect::<String>())
+        } else {
+            source.to_owned()
+        };
         self.draw("reading", None);
     }
 
@@ -162,10 +233,18 @@ impl ProgressLine {
             return;
         }
         const WIDTH: usize = 24;
-        let filled = (self.index * WIDTH).checked_div(self.total).unwrap_or(WIDTH);
+        let filled = (self.index * WIDTH)
+            .checked_div(self.total)
+            .unwrap_or(WIDTH);
         let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
         let digits = self.total.to_string().len();
-        let mut line = format!("[{:>digits$}/{}] {bar} {:>5.1}s {stage:<10} {}", self.index + 1, self.total, self.started.elapsed().as_secs_f64(), self.name);
+        let mut line = format!(
+            "[{:>digits$}/{}] {bar} {:>5.1}s {stage:<10} {}",
+            self.index + 1,
+            self.total,
+            self.started.elapsed().as_secs_f64(),
+            self.name
+        );
         if let Some(c) = chunks.filter(|c| *c > 0) {
             let _ = write!(line, "  ({c} chunks so far)");
         }
@@ -190,16 +269,41 @@ mod tests {
     #[test]
     fn summary_groups_failures_by_code() {
         let mut s = IngestSummary::default();
-        for (src, code) in [("a.pdf", "no_text_layer"), ("b.exe", "unsupported_format"), ("c.pdf", "no_text_layer")] {
-            s.record(&IngestProgress::Received { source: src.into(), bytes: 1 });
+        for (src, code) in [
+            ("a.pdf", "no_text_layer"),
+            ("b.exe", "unsupported_format"),
+            ("c.pdf", "no_text_layer"),
+        ] {
+            s.record(&IngestProgress::Received {
+                source: src.into(),
+                bytes: 1,
+            });
             s.record(&IngestProgress::failed(src, code, format!("{src} is bad")));
         }
-        s.record(&IngestProgress::Received { source: "d.md".into(), bytes: 1 });
-        s.record(&IngestProgress::Indexed { source: "d.md".into(), seq: 1, chunks: 3, faqs_added: 0, faq_duplicates: 0, replaced: false });
+        s.record(&IngestProgress::Received {
+            source: "d.md".into(),
+            bytes: 1,
+        });
+        s.record(&IngestProgress::Indexed {
+            source: "d.md".into(),
+            seq: 1,
+            chunks: 3,
+            faqs_added: 0,
+            faq_duplicates: 0,
+            replaced: false,
+        });
         let table = summary_table(&s, 2.0);
-        assert!(table.starts_with("4 files: 3 chunks, 0 FAQ entries added, 0 skipped, 3 failed"), "{table}");
+        assert!(
+            table.starts_with("4 files: 3 chunks, 0 FAQ entries added, 0 skipped, 3 failed"),
+            "{table}"
+        );
         assert!(table.contains("  documents    1\n"), "{table}");
-        assert!(table.contains("    no_text_layer (2)\n      a.pdf: a.pdf is bad\n      c.pdf: c.pdf is bad\n"), "{table}");
+        assert!(
+            table.contains(
+                "    no_text_layer (2)\n      a.pdf: a.pdf is bad\n      c.pdf: c.pdf is bad\n"
+            ),
+            "{table}"
+        );
         assert!(table.contains("    unsupported_format (1)\n"), "{table}");
     }
 }

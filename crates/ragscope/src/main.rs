@@ -50,7 +50,9 @@ pub(crate) fn core_err(e: CoreError) -> anyhow::Error {
 fn init_tracing(config: &Config) {
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if config.log.format == "json" {
         builder.json().init();
     } else {
@@ -74,11 +76,21 @@ impl App {
     /// The configured store (PostgreSQL when `store` is set, else the
     /// embedded one in the data directory), as a store and as a key store.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn stores(&self, mode: OpenMode) -> anyhow::Result<(Arc<dyn rag_core::Store>, Arc<dyn rag_core::KeyStore>)> {
+    pub(crate) fn stores(
+        &self,
+        mode: OpenMode,
+    ) -> anyhow::Result<(Arc<dyn rag_core::Store>, Arc<dyn rag_core::KeyStore>)> {
         if let Some(url) = &self.config.store {
             // Commands run on the multi-threaded runtime; connecting is async.
-            let pg = tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(rag_store_pg::PgStore::connect(url)))
-                .map_err(|e| UserFacing(format!("PostgreSQL store {}: {e}", config::redact_url_password(url))))?;
+            let pg = tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(rag_store_pg::PgStore::connect(url))
+            })
+            .map_err(|e| {
+                UserFacing(format!(
+                    "PostgreSQL store {}: {e}",
+                    config::redact_url_password(url)
+                ))
+            })?;
             let pg = Arc::new(pg);
             return Ok((pg.clone(), pg));
         }
@@ -88,12 +100,18 @@ impl App {
 
     pub(crate) fn open_store(&self, mode: OpenMode) -> anyhow::Result<EmbeddedStore> {
         let analyzer = format!("{}:{}", rag_text::ANALYZER_NAME, rag_text::ANALYZER_VERSION);
-        let store = match EmbeddedStore::open_with_analyzer(&self.config.data_dir, mode, &analyzer) {
+        let store = match EmbeddedStore::open_with_analyzer(&self.config.data_dir, mode, &analyzer)
+        {
             Ok(s) => s,
-            Err(e @ (StoreError::Locked { .. } | StoreError::Missing(_) | StoreError::NewerFormat { .. })) => {
-                return Err(UserFacing(e.to_string()).into())
+            Err(
+                e @ (StoreError::Locked { .. }
+                | StoreError::Missing(_)
+                | StoreError::NewerFormat { .. }),
+            ) => return Err(UserFacing(e.to_string()).into()),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("opening {}", self.config.data_dir.display()))
             }
-            Err(e) => return Err(e).with_context(|| format!("opening {}", self.config.data_dir.display())),
         };
         Ok(store)
     }
@@ -101,7 +119,14 @@ impl App {
     pub(crate) fn engine_with(&self, store: Arc<dyn rag_core::Store>) -> anyhow::Result<Engine> {
         let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
-            Components { store, reranker: self.reranker()?, embedder, cache, generator: self.generator()?, fetcher: Some(self.fetcher()?) },
+            Components {
+                store,
+                reranker: self.reranker()?,
+                embedder,
+                cache,
+                generator: self.generator()?,
+                fetcher: Some(self.fetcher()?),
+            },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
                 max_file_bytes: self.config.limits.max_file_bytes,
@@ -117,7 +142,11 @@ impl App {
     pub(crate) fn generator(&self) -> anyhow::Result<Option<Arc<dyn rag_core::Generator>>> {
         let p = &self.config.providers;
         let mut config = match (&p.llm_base_url, &p.openrouter_api_key) {
-            (Some(url), _) => rag_models::ChatConfig { base_url: url.clone(), api_key: p.llm_api_key.clone(), ..rag_models::ChatConfig::default() },
+            (Some(url), _) => rag_models::ChatConfig {
+                base_url: url.clone(),
+                api_key: p.llm_api_key.clone(),
+                ..rag_models::ChatConfig::default()
+            },
             (None, Some(key)) => rag_models::ChatConfig::openrouter(key.clone()),
             (None, None) => return Ok(None),
         };
@@ -145,11 +174,17 @@ impl App {
     pub(crate) fn reranker(&self) -> anyhow::Result<Arc<dyn rag_core::Reranker>> {
         let p = &self.config.providers;
         if let Some(url) = &p.rerank_base_url {
-            let mut c = rag_models::HttpRerankerConfig { base_url: url.clone(), api_key: p.rerank_api_key.clone(), ..Default::default() };
+            let mut c = rag_models::HttpRerankerConfig {
+                base_url: url.clone(),
+                api_key: p.rerank_api_key.clone(),
+                ..Default::default()
+            };
             if let Some(m) = &p.rerank_model {
                 c.model = m.clone();
             }
-            return Ok(Arc::new(rag_models::HttpReranker::new(c).map_err(|e| UserFacing(e.to_string()))?));
+            return Ok(Arc::new(
+                rag_models::HttpReranker::new(c).map_err(|e| UserFacing(e.to_string()))?,
+            ));
         }
         if p.rerank_with_llm {
             if let Some(g) = self.generator()? {
@@ -161,7 +196,12 @@ impl App {
 
     /// The configured embedder and the shared embedding cache.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn embedder(&self) -> anyhow::Result<(Option<Arc<dyn rag_core::Embedder>>, Option<Arc<dyn rag_core::EmbeddingCache>>)> {
+    pub(crate) fn embedder(
+        &self,
+    ) -> anyhow::Result<(
+        Option<Arc<dyn rag_core::Embedder>>,
+        Option<Arc<dyn rag_core::EmbeddingCache>>,
+    )> {
         let cfg = &self.config.embedder;
         let kind = match cfg.kind.as_str() {
             "auto" if cfg.model_path.exists() => "e5",
@@ -192,23 +232,37 @@ impl App {
                 let dir = cfg.model_dir.clone().ok_or_else(|| {
                     UserFacing("embedder kind \"bert\" needs embedder.model_dir (RAGSCOPE_EMBEDDER__MODEL_DIR): a Hugging Face model directory".into())
                 })?;
-                let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-                let e = rag_models::BertEmbedder::load(&dir, threads).map_err(|e| UserFacing(e.to_string()))?;
+                let threads = std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1);
+                let e = rag_models::BertEmbedder::load(&dir, threads)
+                    .map_err(|e| UserFacing(e.to_string()))?;
                 Some(Arc::new(e))
             }
             "e5" => {
-                let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-                let e = rag_models::E5Embedder::load(&cfg.model_path, threads).map_err(|e| UserFacing(e.to_string()))?;
+                let threads = std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1);
+                let e = rag_models::E5Embedder::load(&cfg.model_path, threads)
+                    .map_err(|e| UserFacing(e.to_string()))?;
                 Some(Arc::new(e))
             }
-            other => return Err(UserFacing(format!("embedder kind {other:?} is not available in this build")).into()),
+            other => {
+                return Err(UserFacing(format!(
+                    "embedder kind {other:?} is not available in this build"
+                ))
+                .into())
+            }
         };
-        let cache: Option<Arc<dyn rag_core::EmbeddingCache>> = match (&embedder, self.config.cache_dir()) {
-            (Some(_), Some(dir)) => Some(Arc::new(
-                rag_store::SqliteEmbeddingCache::open(&dir).with_context(|| format!("opening the embedding cache in {}", dir.display()))?,
-            )),
-            _ => None,
-        };
+        let cache: Option<Arc<dyn rag_core::EmbeddingCache>> =
+            match (&embedder, self.config.cache_dir()) {
+                (Some(_), Some(dir)) => Some(Arc::new(
+                    rag_store::SqliteEmbeddingCache::open(&dir).with_context(|| {
+                        format!("opening the embedding cache in {}", dir.display())
+                    })?,
+                )),
+                _ => None,
+            };
         Ok((embedder, cache))
     }
 }
@@ -218,23 +272,46 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Kb { command } => match command {
             KbCommand::Create { name } => {
                 let engine = app.engine(OpenMode::ReadWrite)?;
-                let settings = rag_core::KbSettings { retrieval: app.config.retrieval.clone(), ..Default::default() };
-                let kb = engine.create_kb(&app.tenant, &name, settings).await.map_err(core_err)?;
+                let settings = rag_core::KbSettings {
+                    retrieval: app.config.retrieval.clone(),
+                    ..Default::default()
+                };
+                let kb = engine
+                    .create_kb(&app.tenant, &name, settings)
+                    .await
+                    .map_err(core_err)?;
                 println!("created knowledge base {} ({})", kb.name, kb.id);
                 Ok(())
             }
             KbCommand::List { json } => {
                 let engine = app.engine(OpenMode::ReadOnly)?;
-                let kbs = engine.store().list_kbs(&app.tenant).await.map_err(core_err)?;
+                let kbs = engine
+                    .store()
+                    .list_kbs(&app.tenant)
+                    .await
+                    .map_err(core_err)?;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&kbs)?);
                 } else if kbs.is_empty() {
                     println!("no knowledge bases; create one with: ragscope kb create NAME");
                 } else {
                     for kb in kbs {
-                        let docs = engine.store().documents(&app.tenant, kb.id).await.map_err(core_err)?.len();
-                        let faqs = engine.store().faqs(&app.tenant, kb.id).await.map_err(core_err)?.len();
-                        println!("{:<24} {:>5} documents {:>5} FAQ entries  {}", kb.name, docs, faqs, kb.id);
+                        let docs = engine
+                            .store()
+                            .documents(&app.tenant, kb.id)
+                            .await
+                            .map_err(core_err)?
+                            .len();
+                        let faqs = engine
+                            .store()
+                            .faqs(&app.tenant, kb.id)
+                            .await
+                            .map_err(core_err)?
+                            .len();
+                        println!(
+                            "{:<24} {:>5} documents {:>5} FAQ entries  {}",
+                            kb.name, docs, faqs, kb.id
+                        );
                     }
                 }
                 Ok(())
@@ -242,7 +319,11 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             KbCommand::Delete { name } => {
                 let engine = app.engine(OpenMode::ReadWrite)?;
                 let kb = engine.kb(&app.tenant, &name).await.map_err(core_err)?;
-                engine.store().delete_kb(&app.tenant, kb.id).await.map_err(core_err)?;
+                engine
+                    .store()
+                    .delete_kb(&app.tenant, kb.id)
+                    .await
+                    .map_err(core_err)?;
                 println!("deleted knowledge base {name}");
                 Ok(())
             }
@@ -276,7 +357,11 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
                 report.needed,
                 report.cached,
                 report.computed,
-                if report.switched_model { "; vectors of the previous model were dropped" } else { "" },
+                if report.switched_model {
+                    "; vectors of the previous model were dropped"
+                } else {
+                    ""
+                },
                 started.elapsed().as_secs_f64()
             );
             Ok(())
@@ -284,7 +369,10 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Export(args) => {
             let engine = app.engine(OpenMode::ReadOnly)?;
             let mut sink: Box<dyn std::io::Write + Send> = match &args.out {
-                Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)),
+                Some(p) => Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(p)
+                        .with_context(|| format!("creating {}", p.display()))?,
+                )),
                 None => Box::new(std::io::BufWriter::new(std::io::stdout())),
             };
             let counts = engine
@@ -299,34 +387,64 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Import(args) => {
-            let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+            let text = std::fs::read_to_string(&args.file)
+                .with_context(|| format!("reading {}", args.file.display()))?;
             let mut lines = Vec::new();
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                let parsed: rag_engine::ExportLine = serde_json::from_str(line)
-                    .map_err(|e| UserFacing(format!("{} line {}: not an export line: {e}", args.file.display(), i + 1)))?;
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let parsed: rag_engine::ExportLine = serde_json::from_str(line).map_err(|e| {
+                    UserFacing(format!(
+                        "{} line {}: not an export line: {e}",
+                        args.file.display(),
+                        i + 1
+                    ))
+                })?;
                 lines.push(parsed);
             }
             let engine = app.engine(OpenMode::ReadWrite)?;
-            let (kb, counts) = engine.import_kb(&app.tenant, lines, args.name.as_deref(), args.new_ids).await.map_err(core_err)?;
-            println!("imported {} ({}): {}", kb.name, kb.id, serde_json::to_string(&counts)?);
+            let (kb, counts) = engine
+                .import_kb(&app.tenant, lines, args.name.as_deref(), args.new_ids)
+                .await
+                .map_err(core_err)?;
+            println!(
+                "imported {} ({}): {}",
+                kb.name,
+                kb.id,
+                serde_json::to_string(&counts)?
+            );
             Ok(())
         }
         Command::Migrate(args) => {
-            let config = rag_store_pg::parse_config(&args.admin_url).map_err(|e| UserFacing(e.to_string()))?;
-            let report = rag_store_pg::migrate(&config).await.map_err(|e| UserFacing(format!("migrating: {e}")))?;
+            let config = rag_store_pg::parse_config(&args.admin_url)
+                .map_err(|e| UserFacing(e.to_string()))?;
+            let report = rag_store_pg::migrate(&config)
+                .await
+                .map_err(|e| UserFacing(format!("migrating: {e}")))?;
             if report.applied.is_empty() {
                 println!("the schema is current (version {})", report.from);
             } else {
-                println!("migrated from version {} by applying {:?}", report.from, report.applied);
+                println!(
+                    "migrated from version {} by applying {:?}",
+                    report.from, report.applied
+                );
             }
             if let Some(path) = args.app_password_file {
-                let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
                 let password = text.lines().next().unwrap_or("").trim();
                 if password.is_empty() {
                     return Err(UserFacing(format!("{} holds no password", path.display())).into());
                 }
-                rag_store_pg::set_app_password(&config, password).await.map_err(|e| UserFacing(e.to_string()))?;
-                println!("set the password of the application role {}", rag_store_pg::APP_ROLE);
+                rag_store_pg::set_app_password(&config, password)
+                    .await
+                    .map_err(|e| UserFacing(e.to_string()))?;
+                println!(
+                    "set the password of the application role {}",
+                    rag_store_pg::APP_ROLE
+                );
             }
             Ok(())
         }
@@ -350,12 +468,20 @@ fn main() -> ExitCode {
         data_dir: cli.data_dir.clone(),
         store: cli.store.clone(),
         tenant: cli.tenant.clone(),
-        log: (cli.log_level.is_some() || cli.log_format.is_some())
-            .then(|| LogOverrides { level: cli.log_level.clone(), format: cli.log_format.clone() }),
-        embedder: cli.embedder.clone().map(|kind| config::EmbedderOverrides { kind: Some(kind) }),
+        log: (cli.log_level.is_some() || cli.log_format.is_some()).then(|| LogOverrides {
+            level: cli.log_level.clone(),
+            format: cli.log_format.clone(),
+        }),
+        embedder: cli
+            .embedder
+            .clone()
+            .map(|kind| config::EmbedderOverrides { kind: Some(kind) }),
     };
     let data_dir_given = cli.data_dir.is_some();
-    let config_path = cli.config.clone().or_else(|| std::env::var_os("RAGSCOPE_CONFIG").map(Into::into));
+    let config_path = cli
+        .config
+        .clone()
+        .or_else(|| std::env::var_os("RAGSCOPE_CONFIG").map(Into::into));
     let config = match Config::load(config_path.as_deref(), flags) {
         Ok(c) => c,
         Err(e) => {
@@ -365,11 +491,21 @@ fn main() -> ExitCode {
     };
     init_tracing(&config);
     let data_dir_given = data_dir_given || config.data_dir != Config::default().data_dir;
-    let app = App { tenant: TenantId(config.tenant.clone()), config, data_dir_given };
+    let app = App {
+        tenant: TenantId(config.tenant.clone()),
+        config,
+        data_dir_given,
+    };
     // CPU work goes to blocking threads; a bounded pool keeps memory (stacks,
     // allocator arenas) flat under many concurrent queries.
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().max_blocking_threads((cpus * 4).max(8)).enable_all().build() {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads((cpus * 4).max(8))
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

@@ -9,9 +9,11 @@ use std::net::SocketAddr;
 pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
     let c = &app.config.server;
     let addr_text = args.addr.clone().unwrap_or_else(|| c.addr.clone());
-    let addr: SocketAddr = addr_text
-        .parse()
-        .map_err(|_| UserFacing(format!("server address {addr_text:?} is not host:port, e.g. 127.0.0.1:3210")))?;
+    let addr: SocketAddr = addr_text.parse().map_err(|_| {
+        UserFacing(format!(
+            "server address {addr_text:?} is not host:port, e.g. 127.0.0.1:3210"
+        ))
+    })?;
     if args.open && !addr.ip().is_loopback() {
         return Err(UserFacing(format!(
             "--open serves without API keys and is only allowed on a loopback address, not {addr}"
@@ -19,7 +21,10 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
         .into());
     }
     let (store, keys) = app.stores(OpenMode::ReadWrite)?;
-    if let Some(key) = rag_server::ensure_admin_key(keys.as_ref()).await.map_err(|e| anyhow::anyhow!("{e}"))? {
+    if let Some(key) = rag_server::ensure_admin_key(keys.as_ref())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+    {
         // Shown once; only its hash is stored.
         println!("Created the admin API key (shown only this once; store it now):\n\n    {key}\n");
     }
@@ -37,12 +42,23 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
         },
         cors_origins: c.cors_origins.clone(),
     };
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     // Scripts and tests read this line to find an ephemeral port.
-    println!("ragscope listening on http://{local}{}", if args.open { " (open mode: no API key needed)" } else { "" });
+    println!(
+        "ragscope listening on http://{local}{}",
+        if args.open {
+            " (open mode: no API key needed)"
+        } else {
+            ""
+        }
+    );
     let state = rag_server::AppState::new(engine, keys, config);
-    rag_server::serve(listener, state, shutdown_signal()).await.context("server failed")?;
+    rag_server::serve(listener, state, shutdown_signal())
+        .await
+        .context("server failed")?;
     println!("ragscope stopped");
     Ok(())
 }

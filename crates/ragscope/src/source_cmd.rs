@@ -73,40 +73,77 @@ fn summary(s: &Source) {
         count(PageOutcome::Unchanged),
         count(PageOutcome::Failed),
         count(PageOutcome::Removed),
-        s.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+        s.reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
     );
 }
 
 fn parse_id(s: &str) -> anyhow::Result<SourceId> {
-    SourceId::parse(s).ok_or_else(|| crate::UserFacing(format!("{s:?} is not a source id (see: ragscope source list)")).into())
+    SourceId::parse(s).ok_or_else(|| {
+        crate::UserFacing(format!(
+            "{s:?} is not a source id (see: ragscope source list)"
+        ))
+        .into()
+    })
 }
 
 pub async fn run(app: &App, command: SourceCommand) -> anyhow::Result<()> {
     // The operator's command line sees every owner's sources.
     let all = Viewer::Everything;
     match command {
-        SourceCommand::Add { kb, url, depth, max_pages } => {
+        SourceCommand::Add {
+            kb,
+            url,
+            depth,
+            max_pages,
+        } => {
             let engine = app.engine(OpenMode::ReadWrite)?;
-            let new = rag_engine::NewSource { url, depth: Some(depth), max_pages: Some(max_pages) };
-            let source = engine.add_source(&app.tenant, &kb, new, None).await.map_err(core_err)?;
-            let synced = engine.sync_source(&app.tenant, &kb, source.id, &all, &mut print_page).await.map_err(core_err)?;
+            let new = rag_engine::NewSource {
+                url,
+                depth: Some(depth),
+                max_pages: Some(max_pages),
+            };
+            let source = engine
+                .add_source(&app.tenant, &kb, new, None)
+                .await
+                .map_err(core_err)?;
+            let synced = engine
+                .sync_source(&app.tenant, &kb, source.id, &all, &mut print_page)
+                .await
+                .map_err(core_err)?;
             summary(&synced);
         }
         SourceCommand::Sync { kb, ids } => {
             let engine = app.engine(OpenMode::ReadWrite)?;
             let ids: Vec<SourceId> = if ids.is_empty() {
-                engine.sources(&app.tenant, &kb, &all).await.map_err(core_err)?.into_iter().map(|s| s.id).collect()
+                engine
+                    .sources(&app.tenant, &kb, &all)
+                    .await
+                    .map_err(core_err)?
+                    .into_iter()
+                    .map(|s| s.id)
+                    .collect()
             } else {
-                ids.iter().map(|s| parse_id(s)).collect::<anyhow::Result<_>>()?
+                ids.iter()
+                    .map(|s| parse_id(s))
+                    .collect::<anyhow::Result<_>>()?
             };
             for id in ids {
-                let synced = engine.sync_source(&app.tenant, &kb, id, &all, &mut print_page).await.map_err(core_err)?;
+                let synced = engine
+                    .sync_source(&app.tenant, &kb, id, &all, &mut print_page)
+                    .await
+                    .map_err(core_err)?;
                 summary(&synced);
             }
         }
         SourceCommand::List { kb, json } => {
             let engine = app.engine(OpenMode::ReadOnly)?;
-            let sources = engine.sources(&app.tenant, &kb, &all).await.map_err(core_err)?;
+            let sources = engine
+                .sources(&app.tenant, &kb, &all)
+                .await
+                .map_err(core_err)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&sources)?);
             } else if sources.is_empty() {
@@ -117,7 +154,10 @@ pub async fn run(app: &App, command: SourceCommand) -> anyhow::Result<()> {
         }
         SourceCommand::Remove { kb, id } => {
             let engine = app.engine(OpenMode::ReadWrite)?;
-            engine.delete_source(&app.tenant, &kb, parse_id(&id)?, &all).await.map_err(core_err)?;
+            engine
+                .delete_source(&app.tenant, &kb, parse_id(&id)?, &all)
+                .await
+                .map_err(core_err)?;
             println!("removed source {id} and its documents");
         }
     }

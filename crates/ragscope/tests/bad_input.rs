@@ -32,7 +32,14 @@ fn bad_queries_and_files_are_refused_clearly() {
     assert!(r.stderr.contains("unknown knowledge base"), "{}", r.stderr);
 
     let mut c = cmd(&data);
-    c.args(["query", "--kb", "demo", "--lexical-interpolation", "7", "hello"]);
+    c.args([
+        "query",
+        "--kb",
+        "demo",
+        "--lexical-interpolation",
+        "7",
+        "hello",
+    ]);
     let r = run(c);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("lexical_interpolation"), "{}", r.stderr);
@@ -42,18 +49,40 @@ fn bad_queries_and_files_are_refused_clearly() {
     // invalid UTF-8: its encoding is detected (windows-1252) and it is read.
     let files = dir.path().join("inputs");
     std::fs::create_dir_all(&files).unwrap();
-    std::fs::write(files.join("a-binary.txt"), [0x7f, b'E', b'L', b'F', 0, 0, 1, 2]).unwrap();
+    std::fs::write(
+        files.join("a-binary.txt"),
+        [0x7f, b'E', b'L', b'F', 0, 0, 1, 2],
+    )
+    .unwrap();
     std::fs::write(files.join("b-latin1.txt"), b"caf\xe9 au lait").unwrap();
-    std::fs::write(files.join("c-good.md"), "# 新菜单\n\n本周新增酸辣土豆丝。\n").unwrap();
+    std::fs::write(
+        files.join("c-good.md"),
+        "# 新菜单\n\n本周新增酸辣土豆丝。\n",
+    )
+    .unwrap();
     std::fs::write(files.join("d-program.exe"), b"MZ\x90\x00").unwrap();
     std::fs::write(files.join("e-bad.jsonl"), "{\"question\": \"q\"}\n").unwrap();
     let mut c = cmd(&data);
     c.args(["ingest", "--kb", "demo"]).arg(&files);
     let r = run(c);
     assert_eq!(r.code, 2, "{}", r.stdout);
-    assert!(r.stdout.contains("a-binary.txt [malformed_file]: malformed text file: binary data"), "{}", r.stdout);
-    assert!(r.stdout.contains("d-program.exe [unsupported_format]: unsupported format .exe"), "{}", r.stdout);
-    assert!(r.stdout.contains("e-bad.jsonl [bad_record]: line 1"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("a-binary.txt [malformed_file]: malformed text file: binary data"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("d-program.exe [unsupported_format]: unsupported format .exe"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("e-bad.jsonl [bad_record]: line 1"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("3 failed"), "{}", r.stdout);
     // The summary table groups the failures by code.
     assert!(r.stdout.contains("    bad_record (1)\n"), "{}", r.stdout);
@@ -68,10 +97,12 @@ fn bad_queries_and_files_are_refused_clearly() {
 
     // Unknown knowledge base for ingest; missing file.
     let mut c = cmd(&data);
-    c.args(["ingest", "--kb", "nope"]).arg(files.join("c-good.md"));
+    c.args(["ingest", "--kb", "nope"])
+        .arg(files.join("c-good.md"));
     assert_eq!(run(c).code, 2);
     let mut c = cmd(&data);
-    c.args(["ingest", "--kb", "demo"]).arg(files.join("missing.md"));
+    c.args(["ingest", "--kb", "demo"])
+        .arg(files.join("missing.md"));
     assert_eq!(run(c).code, 2);
 }
 
@@ -95,7 +126,11 @@ fn dense_modes_say_they_are_not_available_yet() {
     c.args(["serve", "--open", "--addr", "0.0.0.0:0"]);
     let r = run(c);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("only allowed on a loopback address"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("only allowed on a loopback address"),
+        "{}",
+        r.stderr
+    );
     let mut c = cmd(&dir.path().join("data"));
     c.args(["serve", "--addr", "not-an-address"]);
     let r = run(c);
@@ -111,17 +146,36 @@ fn configuration_layers_and_redaction() {
     std::fs::write(&file, "tenant = \"from-file\"\n[retrieval]\nper_path_k = 33\n[providers]\nllm_api_key = \"sk-file-secret\"\n").unwrap();
 
     let mut c = cmd(&data);
-    c.arg("--config").arg(&file).arg("check-config").env("RAGSCOPE_RETRIEVAL__PER_PATH_K", "44").env("OPENROUTER_API_KEY", "sk-or-env-secret");
+    c.arg("--config")
+        .arg(&file)
+        .arg("check-config")
+        .env("RAGSCOPE_RETRIEVAL__PER_PATH_K", "44")
+        .env("OPENROUTER_API_KEY", "sk-or-env-secret");
     let r = ok(c);
     assert!(r.stdout.contains("tenant = \"from-file\""), "{}", r.stdout);
-    assert!(r.stdout.contains("per_path_k = 44"), "environment beats file:\n{}", r.stdout);
-    assert!(!r.stdout.contains("sk-file-secret") && !r.stdout.contains("sk-or-env-secret"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("per_path_k = 44"),
+        "environment beats file:\n{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("sk-file-secret") && !r.stdout.contains("sk-or-env-secret"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("redacted"));
 
     let mut c = cmd(&data);
-    c.arg("--config").arg(&file).args(["--tenant", "from-flag", "check-config"]).env("RAGSCOPE_TENANT", "from-env");
+    c.arg("--config")
+        .arg(&file)
+        .args(["--tenant", "from-flag", "check-config"])
+        .env("RAGSCOPE_TENANT", "from-env");
     let r = ok(c);
-    assert!(r.stdout.contains("tenant = \"from-flag\""), "flags beat the environment:\n{}", r.stdout);
+    assert!(
+        r.stdout.contains("tenant = \"from-flag\""),
+        "flags beat the environment:\n{}",
+        r.stdout
+    );
 
     std::fs::write(&file, "[retrieval]\nper_path_k = 0\n").unwrap();
     let mut c = cmd(&data);

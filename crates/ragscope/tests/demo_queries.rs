@@ -17,19 +17,38 @@ fn traditional_single_character_and_typo_queries() {
     let s = sources(&query_events(&data, "demo", "虾", &[]));
     assert!(s.len() >= 3);
     for (title, body) in &s[..3] {
-        assert!(title.contains('虾') || body.contains('虾'), "not about shrimp: {title}");
+        assert!(
+            title.contains('虾') || body.contains('虾'),
+            "not about shrimp: {title}"
+        );
     }
 
     // A pinyin-input typo (退宽 for 退款) still finds the refund entries.
     let events = query_events(&data, "demo", "退宽", &[]);
-    let fuzzy = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "fuzzy").unwrap();
-    assert!(fuzzy["list"]["notes"].to_string().contains("退宽 → 退款"), "{}", fuzzy["list"]["notes"]);
+    let fuzzy = events
+        .iter()
+        .find(|e| e["type"] == "recall" && e["list"]["path"] == "fuzzy")
+        .unwrap();
+    assert!(
+        fuzzy["list"]["notes"].to_string().contains("退宽 → 退款"),
+        "{}",
+        fuzzy["list"]["notes"]
+    );
     let s = sources(&events);
-    assert!(s[..2].iter().all(|(t, b)| t.contains("退款") || b.contains("退款")), "{s:?}");
+    assert!(
+        s[..2]
+            .iter()
+            .all(|(t, b)| t.contains("退款") || b.contains("退款")),
+        "{s:?}"
+    );
 
     // An English typo finds the refund entry.
     let s = sources(&query_events(&data, "demo", "refnd", &[]));
-    assert!(s[0].0.to_lowercase().contains("refund"), "top hit: {:?}", s[0]);
+    assert!(
+        s[0].0.to_lowercase().contains("refund"),
+        "top hit: {:?}",
+        s[0]
+    );
 
     // A Chinese homophone typo in a longer question.
     let s = sources(&query_events(&data, "demo", "陪送费多少", &[]));
@@ -41,15 +60,28 @@ fn synonyms_and_facts_fire_and_are_reported() {
     let dir = demo_data();
     let data = data_of(&dir);
     let events = query_events(&data, "demo", "怎么退钱", &[]);
-    let syn = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "synonym").unwrap();
-    assert!(syn["list"]["notes"].to_string().contains("退钱 → 退款"), "{}", syn["list"]["notes"]);
+    let syn = events
+        .iter()
+        .find(|e| e["type"] == "recall" && e["list"]["path"] == "synonym")
+        .unwrap();
+    assert!(
+        syn["list"]["notes"].to_string().contains("退钱 → 退款"),
+        "{}",
+        syn["list"]["notes"]
+    );
     assert!(sources(&events)[0].1.contains("退款") || sources(&events)[0].0.contains("退款"));
 
     let events = query_events(&data, "demo", "你们几点开门", &[]);
-    let fact = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "fact").unwrap();
+    let fact = events
+        .iter()
+        .find(|e| e["type"] == "recall" && e["list"]["path"] == "fact")
+        .unwrap();
     let hits = fact["list"]["hits"].as_array().unwrap();
     assert!(!hits.is_empty(), "the opening-hours fact should fire");
-    assert!(fact["passages"][0]["title"].as_str().unwrap().contains("营业时间"));
+    assert!(fact["passages"][0]["title"]
+        .as_str()
+        .unwrap()
+        .contains("营业时间"));
 }
 
 #[test]
@@ -61,19 +93,42 @@ fn every_stage_is_an_event_and_explanations_add_up() {
     assert_eq!(kinds[0], "query_received");
     assert_eq!(kinds[1], "query_analyzed");
     assert_eq!(kinds.iter().filter(|k| **k == "recall").count(), 5);
-    assert!(kinds.ends_with(&["fused", "reranked", "context_assembled", "done"]), "{kinds:?}");
+    assert!(
+        kinds.ends_with(&["fused", "reranked", "context_assembled", "done"]),
+        "{kinds:?}"
+    );
     let fused = events.iter().find(|e| e["type"] == "fused").unwrap();
     let hits = fused["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 4);
     assert!(!fused["dropped"].as_array().unwrap().is_empty());
     for h in hits {
-        let sum: f64 = h["contributions"].as_array().unwrap().iter().map(|c| c["rrf"].as_f64().unwrap()).sum();
+        let sum: f64 = h["contributions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["rrf"].as_f64().unwrap())
+            .sum();
         assert!((sum - h["score"].as_f64().unwrap()).abs() < 1e-12);
     }
     let done = events.last().unwrap();
     // Non-overlapping phases in order, and each recall path's own time beside them.
-    let phases: Vec<&str> = done["timings"].as_array().unwrap().iter().map(|t| t["stage"].as_str().unwrap()).collect();
-    assert_eq!(phases, ["prepare", "query_analyzed", "recall", "fused", "reranked", "context_assembled"]);
+    let phases: Vec<&str> = done["timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "prepare",
+            "query_analyzed",
+            "recall",
+            "fused",
+            "reranked",
+            "context_assembled"
+        ]
+    );
     assert!(done["paths"].as_array().unwrap().len() >= 5, "{done}");
 }
 
@@ -97,9 +152,19 @@ fn filters_by_tag_and_expired_entries_are_not_searched() {
     let mut c = cmd(&data);
     c.args(["ingest", "--kb", "signals"]).arg(&faq);
     ok(c);
-    let all = sources(&query_events(&data, "signals", "Should I buy NVDA right now?", &[]));
+    let all = sources(&query_events(
+        &data,
+        "signals",
+        "Should I buy NVDA right now?",
+        &[],
+    ));
     assert_eq!(all.len(), 2, "the expired entry is not searched: {all:?}");
-    let tagged = sources(&query_events(&data, "signals", "Should I buy right now?", &["--tag", "nvda"]));
+    let tagged = sources(&query_events(
+        &data,
+        "signals",
+        "Should I buy right now?",
+        &["--tag", "nvda"],
+    ));
     assert_eq!(tagged.len(), 1);
     assert!(tagged[0].0.contains("NVDA"));
 }
@@ -127,8 +192,17 @@ fn user_dictionary_and_review_flags() {
 
     // Before the user word, 钵钵鸡 is split and the query's analysis shows it.
     let tokens = |events: &[serde_json::Value]| -> Vec<String> {
-        let a = events.iter().find(|e| e["type"] == "query_analyzed").unwrap();
-        a["tokens"].as_array().unwrap().iter().filter(|t| t["kind"] == "han").map(|t| t["text"].as_str().unwrap().to_owned()).collect()
+        let a = events
+            .iter()
+            .find(|e| e["type"] == "query_analyzed")
+            .unwrap();
+        a["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == "han")
+            .map(|t| t["text"].as_str().unwrap().to_owned())
+            .collect()
     };
     let before = tokens(&query_events(&data, "shop", "钵钵鸡", &[]));
     assert!(!before.contains(&"钵钵鸡".to_string()), "{before:?}");
@@ -142,15 +216,21 @@ fn user_dictionary_and_review_flags() {
     assert!(sources(&events)[0].0.contains("钵钵鸡"));
 
     // Expired and pending entries are not searched but are flagged for review.
-    assert!(sources(&query_events(&data, "shop", "毛血旺 特价", &[])).iter().all(|(t, _)| !t.contains("特价")));
+    assert!(sources(&query_events(&data, "shop", "毛血旺 特价", &[]))
+        .iter()
+        .all(|(t, _)| !t.contains("特价")));
     let mut c = cmd(&data);
     c.args(["faq", "--kb", "shop", "--review", "--json"]);
     let r = ok(c);
     let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().any(|r| r["question"] == "本周特价" && r["expired"] == true));
-    assert!(rows.iter().any(|r| r["question"] == "新品试吃" && r["status"] == "pending"));
+    assert!(rows
+        .iter()
+        .any(|r| r["question"] == "本周特价" && r["expired"] == true));
+    assert!(rows
+        .iter()
+        .any(|r| r["question"] == "新品试吃" && r["status"] == "pending"));
 }
 
 /// With no LLM configured: a Chinese question over the demo knowledge base
@@ -163,23 +243,55 @@ fn ask_answers_in_chinese_with_citations_or_says_it_does_not_know() {
     let ask = |q: &str| -> Vec<serde_json::Value> {
         let mut c = cmd(&data);
         c.args(["ask", "--kb", "demo", "--json", q]);
-        ok(c).stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        ok(c)
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     };
     let events = ask("怎么退款？");
-    let sources = events.iter().find(|e| e["type"] == "context_assembled").unwrap()["sources"].as_array().unwrap().len() as u64;
-    let answered = events.iter().find(|e| e["type"] == "answered").expect("answered event");
+    let sources = events
+        .iter()
+        .find(|e| e["type"] == "context_assembled")
+        .unwrap()["sources"]
+        .as_array()
+        .unwrap()
+        .len() as u64;
+    let answered = events
+        .iter()
+        .find(|e| e["type"] == "answered")
+        .expect("answered event");
     assert_eq!(answered["generator"], "extractive");
     assert_eq!(answered["language"], "zh");
     assert_eq!(answered["kb_miss"], false);
-    assert!(answered["text"].as_str().unwrap().contains("抽取式回答"), "{answered}");
+    assert!(
+        answered["text"].as_str().unwrap().contains("抽取式回答"),
+        "{answered}"
+    );
     let cited = answered["cited"].as_array().unwrap();
     assert!(!cited.is_empty());
-    assert!(cited.iter().all(|c| (1..=sources).contains(&c["n"].as_u64().unwrap())));
-    assert!(cited.iter().any(|c| c["title"].as_str().unwrap().contains("退款")), "{cited:?}");
+    assert!(cited
+        .iter()
+        .all(|c| (1..=sources).contains(&c["n"].as_u64().unwrap())));
+    assert!(
+        cited
+            .iter()
+            .any(|c| c["title"].as_str().unwrap().contains("退款")),
+        "{cited:?}"
+    );
     assert!(answered["removed_citations"].as_array().unwrap().is_empty());
 
     let events = ask("火星的大气层由什么组成？");
-    let answered = events.iter().find(|e| e["type"] == "answered").expect("answered event");
+    let answered = events
+        .iter()
+        .find(|e| e["type"] == "answered")
+        .expect("answered event");
     assert_eq!(answered["kb_miss"], true, "{answered}");
-    assert!(answered["text"].as_str().unwrap().starts_with("知识库中没有相关信息"), "{answered}");
+    assert!(
+        answered["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("知识库中没有相关信息"),
+        "{answered}"
+    );
 }

@@ -12,7 +12,11 @@ fn model_path() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models"))
         .join("e5-small-q4.bin");
-    assert!(p.exists(), "{} is missing: run scripts/models/fetch-e5.sh", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/models/fetch-e5.sh",
+        p.display()
+    );
     p
 }
 
@@ -33,7 +37,10 @@ fn e5(data: &Path) -> std::process::Command {
 
 fn events_with(c: std::process::Command) -> Vec<serde_json::Value> {
     let r = ok(c);
-    r.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    r.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -46,22 +53,60 @@ fn cross_lingual_answers_on_the_demo() {
 
     let ask = |q: &str| {
         let mut c = e5(&data);
-        c.args(["query", "--kb", "demo", "--json", "--paths", "bm25,substring,fuzzy,synonym,fact,dense", q]);
+        c.args([
+            "query",
+            "--kb",
+            "demo",
+            "--json",
+            "--paths",
+            "bm25,substring,fuzzy,synonym,fact,dense",
+            q,
+        ]);
         events_with(c)
     };
     // English question, answered only by a Chinese document: the dense path finds it.
     let events = ask("How do I turn on the child lock?");
-    let dense = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "dense").expect("dense recall event");
-    assert!(dense["list"]["notes"][0].as_str().unwrap().contains("index: exact"), "{}", dense["list"]["notes"]);
-    let titles: Vec<&str> = dense["passages"].as_array().unwrap().iter().map(|p| p["title"].as_str().unwrap()).collect();
-    assert!(titles[..3].iter().any(|t| t.contains("儿童锁")), "{titles:?}");
+    let dense = events
+        .iter()
+        .find(|e| e["type"] == "recall" && e["list"]["path"] == "dense")
+        .expect("dense recall event");
+    assert!(
+        dense["list"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("index: exact"),
+        "{}",
+        dense["list"]["notes"]
+    );
+    let titles: Vec<&str> = dense["passages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        titles[..3].iter().any(|t| t.contains("儿童锁")),
+        "{titles:?}"
+    );
     // Every passage of the demo (chunks, FAQ entries, facts) has a current vector.
-    assert!(dense["list"]["notes"].as_array().unwrap().iter().all(|n| !n.as_str().unwrap().contains("no current vector")));
+    assert!(dense["list"]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| !n.as_str().unwrap().contains("no current vector")));
     let fused = events.iter().find(|e| e["type"] == "fused").unwrap();
-    assert!(fused["lexical_interpolation"].as_f64().is_some(), "the suggested λ applies when the dense path takes part");
+    assert!(
+        fused["lexical_interpolation"].as_f64().is_some(),
+        "the suggested λ applies when the dense path takes part"
+    );
     // A cross-lingual FAQ match: an English question, a Chinese answer.
     let s = sources(&ask("How do I get my money back?"));
-    assert!(s[..3].iter().any(|(t, b)| t.contains("退款") || b.contains("退款") || t.to_lowercase().contains("refund")), "{s:?}");
+    assert!(
+        s[..3].iter().any(|(t, b)| t.contains("退款")
+            || b.contains("退款")
+            || t.to_lowercase().contains("refund")),
+        "{s:?}"
+    );
 }
 
 #[test]
@@ -72,42 +117,98 @@ fn missing_vectors_and_model_mismatch_are_reported() {
     c.args(["kb", "create", "kb1"]);
     ok(c);
     let faq = dir.path().join("f.jsonl");
-    std::fs::write(&faq, "{\"question\":\"怎么退款\",\"answer\":\"在订单页申请退款。\"}\n").unwrap();
+    std::fs::write(
+        &faq,
+        "{\"question\":\"怎么退款\",\"answer\":\"在订单页申请退款。\"}\n",
+    )
+    .unwrap();
     // Ingested without an embedder: no vectors.
     let mut c = cmd(&data);
     c.args(["ingest", "--kb", "kb1"]).arg(&faq);
     ok(c);
     let mut c = e5(&data);
-    c.args(["query", "--kb", "kb1", "--json", "--paths", "bm25,dense", "refund"]);
+    c.args([
+        "query",
+        "--kb",
+        "kb1",
+        "--json",
+        "--paths",
+        "bm25,dense",
+        "refund",
+    ]);
     let events = events_with(c);
-    let failed = events.iter().find(|e| e["type"] == "recall_failed").expect("the dense path says why it did not run");
-    assert!(failed["message"].as_str().unwrap().contains("reembed"), "{failed}");
-    assert!(!events.last().unwrap()["warnings"].as_array().unwrap().is_empty());
+    let failed = events
+        .iter()
+        .find(|e| e["type"] == "recall_failed")
+        .expect("the dense path says why it did not run");
+    assert!(
+        failed["message"].as_str().unwrap().contains("reembed"),
+        "{failed}"
+    );
+    assert!(!events.last().unwrap()["warnings"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 
     // Without any embedder configured, asking for the dense path is answered honestly too.
     let mut c = cmd(&data);
-    c.args(["query", "--kb", "kb1", "--json", "--paths", "bm25,dense", "退款"]);
+    c.args([
+        "query",
+        "--kb",
+        "kb1",
+        "--json",
+        "--paths",
+        "bm25,dense",
+        "退款",
+    ]);
     let events = events_with(c);
-    assert!(events.iter().any(|e| e["type"] == "recall_failed" && e["message"].as_str().unwrap().contains("no embedder")));
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "recall_failed"
+            && e["message"].as_str().unwrap().contains("no embedder")));
 
     // Re-embedding gives every passage a vector; the dense path then answers.
     let mut c = e5(&data);
     c.args(["reembed", "--kb", "kb1"]);
     let r = ok(c);
-    assert!(r.stdout.contains("1 passages needed a vector"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("1 passages needed a vector"),
+        "{}",
+        r.stdout
+    );
     let mut c = e5(&data);
-    c.args(["query", "--kb", "kb1", "--json", "--paths", "dense", "How do I get a refund?"]);
+    c.args([
+        "query",
+        "--kb",
+        "kb1",
+        "--json",
+        "--paths",
+        "dense",
+        "How do I get a refund?",
+    ]);
     let s = sources(&events_with(c));
     assert!(s[0].0.contains("退款"));
 
     // Vectors of another model are refused with a clear message.
     let mut c = cmd(&data);
-    c.env("RAGSCOPE_EMBEDDER__KIND", "openai").env("RAGSCOPE_EMBEDDER__OPENAI__BASE_URL", "http://127.0.0.1:9/v1");
-    c.args(["ingest", "--kb", "kb1"]).arg(dir.path().join("g.jsonl"));
-    std::fs::write(dir.path().join("g.jsonl"), "{\"question\":\"发票\",\"answer\":\"可以开。\"}\n").unwrap();
+    c.env("RAGSCOPE_EMBEDDER__KIND", "openai").env(
+        "RAGSCOPE_EMBEDDER__OPENAI__BASE_URL",
+        "http://127.0.0.1:9/v1",
+    );
+    c.args(["ingest", "--kb", "kb1"])
+        .arg(dir.path().join("g.jsonl"));
+    std::fs::write(
+        dir.path().join("g.jsonl"),
+        "{\"question\":\"发票\",\"answer\":\"可以开。\"}\n",
+    )
+    .unwrap();
     let r = run(c);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("reembed") && r.stderr.contains("multilingual-e5-small"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("reembed") && r.stderr.contains("multilingual-e5-small"),
+        "{}",
+        r.stderr
+    );
 }
 
 fn xquad(corpus: &str, queries: &str, mode: &str) -> serde_json::Value {
@@ -129,13 +230,19 @@ fn xquad_cross_lingual_quality() {
     // Chinese questions over English passages.
     let dense = xquad("corpus.en.jsonl", "queries.zh.jsonl", "dense");
     let hybrid = xquad("corpus.en.jsonl", "queries.zh.jsonl", "hybrid");
-    let (d, h) = (dense["recall@10"].as_f64().unwrap(), hybrid["recall@10"].as_f64().unwrap());
+    let (d, h) = (
+        dense["recall@10"].as_f64().unwrap(),
+        hybrid["recall@10"].as_f64().unwrap(),
+    );
     assert!(d >= 0.93, "zh→en dense Recall@10 {d}");
     assert!(h >= d - 0.01, "zh→en hybrid Recall@10 {h} vs dense {d}");
     // English questions over Chinese passages.
     let dense = xquad("corpus.zh.jsonl", "queries.en.jsonl", "dense");
     let hybrid = xquad("corpus.zh.jsonl", "queries.en.jsonl", "hybrid");
-    let (d, h) = (dense["recall@10"].as_f64().unwrap(), hybrid["recall@10"].as_f64().unwrap());
+    let (d, h) = (
+        dense["recall@10"].as_f64().unwrap(),
+        hybrid["recall@10"].as_f64().unwrap(),
+    );
     assert!(d >= 0.95, "en→zh dense Recall@10 {d}");
     assert!(h >= d - 0.01, "en→zh hybrid Recall@10 {h} vs dense {d}");
 }
@@ -149,7 +256,11 @@ fn a_hugging_face_model_directory_as_the_embedder() {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models"))
         .join("all-MiniLM-L6-v2");
-    assert!(dir_model.join("model.safetensors").exists(), "{} is missing: run scripts/models/fetch-minilm.sh", dir_model.display());
+    assert!(
+        dir_model.join("model.safetensors").exists(),
+        "{} is missing: run scripts/models/fetch-minilm.sh",
+        dir_model.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let bert = |data: &Path| {
@@ -178,14 +289,45 @@ fn a_hugging_face_model_directory_as_the_embedder() {
     ok(c);
     // No word in common with the right entry: only the vectors can find it.
     let mut c = bert(&data);
-    c.args(["query", "--kb", "en", "--json", "--paths", "dense", "what hours does the shop operate"]);
+    c.args([
+        "query",
+        "--kb",
+        "en",
+        "--json",
+        "--paths",
+        "dense",
+        "what hours does the shop operate",
+    ]);
     let events = events_with(c);
-    let dense = events.iter().find(|e| e["type"] == "recall" && e["list"]["path"] == "dense").expect("dense recall event");
-    assert_eq!(dense["passages"][0]["title"], "When are you open?", "{dense}");
+    let dense = events
+        .iter()
+        .find(|e| e["type"] == "recall" && e["list"]["path"] == "dense")
+        .expect("dense recall event");
+    assert_eq!(
+        dense["passages"][0]["title"], "When are you open?",
+        "{dense}"
+    );
     // The stored vectors belong to this model: e5 is refused until re-embedding.
     let mut c = e5(&data);
-    c.args(["query", "--kb", "en", "--json", "--paths", "dense", "opening hours"]);
+    c.args([
+        "query",
+        "--kb",
+        "en",
+        "--json",
+        "--paths",
+        "dense",
+        "opening hours",
+    ]);
     let events = events_with(c);
-    let failed = events.iter().find(|e| e["type"] == "recall_failed").expect("mismatch reported");
-    assert!(failed["message"].as_str().unwrap().contains("bert:all-MiniLM-L6-v2:"), "{failed}");
+    let failed = events
+        .iter()
+        .find(|e| e["type"] == "recall_failed")
+        .expect("mismatch reported");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .contains("bert:all-MiniLM-L6-v2:"),
+        "{failed}"
+    );
 }

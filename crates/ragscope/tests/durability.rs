@@ -17,7 +17,12 @@ fn doc_count(data: &std::path::Path, kb: &str) -> usize {
     let mut c = cmd(data);
     c.args(["kb", "list"]);
     let r = ok(c);
-    let line = r.stdout.lines().find(|l| l.split_whitespace().next() == Some(kb)).unwrap().to_owned();
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(kb))
+        .unwrap()
+        .to_owned();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
@@ -70,15 +75,21 @@ fn abort_mid_document_leaves_nothing_half_indexed() {
 
     // The process dies (abort, like a power cut) half-way through writing the chunks.
     let mut c = cmd(&data);
-    c.args(["ingest", "--kb", "kb1"]).arg(&doc).env("RAGSCOPE_FAILPOINTS", "store.put_document.mid_chunks=abort");
+    c.args(["ingest", "--kb", "kb1"])
+        .arg(&doc)
+        .env("RAGSCOPE_FAILPOINTS", "store.put_document.mid_chunks=abort");
     let out = c.output().unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("failpoint store.put_document.mid_chunks aborting"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("failpoint store.put_document.mid_chunks aborting"));
 
     // None of the document, all of what came before.
     assert_eq!(doc_count(&data, "kb1"), 1);
     let s = sources(&query_events(&data, "kb1", "配送 骑手", &[]));
-    assert!(s.iter().all(|(_, b)| !b.contains("骑手")), "half a document is searchable: {s:?}");
+    assert!(
+        s.iter().all(|(_, b)| !b.contains("骑手")),
+        "half a document is searchable: {s:?}"
+    );
 
     // Ingesting again works and stores all of it.
     let mut c = cmd(&data);
@@ -109,7 +120,10 @@ fn killed_while_writing_and_second_writer_refused() {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "the child exited before the failpoint");
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the child exited before the failpoint"
+        );
         if line.contains("failpoint store.apply.before_commit stalled") {
             break;
         }
@@ -120,7 +134,11 @@ fn killed_while_writing_and_second_writer_refused() {
     c.args(["kb", "create", "kb2"]);
     let r = run(c);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("in use by another ragscope process"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("in use by another ragscope process"),
+        "{}",
+        r.stderr
+    );
 
     child.kill().unwrap();
     child.wait().unwrap();

@@ -7,8 +7,16 @@ use common::*;
 
 fn fused_titles(data: &std::path::Path, kb: &str, q: &str) -> Vec<String> {
     let events = query_events(data, kb, q, &[]);
-    let fused = events.iter().find(|e| e["type"] == "fused").expect("fused event");
-    let ids: Vec<String> = fused["hits"].as_array().unwrap().iter().map(|h| h["id"].to_string()).collect();
+    let fused = events
+        .iter()
+        .find(|e| e["type"] == "fused")
+        .expect("fused event");
+    let ids: Vec<String> = fused["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].to_string())
+        .collect();
     // Titles through the context sources keep the comparison readable; ids must match too.
     let mut out: Vec<String> = sources(&events).into_iter().map(|(t, _)| t).collect();
     out.extend(ids);
@@ -26,7 +34,10 @@ fn a_knowledge_base_moves_to_another_store_and_answers_the_same() {
     assert!(r.stderr.contains("\"documents\":"), "{}", r.stderr);
     let text = std::fs::read_to_string(&file).unwrap();
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!((first["type"].as_str(), first["format"].as_str()), (Some("header"), Some("ragscope-kb")));
+    assert_eq!(
+        (first["type"].as_str(), first["format"].as_str()),
+        (Some("header"), Some("ragscope-kb"))
+    );
 
     let other = dir.path().join("other-data");
     let mut c = cmd(&other);
@@ -34,7 +45,11 @@ fn a_knowledge_base_moves_to_another_store_and_answers_the_same() {
     let r = ok(c);
     assert!(r.stdout.contains("imported demo"), "{}", r.stdout);
     for q in ["怎么申请退款", "How do I reset my password?", "營業時間"] {
-        assert_eq!(fused_titles(&other, "demo", q), fused_titles(&data, "demo", q), "{q}");
+        assert_eq!(
+            fused_titles(&other, "demo", q),
+            fused_titles(&data, "demo", q),
+            "{q}"
+        );
     }
     // The same export again in the same store: the name is taken.
     let mut c = cmd(&other);
@@ -43,10 +58,15 @@ fn a_knowledge_base_moves_to_another_store_and_answers_the_same() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     // A copy under another name with fresh ids answers the same, with other ids.
     let mut c = cmd(&other);
-    c.arg("import").arg(&file).args(["--as", "copy", "--new-ids"]);
+    c.arg("import")
+        .arg(&file)
+        .args(["--as", "copy", "--new-ids"]);
     ok(c);
     let q = "怎么申请退款";
-    let (orig, copy) = (fused_titles(&other, "demo", q), fused_titles(&other, "copy", q));
+    let (orig, copy) = (
+        fused_titles(&other, "demo", q),
+        fused_titles(&other, "copy", q),
+    );
     let n = sources(&query_events(&other, "copy", q, &[])).len();
     assert_eq!(orig[..n], copy[..n], "same passages");
     assert_ne!(orig[n..], copy[n..], "other ids");
@@ -57,7 +77,11 @@ fn a_knowledge_base_moves_to_another_store_and_answers_the_same() {
     c.arg("import").arg(&junk);
     let r = run(c);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("not an export line") || r.stderr.contains("header"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not an export line") || r.stderr.contains("header"),
+        "{}",
+        r.stderr
+    );
     let mut c = cmd(&other);
     c.args(["kb", "list"]);
     let listed = ok(c).stdout;

@@ -10,7 +10,10 @@ use common::*;
 
 /// A name no earlier run on the same server used.
 fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
@@ -35,9 +38,15 @@ fn migrate_then_ingest_and_query_through_postgres() {
     let pw = dir.path().join("app-password");
     std::fs::write(&pw, "app-secret\n").unwrap();
     let mut c = cmd(&data);
-    c.args(["migrate", "--admin-url", &admin, "--app-password-file"]).arg(&pw);
+    c.args(["migrate", "--admin-url", &admin, "--app-password-file"])
+        .arg(&pw);
     let r = ok(c);
-    assert!(r.stdout.contains("set the password of the application role"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("set the password of the application role"),
+        "{}",
+        r.stdout
+    );
     // Twice is fine.
     let mut c = cmd(&data);
     c.args(["migrate", "--admin-url", &admin]);
@@ -55,7 +64,9 @@ fn migrate_then_ingest_and_query_through_postgres() {
     let kb = unique("pg");
     let tenant = unique("t");
     let store = |c: &mut std::process::Command| {
-        c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_TENANT", &tenant).env("RAGSCOPE_EMBEDDER__KIND", "none");
+        c.env("RAGSCOPE_STORE", &app)
+            .env("RAGSCOPE_TENANT", &tenant)
+            .env("RAGSCOPE_EMBEDDER__KIND", "none");
     };
     let mut c = cmd(&data);
     store(&mut c);
@@ -63,7 +74,10 @@ fn migrate_then_ingest_and_query_through_postgres() {
     ok(c);
     let mut c = cmd(&data);
     store(&mut c);
-    c.arg("ingest").arg("--kb").arg(&kb).arg(demo_dir().join("faq.jsonl"));
+    c.arg("ingest")
+        .arg("--kb")
+        .arg(&kb)
+        .arg(demo_dir().join("faq.jsonl"));
     ok(c);
     let mut c = cmd(&data);
     store(&mut c);
@@ -74,7 +88,8 @@ fn migrate_then_ingest_and_query_through_postgres() {
     assert!(!data.exists(), "the embedded store was not used");
     // Another tenant sees nothing of it.
     let mut c = cmd(&data);
-    c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_TENANT", format!("{tenant}-other"));
+    c.env("RAGSCOPE_STORE", &app)
+        .env("RAGSCOPE_TENANT", format!("{tenant}-other"));
     c.args(["kb", "list"]);
     let r = ok(c);
     assert!(!r.stdout.contains(&kb), "{}", r.stdout);
@@ -83,7 +98,11 @@ fn migrate_then_ingest_and_query_through_postgres() {
     c.env("RAGSCOPE_STORE", &app);
     c.arg("check-config");
     let r = ok(c);
-    assert!(r.stdout.contains("<redacted>") && !r.stdout.contains("app-secret"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("<redacted>") && !r.stdout.contains("app-secret"),
+        "{}",
+        r.stdout
+    );
 }
 
 /// A `ragscope serve` child over the PostgreSQL store; killed when dropped.
@@ -102,14 +121,20 @@ impl Drop for Served {
 fn serve(data: &std::path::Path, app: &str) -> Served {
     use std::io::BufRead;
     let mut c = cmd(data);
-    c.env("RAGSCOPE_STORE", app).env("RAGSCOPE_EMBEDDER__KIND", "none");
-    c.args(["serve", "--open", "--addr", "127.0.0.1:0"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    c.env("RAGSCOPE_STORE", app)
+        .env("RAGSCOPE_EMBEDDER__KIND", "none");
+    c.args(["serve", "--open", "--addr", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
     let mut child = c.spawn().unwrap();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     let url = loop {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the server exited before listening"
+        );
         if let Some(rest) = line.split("listening on ").nth(1) {
             break rest.split_whitespace().next().unwrap().to_owned();
         }
@@ -131,34 +156,67 @@ fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
     let app = app_url(&admin);
     let (a, b) = (serve(&data, &app), serve(&data, &app));
     let kb = unique("two");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let http = reqwest::Client::new();
     let call = |server: &Served, method: reqwest::Method, path: String, body: serde_json::Value| {
-        let req = http.request(method, format!("{}/api/v1{path}", server.url)).json(&body);
+        let req = http
+            .request(method, format!("{}/api/v1{path}", server.url))
+            .json(&body);
         rt.block_on(async move {
             let res = req.send().await.unwrap();
             let status = res.status().as_u16();
-            (status, res.json::<serde_json::Value>().await.unwrap_or(serde_json::Value::Null))
+            (
+                status,
+                res.json::<serde_json::Value>()
+                    .await
+                    .unwrap_or(serde_json::Value::Null),
+            )
         })
     };
     let post = reqwest::Method::POST;
-    let (s, body) = call(&a, post.clone(), "/kbs".into(), serde_json::json!({ "name": kb }));
+    let (s, body) = call(
+        &a,
+        post.clone(),
+        "/kbs".into(),
+        serde_json::json!({ "name": kb }),
+    );
     assert_eq!(s, 201, "{body}");
     // Written through A, read through B at once: B's indexes follow the
     // knowledge base's commit sequence, checked on every query.
-    let (s, faq) = call(&a, post.clone(), format!("/kbs/{kb}/faqs"), serde_json::json!({ "question": "斑马角书桌保修多久？", "answer": "书桌保修两年。" }));
+    let (s, faq) = call(
+        &a,
+        post.clone(),
+        format!("/kbs/{kb}/faqs"),
+        serde_json::json!({ "question": "斑马角书桌保修多久？", "answer": "书桌保修两年。" }),
+    );
     assert_eq!(s, 201, "{faq}");
     let ask = |server: &Served| {
-        let (s, r) = call(server, reqwest::Method::POST, format!("/kbs/{kb}/query/sync"), serde_json::json!({ "query": "斑马角书桌保修多久" }));
+        let (s, r) = call(
+            server,
+            reqwest::Method::POST,
+            format!("/kbs/{kb}/query/sync"),
+            serde_json::json!({ "query": "斑马角书桌保修多久" }),
+        );
         assert_eq!(s, 200, "{r}");
         r.to_string()
     };
     assert!(ask(&b).contains("书桌保修两年"), "B sees A's entry");
     let id = faq["id"].as_str().unwrap();
-    let (s, _) = call(&b, reqwest::Method::PATCH, format!("/kbs/{kb}/faqs/{id}"), serde_json::json!({ "answer": "书桌保修三年。" }));
+    let (s, _) = call(
+        &b,
+        reqwest::Method::PATCH,
+        format!("/kbs/{kb}/faqs/{id}"),
+        serde_json::json!({ "answer": "书桌保修三年。" }),
+    );
     assert_eq!(s, 200);
     let seen_by_a = ask(&a);
-    assert!(seen_by_a.contains("书桌保修三年") && !seen_by_a.contains("书桌保修两年"), "A sees B's edit at once");
+    assert!(
+        seen_by_a.contains("书桌保修三年") && !seen_by_a.contains("书桌保修两年"),
+        "A sees B's edit at once"
+    );
 
     // A writer killed inside its transaction leaves nothing behind.
     let doc = dir.path().join("manual.md");
@@ -176,7 +234,10 @@ fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "the writer exited before the failpoint");
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the writer exited before the failpoint"
+        );
         if line.contains("failpoint store.apply.before_commit stalled") {
             break;
         }
@@ -185,14 +246,31 @@ fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
     writer.wait().unwrap();
     // Killing a server does not disturb the other.
     drop(a);
-    let (s, docs) = call(&b, reqwest::Method::GET, format!("/kbs/{kb}/documents"), serde_json::Value::Null);
-    assert_eq!((s, docs.as_array().map(Vec::len)), (200, Some(0)), "no half-written document: {docs}");
+    let (s, docs) = call(
+        &b,
+        reqwest::Method::GET,
+        format!("/kbs/{kb}/documents"),
+        serde_json::Value::Null,
+    );
+    assert_eq!(
+        (s, docs.as_array().map(Vec::len)),
+        (200, Some(0)),
+        "no half-written document: {docs}"
+    );
     assert!(ask(&b).contains("书桌保修三年"), "B keeps serving");
     // The same file goes in whole afterwards.
     let mut c = cmd(&data);
-    c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_EMBEDDER__KIND", "none").args(["ingest", "--kb", &kb]).arg(&doc);
+    c.env("RAGSCOPE_STORE", &app)
+        .env("RAGSCOPE_EMBEDDER__KIND", "none")
+        .args(["ingest", "--kb", &kb])
+        .arg(&doc);
     ok(c);
-    let (_, docs) = call(&b, reqwest::Method::GET, format!("/kbs/{kb}/documents"), serde_json::Value::Null);
+    let (_, docs) = call(
+        &b,
+        reqwest::Method::GET,
+        format!("/kbs/{kb}/documents"),
+        serde_json::Value::Null,
+    );
     assert_eq!(docs.as_array().map(Vec::len), Some(1), "{docs}");
 }
 
@@ -206,27 +284,61 @@ fn the_embedded_demo_moves_to_postgres_and_answers_the_same() {
     ok(c);
     let file = dir.path().join("demo.jsonl");
     let mut c = cmd(&data);
-    c.args(["export", "--kb", "demo", "--vectors", "--out"]).arg(&file);
+    c.args(["export", "--kb", "demo", "--vectors", "--out"])
+        .arg(&file);
     ok(c);
     let app = app_url(&admin);
     let tenant = unique("moved");
     let mut c = cmd(&data);
-    c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_TENANT", &tenant).arg("import").arg(&file);
+    c.env("RAGSCOPE_STORE", &app)
+        .env("RAGSCOPE_TENANT", &tenant)
+        .arg("import")
+        .arg(&file);
     ok(c);
     let fused = |pg: bool, q: &str| {
         let mut c = cmd(&data);
         if pg {
-            c.env("RAGSCOPE_STORE", &app).env("RAGSCOPE_TENANT", &tenant);
+            c.env("RAGSCOPE_STORE", &app)
+                .env("RAGSCOPE_TENANT", &tenant);
         }
-        c.args(["query", "--kb", "demo", "--json", "--paths", "bm25,substring,fuzzy,synonym,fact", q]);
+        c.args([
+            "query",
+            "--kb",
+            "demo",
+            "--json",
+            "--paths",
+            "bm25,substring,fuzzy,synonym,fact",
+            q,
+        ]);
         let r = ok(c);
-        let events: Vec<serde_json::Value> = r.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let f = events.iter().find(|e| e["type"] == "fused").unwrap().clone();
-        f["hits"].as_array().unwrap().iter().map(|h| (h["id"].clone(), h["score"].clone())).collect::<Vec<_>>()
+        let events: Vec<serde_json::Value> = r
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let f = events
+            .iter()
+            .find(|e| e["type"] == "fused")
+            .unwrap()
+            .clone();
+        f["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h["id"].clone(), h["score"].clone()))
+            .collect::<Vec<_>>()
     };
-    for q in ["怎么申请退款", "How do I reset my password?", "營業時間", "退宽"] {
+    for q in [
+        "怎么申请退款",
+        "How do I reset my password?",
+        "營業時間",
+        "退宽",
+    ] {
         let (embedded, postgres) = (fused(false, q), fused(true, q));
         assert!(!embedded.is_empty(), "{q}");
-        assert_eq!(postgres, embedded, "{q}: the same ids and scores from both stores");
+        assert_eq!(
+            postgres, embedded,
+            "{q}: the same ids and scores from both stores"
+        );
     }
 }

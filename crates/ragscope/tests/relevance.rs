@@ -8,7 +8,11 @@ use common::*;
 
 fn eval(dataset: &str, corpus: &str, queries: &str, qrels: &str) -> serde_json::Value {
     let d = eval_dir().join(dataset);
-    assert!(d.exists(), "evaluation data missing at {} (set RAGSCOPE_EVAL_DIR)", d.display());
+    assert!(
+        d.exists(),
+        "evaluation data missing at {} (set RAGSCOPE_EVAL_DIR)",
+        d.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     let mut c = cmd(&dir.path().join("data"));
     c.args(["eval", "--mode", "lexical", "--json", "--corpus"])
@@ -33,7 +37,12 @@ fn scifact_lexical_quality() {
 
 #[test]
 fn cmrc_lexical_quality_beats_character_bigrams() {
-    let m = eval("cmrc2018", "corpus.jsonl", "queries.jsonl", "qrels/test.tsv");
+    let m = eval(
+        "cmrc2018",
+        "corpus.jsonl",
+        "queries.jsonl",
+        "qrels/test.tsv",
+    );
     assert_eq!(m["queries"], 3219);
     let ndcg = m["ndcg@10"].as_f64().unwrap();
     let r10 = m["recall@10"].as_f64().unwrap();

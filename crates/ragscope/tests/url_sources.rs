@@ -20,7 +20,11 @@ fn site() -> String {
                 Some("/returns") => "<html><body><main><h1>Returns</h1><p>Zebracorn desks may be returned within thirty days of delivery.</p></main></body></html>",
                 _ => "",
             };
-            let status = if body.is_empty() { "404 Not Found" } else { "200 OK" };
+            let status = if body.is_empty() {
+                "404 Not Found"
+            } else {
+                "200 OK"
+            };
             let _ = write!(sock, "HTTP/1.1 {status}\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
         }
     });
@@ -41,7 +45,11 @@ fn a_site_is_added_synced_and_searched_from_the_command_line() {
     let mut c = cmd(&data);
     c.args(["source", "add", "--kb", "guarded", &format!("{base}/")]);
     let r = ok(c);
-    assert!(r.stdout.contains("FAILED") && r.stdout.contains("private or loopback"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("FAILED") && r.stdout.contains("private or loopback"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains(": failed"), "{}", r.stdout);
 
     let allowed = |c: &mut std::process::Command| {
@@ -49,20 +57,39 @@ fn a_site_is_added_synced_and_searched_from_the_command_line() {
     };
     let mut c = cmd(&data);
     allowed(&mut c);
-    c.args(["source", "add", "--kb", "web", "--depth", "1", &format!("{base}/")]);
+    c.args([
+        "source",
+        "add",
+        "--kb",
+        "web",
+        "--depth",
+        "1",
+        &format!("{base}/"),
+    ]);
     let r = ok(c);
     assert_eq!(r.stdout.matches("indexed ").count(), 2, "{}", r.stdout);
-    assert!(r.stdout.contains(": synced — 2 indexed, 0 unchanged"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(": synced — 2 indexed, 0 unchanged"),
+        "{}",
+        r.stdout
+    );
 
     let mut c = cmd(&data);
     allowed(&mut c);
     c.args(["source", "sync", "--kb", "web"]);
     let r = ok(c);
-    assert!(r.stdout.contains(": synced — 0 indexed, 2 unchanged"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(": synced — 0 indexed, 2 unchanged"),
+        "{}",
+        r.stdout
+    );
 
     let events = query_events(&data, "web", "how many days to return a desk", &[]);
     let found = sources(&events);
-    assert!(found.iter().any(|(title, _)| title.contains("Returns")), "{found:?}");
+    assert!(
+        found.iter().any(|(title, _)| title.contains("Returns")),
+        "{found:?}"
+    );
 
     let mut c = cmd(&data);
     c.args(["source", "list", "--kb", "web", "--json"]);
@@ -76,5 +103,11 @@ fn a_site_is_added_synced_and_searched_from_the_command_line() {
     let mut c = cmd(&data);
     c.args(["kb", "list"]);
     let r = ok(c);
-    assert!(r.stdout.lines().any(|l| l.starts_with("web") && l.contains(" 0 documents")), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("web") && l.contains(" 0 documents")),
+        "{}",
+        r.stdout
+    );
 }

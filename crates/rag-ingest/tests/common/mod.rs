@@ -41,7 +41,11 @@ pub fn pdf_with_text(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
     let mut bfchar = String::new();
     for (c, code) in &codes {
         let mut units = [0u16; 2];
-        let utf16: String = c.encode_utf16(&mut units).iter().map(|u| hex_u16(u32::from(*u))).collect();
+        let utf16: String = c
+            .encode_utf16(&mut units)
+            .iter()
+            .map(|u| hex_u16(u32::from(*u)))
+            .collect();
         bfchar.push_str(&format!("<{}> <{}>\n", hex_u16(*code), utf16));
     }
     let cmap = format!(
@@ -64,13 +68,18 @@ pub fn pdf_with_text(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
         "Type" => "Font", "Subtype" => "Type0", "BaseFont" => "TestSong", "Encoding" => "Identity-H",
         "DescendantFonts" => vec![cid_font.into()], "ToUnicode" => to_unicode,
     });
-    let resources = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => helvetica, "F2" => cjk } });
+    let resources =
+        doc.add_object(dictionary! { "Font" => dictionary! { "F1" => helvetica, "F2" => cjk } });
     let mut kids = Vec::new();
     for lines in pages {
         let mut content = String::new();
         for l in lines {
             if l.text.is_ascii() {
-                let escaped = l.text.replace('\\', "\\\\").replace('(', "\\(").replace(')', "\\)");
+                let escaped = l
+                    .text
+                    .replace('\\', "\\\\")
+                    .replace('(', "\\(")
+                    .replace(')', "\\)");
                 content.push_str(&format!("BT /F1 12 Tf 72 {} Td ({escaped}) Tj ET\n", l.y));
             } else {
                 let hex: String = l.text.chars().map(|c| hex_u16(codes[&c])).collect();
@@ -89,7 +98,10 @@ pub fn pdf_with_text(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
 
 fn finish_pdf(mut doc: Document, pages_id: lopdf::ObjectId, kids: Vec<Object>) -> Vec<u8> {
     let count = kids.len() as i64;
-    doc.objects.insert(pages_id, Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }));
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => count }),
+    );
     let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
     doc.trailer.set("Root", catalog);
     let mut out = Vec::new();
@@ -109,7 +121,10 @@ pub fn pdf_scanned(pages: usize) -> Vec<u8> {
     let resources = doc.add_object(dictionary! { "XObject" => dictionary! { "Im1" => image } });
     let mut kids = Vec::new();
     for _ in 0..pages {
-        let content = doc.add_object(Stream::new(dictionary! {}, b"q 451 0 0 698 72 72 cm /Im1 Do Q\n".to_vec()));
+        let content = doc.add_object(Stream::new(
+            dictionary! {},
+            b"q 451 0 0 698 72 72 cm /Im1 Do Q\n".to_vec(),
+        ));
         let page = doc.add_object(dictionary! {
             "Type" => "Page", "Parent" => pages_id, "Contents" => content, "Resources" => resources,
             "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
@@ -123,7 +138,8 @@ pub fn pdf_scanned(pages: usize) -> Vec<u8> {
 /// `<w:body>`) and optional `word/styles.xml`.
 pub fn docx(body: &str, styles: Option<&str>) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
     let mut add = |name: &str, data: &[u8]| {
         zip.start_file(name, opts).unwrap();
         zip.write_all(data).unwrap();
@@ -157,7 +173,9 @@ pub fn docx(body: &str, styles: Option<&str>) -> Vec<u8> {
 /// bytes of spaces (compresses about 1000:1).
 pub fn docx_bomb(size: usize) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).large_file(size > u32::MAX as usize);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(size > u32::MAX as usize);
     zip.start_file("word/document.xml", opts).unwrap();
     let block = vec![b' '; 1 << 20];
     let mut left = size;
@@ -171,6 +189,8 @@ pub fn docx_bomb(size: usize) -> Vec<u8> {
 
 /// A Word paragraph, optionally with a style id.
 pub fn w_p(style: Option<&str>, text: &str) -> String {
-    let ppr = style.map(|s| format!(r#"<w:pPr><w:pStyle w:val="{s}"/></w:pPr>"#)).unwrap_or_default();
+    let ppr = style
+        .map(|s| format!(r#"<w:pPr><w:pStyle w:val="{s}"/></w:pPr>"#))
+        .unwrap_or_default();
     format!(r#"<w:p>{ppr}<w:r><w:t xml:space="preserve">{text}</w:t></w:r></w:p>"#)
 }

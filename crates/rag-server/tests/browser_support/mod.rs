@@ -44,7 +44,11 @@ pub struct HashEmbedder;
 
 impl HashEmbedder {
     fn vector(text: &str) -> Vec<f32> {
-        let chars: Vec<char> = text.to_lowercase().chars().filter(|c| !c.is_whitespace()).collect();
+        let chars: Vec<char> = text
+            .to_lowercase()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
         let mut v = vec![0f32; 64];
         for w in chars.windows(2) {
             let mut h: u64 = 0xcbf29ce484222325;
@@ -88,14 +92,31 @@ pub async fn start_with(open: bool, embedder: bool) -> Server {
         components.embedder = Some(Arc::new(HashEmbedder));
     }
     // The ingest test serves a small site on loopback.
-    let fetch = rag_models::FetchConfig { allow_private: true, timeout_ms: 5_000, ..rag_models::FetchConfig::default() };
+    let fetch = rag_models::FetchConfig {
+        allow_private: true,
+        timeout_ms: 5_000,
+        ..rag_models::FetchConfig::default()
+    };
     components.fetcher = Some(Arc::new(rag_models::HttpFetcher::new(fetch).unwrap()));
     let engine = Engine::new(components, EngineConfig::default());
     let keys: Arc<dyn KeyStore> = Arc::new(store);
-    let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
+    let admin_key = rag_server::ensure_admin_key(keys.as_ref())
+        .await
+        .unwrap()
+        .expect("first start creates an admin key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = AppState::new(engine, keys, ServerConfig { addr, open, log_queries: false, limits: Limits::default(), cors_origins: Vec::new() });
+    let state = AppState::new(
+        engine,
+        keys,
+        ServerConfig {
+            addr,
+            open,
+            log_queries: false,
+            limits: Limits::default(),
+            cors_origins: Vec::new(),
+        },
+    );
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(rag_server::serve(listener, state, async move {
         let _ = rx.await;
@@ -103,7 +124,10 @@ pub async fn start_with(open: bool, embedder: bool) -> Server {
     Server {
         url: format!("http://{addr}"),
         admin_key,
-        client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap(),
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap(),
         _dir: dir,
         _stop: tx,
     }
@@ -114,24 +138,45 @@ impl Server {
         format!("{}/api/v1{path}", self.url)
     }
 
-    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.client.request(method, self.api(path)).bearer_auth(&self.admin_key);
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method, self.api(path))
+            .bearer_auth(&self.admin_key);
         if let Some(b) = body {
             req = req.json(&b);
         }
         let res = req.send().await.unwrap();
         let status = res.status().as_u16();
         let text = res.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     /// Uploads files in one multipart request; returns the SSE text.
     pub async fn upload(&self, kb: &str, files: Vec<(String, Vec<u8>)>) -> String {
         let mut form = reqwest::multipart::Form::new();
         for (name, bytes) in files {
-            form = form.part("file", reqwest::multipart::Part::bytes(bytes).file_name(name));
+            form = form.part(
+                "file",
+                reqwest::multipart::Part::bytes(bytes).file_name(name),
+            );
         }
-        let res = self.client.post(self.api(&format!("/kbs/{kb}/documents"))).bearer_auth(&self.admin_key).multipart(form).send().await.unwrap();
+        let res = self
+            .client
+            .post(self.api(&format!("/kbs/{kb}/documents")))
+            .bearer_auth(&self.admin_key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.status().as_u16(), 200);
         res.text().await.unwrap()
     }
@@ -139,18 +184,37 @@ impl Server {
     /// The `demo` knowledge base from the repository's demo/ folder (FAQ,
     /// documents, synonyms and facts), loaded through the API.
     pub async fn seed_demo(&self) {
-        let (s, b) = self.call(reqwest::Method::POST, "/kbs", Some(json!({ "name": "demo" }))).await;
+        let (s, b) = self
+            .call(
+                reqwest::Method::POST,
+                "/kbs",
+                Some(json!({ "name": "demo" })),
+            )
+            .await;
         assert_eq!(s, 201, "{b}");
         let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../demo");
-        let mut files = vec![("faq.jsonl".to_owned(), std::fs::read(demo.join("faq.jsonl")).unwrap())];
-        let mut docs: Vec<_> = std::fs::read_dir(demo.join("docs")).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut files = vec![(
+            "faq.jsonl".to_owned(),
+            std::fs::read(demo.join("faq.jsonl")).unwrap(),
+        )];
+        let mut docs: Vec<_> = std::fs::read_dir(demo.join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         docs.sort();
         for p in docs {
-            files.push((p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()));
+            files.push((
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            ));
         }
         let n = files.len();
         let text = self.upload("demo", files).await;
-        assert_eq!(text.matches("event: indexed").count(), n, "every demo file is indexed: {text}");
+        assert_eq!(
+            text.matches("event: indexed").count(),
+            n,
+            "every demo file is indexed: {text}"
+        );
         let rows = |name: &str| -> Vec<Vec<String>> {
             std::fs::read_to_string(demo.join(name))
                 .unwrap()
@@ -159,8 +223,18 @@ impl Server {
                 .map(|l| l.split('\t').map(str::to_owned).collect())
                 .collect()
         };
-        let groups: Vec<Value> = rows("synonyms.tsv").into_iter().filter(|r| r.len() >= 2).map(|r| json!({ "terms": r })).collect();
-        let (s, b) = self.call(reqwest::Method::POST, "/kbs/demo/synonyms", Some(Value::Array(groups))).await;
+        let groups: Vec<Value> = rows("synonyms.tsv")
+            .into_iter()
+            .filter(|r| r.len() >= 2)
+            .map(|r| json!({ "terms": r }))
+            .collect();
+        let (s, b) = self
+            .call(
+                reqwest::Method::POST,
+                "/kbs/demo/synonyms",
+                Some(Value::Array(groups)),
+            )
+            .await;
         assert_eq!(s, 200, "{b}");
         let facts: Vec<Value> = rows("facts.tsv")
             .into_iter()
@@ -170,13 +244,25 @@ impl Server {
                 json!({ "key": r[0], "value": r[1], "key_synonyms": syn })
             })
             .collect();
-        let (s, b) = self.call(reqwest::Method::POST, "/kbs/demo/facts", Some(Value::Array(facts))).await;
+        let (s, b) = self
+            .call(
+                reqwest::Method::POST,
+                "/kbs/demo/facts",
+                Some(Value::Array(facts)),
+            )
+            .await;
         assert_eq!(s, 200, "{b}");
     }
 
     /// A new key of the default tenant with this role.
     pub async fn key(&self, role: &str) -> String {
-        let (s, b) = self.call(reqwest::Method::POST, "/keys", Some(json!({ "role": role, "label": "browser test" }))).await;
+        let (s, b) = self
+            .call(
+                reqwest::Method::POST,
+                "/keys",
+                Some(json!({ "role": role, "label": "browser test" })),
+            )
+            .await;
         assert_eq!(s, 201, "{b}");
         b["key"].as_str().unwrap().to_owned()
     }
@@ -254,7 +340,12 @@ impl Browser {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}; run `bash scripts/setup-browser.sh`", bin.display()));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e}; run `bash scripts/setup-browser.sh`",
+                    bin.display()
+                )
+            });
         // Chromium prints the browser's WebSocket address on stderr once it listens.
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel::<String>();
@@ -273,16 +364,30 @@ impl Browser {
             .await
             .unwrap()
             .expect("chromium printed its DevTools address");
-        let port = browser_ws.trim_start_matches("ws://").split(['/', ':']).nth(1).unwrap().to_owned();
+        let port = browser_ws
+            .trim_start_matches("ws://")
+            .split(['/', ':'])
+            .nth(1)
+            .unwrap()
+            .to_owned();
         let http = reqwest::Client::new();
-        let targets: Vec<Value> = http.get(format!("http://127.0.0.1:{port}/json/list")).send().await.unwrap().json().await.unwrap();
+        let targets: Vec<Value> = http
+            .get(format!("http://127.0.0.1:{port}/json/list"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         let page_ws = targets
             .iter()
             .find(|t| t["type"] == "page")
             .and_then(|t| t["webSocketDebuggerUrl"].as_str())
             .expect("chromium has a page target")
             .to_owned();
-        let (ws, _) = tokio_tungstenite::connect_async(page_ws.as_str()).await.unwrap();
+        let (ws, _) = tokio_tungstenite::connect_async(page_ws.as_str())
+            .await
+            .unwrap();
         let (mut sink, mut stream) = ws.split();
         let (out, mut out_rx) = mpsc::unbounded_channel::<Message>();
         tokio::spawn(async move {
@@ -298,19 +403,35 @@ impl Browser {
         tokio::spawn(async move {
             while let Some(Ok(msg)) = stream.next().await {
                 let Message::Text(text) = msg else { continue };
-                let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(&text) else {
+                    continue;
+                };
                 if let Some(id) = v["id"].as_u64() {
                     if let Some(tx) = p2.lock().unwrap().remove(&id) {
                         let _ = tx.send(v);
                     }
                 } else if v["method"] == "Runtime.exceptionThrown" {
-                    e2.lock().unwrap().push(format!("exception: {}", v["params"]["exceptionDetails"]));
-                } else if v["method"] == "Runtime.consoleAPICalled" && v["params"]["type"] == "error" {
-                    e2.lock().unwrap().push(format!("console.error: {}", v["params"]["args"]));
+                    e2.lock()
+                        .unwrap()
+                        .push(format!("exception: {}", v["params"]["exceptionDetails"]));
+                } else if v["method"] == "Runtime.consoleAPICalled"
+                    && v["params"]["type"] == "error"
+                {
+                    e2.lock()
+                        .unwrap()
+                        .push(format!("console.error: {}", v["params"]["args"]));
                 }
             }
         });
-        let b = Browser { child, out, pending, next: AtomicU64::new(1), errors, name: name.to_owned(), _profile: profile };
+        let b = Browser {
+            child,
+            out,
+            pending,
+            next: AtomicU64::new(1),
+            errors,
+            name: name.to_owned(),
+            _profile: profile,
+        };
         b.cmd("Runtime.enable", json!({})).await;
         b.cmd("Page.enable", json!({})).await;
         b.cmd("Network.enable", json!({})).await;
@@ -324,7 +445,10 @@ impl Browser {
         self.pending.lock().unwrap().insert(id, tx);
         let msg = json!({ "id": id, "method": method, "params": params }).to_string();
         self.out.send(Message::Text(msg.into())).unwrap();
-        let v = tokio::time::timeout(DEADLINE, rx).await.unwrap_or_else(|_| panic!("{method} timed out")).unwrap();
+        let v = tokio::time::timeout(DEADLINE, rx)
+            .await
+            .unwrap_or_else(|_| panic!("{method} timed out"))
+            .unwrap();
         if let Some(e) = v.get("error") {
             panic!("{method} failed: {e}");
         }
@@ -343,10 +467,22 @@ impl Browser {
     /// Loads the URL afresh (through about:blank, so a change of the hash
     /// alone still reloads the page) and waits for the document to load.
     pub async fn goto(&self, url: &str) {
-        self.cmd("Page.navigate", json!({ "url": "about:blank" })).await;
-        self.wait_for("location.href === 'about:blank' && document.readyState === 'complete'", "about:blank").await;
+        self.cmd("Page.navigate", json!({ "url": "about:blank" }))
+            .await;
+        self.wait_for(
+            "location.href === 'about:blank' && document.readyState === 'complete'",
+            "about:blank",
+        )
+        .await;
         self.cmd("Page.navigate", json!({ "url": url })).await;
-        self.wait_for(&format!("location.href.startsWith({}) && document.readyState === 'complete'", json!(url.split('#').next().unwrap())), "page loaded").await;
+        self.wait_for(
+            &format!(
+                "location.href.startsWith({}) && document.readyState === 'complete'",
+                json!(url.split('#').next().unwrap())
+            ),
+            "page loaded",
+        )
+        .await;
     }
 
     /// Waits until the expression is truthy; returns its value. On timeout,
@@ -354,7 +490,12 @@ impl Browser {
     pub async fn wait_for(&self, js: &str, what: &str) -> Value {
         let deadline = tokio::time::Instant::now() + DEADLINE;
         loop {
-            let r = self.cmd("Runtime.evaluate", json!({ "expression": js, "returnByValue": true })).await;
+            let r = self
+                .cmd(
+                    "Runtime.evaluate",
+                    json!({ "expression": js, "returnByValue": true }),
+                )
+                .await;
             let v = r["result"]["value"].clone();
             let truthy = match &v {
                 Value::Null => false,
@@ -367,8 +508,15 @@ impl Browser {
                 return v;
             }
             if tokio::time::Instant::now() > deadline {
-                self.screenshot(&format!("timeout-{}", what.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))).await;
-                panic!("timed out waiting for {what} ({js}); page errors: {:?}", self.errors.lock().unwrap());
+                self.screenshot(&format!(
+                    "timeout-{}",
+                    what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                ))
+                .await;
+                panic!(
+                    "timed out waiting for {what} ({js}); page errors: {:?}",
+                    self.errors.lock().unwrap()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -388,7 +536,11 @@ impl Browser {
     pub async fn click(&self, selector: &str) {
         let (x, y) = self.centre(selector).await;
         for kind in ["mouseMoved", "mousePressed", "mouseReleased"] {
-            self.cmd("Input.dispatchMouseEvent", json!({ "type": kind, "x": x, "y": y, "button": "left", "clickCount": 1 })).await;
+            self.cmd(
+                "Input.dispatchMouseEvent",
+                json!({ "type": kind, "x": x, "y": y, "button": "left", "clickCount": 1 }),
+            )
+            .await;
         }
     }
 
@@ -412,15 +564,31 @@ impl Browser {
         };
         let text = if key == "Enter" { "\r" } else { "" };
         self.cmd("Input.dispatchKeyEvent", json!({ "type": "keyDown", "key": key, "code": key, "windowsVirtualKeyCode": code, "text": text })).await;
-        self.cmd("Input.dispatchKeyEvent", json!({ "type": "keyUp", "key": key, "code": key, "windowsVirtualKeyCode": code })).await;
+        self.cmd(
+            "Input.dispatchKeyEvent",
+            json!({ "type": "keyUp", "key": key, "code": key, "windowsVirtualKeyCode": code }),
+        )
+        .await;
     }
 
     /// Sets files on an `<input type=file>` as the file chooser would.
     pub async fn set_files(&self, selector: &str, paths: &[PathBuf]) {
-        let r = self.cmd("Runtime.evaluate", json!({ "expression": format!("document.querySelector({})", json!(selector)) })).await;
-        let object = r["result"]["objectId"].as_str().unwrap_or_else(|| panic!("no element {selector}")).to_owned();
+        let r = self
+            .cmd(
+                "Runtime.evaluate",
+                json!({ "expression": format!("document.querySelector({})", json!(selector)) }),
+            )
+            .await;
+        let object = r["result"]["objectId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {selector}"))
+            .to_owned();
         let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        self.cmd("DOM.setFileInputFiles", json!({ "files": files, "objectId": object })).await;
+        self.cmd(
+            "DOM.setFileInputFiles",
+            json!({ "files": files, "objectId": object }),
+        )
+        .await;
     }
 
     /// Drags files from outside the page onto an element and drops them there.
@@ -429,14 +597,22 @@ impl Browser {
         let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         let data = json!({ "items": [], "files": files, "dragOperationsMask": 1 });
         for kind in ["dragEnter", "dragOver", "drop"] {
-            self.cmd("Input.dispatchDragEvent", json!({ "type": kind, "x": x, "y": y, "data": data })).await;
+            self.cmd(
+                "Input.dispatchDragEvent",
+                json!({ "type": kind, "x": x, "y": y, "data": data }),
+            )
+            .await;
         }
     }
 
     /// Saves a PNG of the viewport under target/browser-artifacts/.
     pub async fn screenshot(&self, step: &str) -> PathBuf {
-        let r = self.cmd("Page.captureScreenshot", json!({ "format": "png" })).await;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(r["data"].as_str().unwrap_or("")).unwrap_or_default();
+        let r = self
+            .cmd("Page.captureScreenshot", json!({ "format": "png" }))
+            .await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(r["data"].as_str().unwrap_or(""))
+            .unwrap_or_default();
         let path = artifacts_dir().join(format!("{}-{step}.png", self.name));
         std::fs::write(&path, bytes).unwrap();
         path
@@ -450,7 +626,9 @@ impl Browser {
 
     /// Cookies the browser holds for `url`.
     pub async fn cookies(&self, url: &str) -> Vec<Value> {
-        let r = self.cmd("Network.getCookies", json!({ "urls": [url] })).await;
+        let r = self
+            .cmd("Network.getCookies", json!({ "urls": [url] }))
+            .await;
         r["cookies"].as_array().cloned().unwrap_or_default()
     }
 }
@@ -471,7 +649,11 @@ pub async fn small_site() -> String {
                     Some("/warranty") => "<html><body><main><h1>保修政策</h1><p>书桌的保修期为两年，自签收之日起计算。</p></main></body></html>",
                     _ => "",
                 };
-                let status = if body.is_empty() { "404 Not Found" } else { "200 OK" };
+                let status = if body.is_empty() {
+                    "404 Not Found"
+                } else {
+                    "200 OK"
+                };
                 let reply = format!("HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
                 let _ = sock.write_all(reply.as_bytes()).await;
             });

@@ -22,7 +22,11 @@ pub async fn start(limits: Limits, reranker: Option<Arc<dyn Reranker>>) -> Serve
     start_full(limits, reranker, None).await
 }
 
-pub async fn start_full(limits: Limits, reranker: Option<Arc<dyn Reranker>>, generator: Option<Arc<dyn rag_core::Generator>>) -> Server {
+pub async fn start_full(
+    limits: Limits,
+    reranker: Option<Arc<dyn Reranker>>,
+    generator: Option<Arc<dyn rag_core::Generator>>,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
     let mut components = Components::lexical(Arc::new(store.clone()));
@@ -31,13 +35,24 @@ pub async fn start_full(limits: Limits, reranker: Option<Arc<dyn Reranker>>, gen
     }
     components.generator = generator;
     // The production default: private and loopback addresses are refused.
-    components.fetcher = Some(Arc::new(rag_models::HttpFetcher::new(rag_models::FetchConfig::default()).unwrap()));
+    components.fetcher = Some(Arc::new(
+        rag_models::HttpFetcher::new(rag_models::FetchConfig::default()).unwrap(),
+    ));
     let engine = Engine::new(components, EngineConfig::default());
     let keys: Arc<dyn KeyStore> = Arc::new(store);
-    let admin_key = rag_server::ensure_admin_key(keys.as_ref()).await.unwrap().expect("first start creates an admin key");
+    let admin_key = rag_server::ensure_admin_key(keys.as_ref())
+        .await
+        .unwrap()
+        .expect("first start creates an admin key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let config = ServerConfig { addr, open: false, log_queries: false, limits, cors_origins: vec!["https://shop.example".into()] };
+    let config = ServerConfig {
+        addr,
+        open: false,
+        log_queries: false,
+        limits,
+        cors_origins: vec!["https://shop.example".into()],
+    };
     let state = AppState::new(engine, keys, config);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(rag_server::serve(listener, state, async move {
@@ -46,7 +61,10 @@ pub async fn start_full(limits: Limits, reranker: Option<Arc<dyn Reranker>>, gen
     Server {
         url: format!("http://{addr}"),
         admin_key,
-        client: reqwest::Client::builder().timeout(std::time::Duration::from_secs(60)).build().unwrap(),
+        client: reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap(),
         _dir: dir,
         _stop: tx,
     }
@@ -57,7 +75,13 @@ impl Server {
         format!("{}/api/v1{path}", self.url)
     }
 
-    pub async fn call(&self, method: reqwest::Method, path: &str, key: &str, body: Option<serde_json::Value>) -> (u16, serde_json::Value) {
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
         let mut req = self.client.request(method, self.api(path)).bearer_auth(key);
         if let Some(b) = body {
             req = req.json(&b);
@@ -65,11 +89,20 @@ impl Server {
         let res = req.send().await.unwrap();
         let status = res.status().as_u16();
         let text = res.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+        )
     }
 
-    pub async fn post(&self, path: &str, key: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
-        self.call(reqwest::Method::POST, path, key, Some(body)).await
+    pub async fn post(
+        &self,
+        path: &str,
+        key: &str,
+        body: serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        self.call(reqwest::Method::POST, path, key, Some(body))
+            .await
     }
 
     pub async fn get(&self, path: &str, key: &str) -> (u16, serde_json::Value) {
@@ -78,17 +111,39 @@ impl Server {
 
     /// Creates a tenant and a read-write key for it.
     pub async fn tenant(&self, name: &str) -> String {
-        let (s, _) = self.post("/tenants", &self.admin_key, serde_json::json!({ "name": name })).await;
+        let (s, _) = self
+            .post(
+                "/tenants",
+                &self.admin_key,
+                serde_json::json!({ "name": name }),
+            )
+            .await;
         assert_eq!(s, 201);
-        let (s, body) = self.post("/keys", &self.admin_key, serde_json::json!({ "tenant": name, "role": "read_write" })).await;
+        let (s, body) = self
+            .post(
+                "/keys",
+                &self.admin_key,
+                serde_json::json!({ "tenant": name, "role": "read_write" }),
+            )
+            .await;
         assert_eq!(s, 201, "{body}");
         body["key"].as_str().unwrap().to_owned()
     }
 
     /// Uploads one file; returns the SSE text.
     pub async fn upload(&self, kb: &str, key: &str, name: &str, bytes: Vec<u8>) -> String {
-        let form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()));
-        let res = self.client.post(self.api(&format!("/kbs/{kb}/documents"))).bearer_auth(key).multipart(form).send().await.unwrap();
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()),
+        );
+        let res = self
+            .client
+            .post(self.api(&format!("/kbs/{kb}/documents")))
+            .bearer_auth(key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.status().as_u16(), 200);
         res.text().await.unwrap()
     }
@@ -108,7 +163,10 @@ pub fn sse_events(text: &str) -> Vec<(String, serde_json::Value)> {
             }
         }
         if let Some(e) = event {
-            out.push((e, serde_json::from_str(&data).unwrap_or(serde_json::Value::Null)));
+            out.push((
+                e,
+                serde_json::from_str(&data).unwrap_or(serde_json::Value::Null),
+            ));
         }
     }
     out
@@ -127,7 +185,13 @@ pub async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<String> {
         req.extend_from_slice(&buf[..n]);
         if let Some(h) = req.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&req[..h]).to_ascii_lowercase();
-            let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
             if req.len() >= h + 4 + len {
                 return Some(String::from_utf8_lossy(&req[h + 4..h + 4 + len]).to_string());
             }
@@ -148,7 +212,9 @@ where
         while let Ok((mut sock, _)) = listener.accept().await {
             let reply = reply.clone();
             tokio::spawn(async move {
-                let Some(body) = read_request(&mut sock).await else { return };
+                let Some(body) = read_request(&mut sock).await else {
+                    return;
+                };
                 tokio::time::sleep(delay).await;
                 let (status, content_type, payload) = reply(&body);
                 let head = format!(

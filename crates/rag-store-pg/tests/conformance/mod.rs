@@ -32,7 +32,10 @@ pub struct Transcript {
 
 impl Transcript {
     fn new() -> Self {
-        Transcript { lines: Vec::new(), names: BTreeMap::new() }
+        Transcript {
+            lines: Vec::new(),
+            names: BTreeMap::new(),
+        }
     }
     fn name_kb(&mut self, kb: &KnowledgeBase, label: &str) {
         self.names.insert(kb.id.to_string(), label.to_owned());
@@ -59,11 +62,25 @@ impl Transcript {
 }
 
 fn kb_view(kb: &KnowledgeBase) -> KnowledgeBase {
-    KnowledgeBase { created_at: 0, ..kb.clone() }
+    KnowledgeBase {
+        created_at: 0,
+        ..kb.clone()
+    }
 }
 
-fn document(ids: &mut Ids, kb: KbId, title: &str, hash: &str, owner: Option<&str>, chunks: &[(&str, &[&str])]) -> (Document, Vec<Chunk>) {
-    let text: String = chunks.iter().map(|(t, _)| *t).collect::<Vec<_>>().join("\n");
+fn document(
+    ids: &mut Ids,
+    kb: KbId,
+    title: &str,
+    hash: &str,
+    owner: Option<&str>,
+    chunks: &[(&str, &[&str])],
+) -> (Document, Vec<Chunk>) {
+    let text: String = chunks
+        .iter()
+        .map(|(t, _)| *t)
+        .collect::<Vec<_>>()
+        .join("\n");
     let doc = Document {
         id: DocId(ids.next()),
         kb,
@@ -115,7 +132,15 @@ fn faq(ids: &mut Ids, kb: KbId, q: &str, a: &str, status: FaqStatus, at: i64) ->
     }
 }
 
-fn logged(tenant: &TenantId, kb: KbId, id: &str, query: &str, conversation: Option<&str>, at: i64, owner: Option<&str>) -> QueryLogRecord {
+fn logged(
+    tenant: &TenantId,
+    kb: KbId,
+    id: &str,
+    query: &str,
+    conversation: Option<&str>,
+    at: i64,
+    owner: Option<&str>,
+) -> QueryLogRecord {
     QueryLogRecord {
         id: id.into(),
         tenant: tenant.clone(),
@@ -150,7 +175,14 @@ fn logged(tenant: &TenantId, kb: KbId, id: &str, query: &str, conversation: Opti
     }
 }
 
-fn key(id: &str, tenant: &TenantId, role: Role, owner: Option<&str>, kb: Option<&str>, at: i64) -> ApiKeyInfo {
+fn key(
+    id: &str,
+    tenant: &TenantId,
+    role: Role,
+    owner: Option<&str>,
+    kb: Option<&str>,
+    at: i64,
+) -> ApiKeyInfo {
     ApiKeyInfo {
         id: id.into(),
         tenant: tenant.clone(),
@@ -177,17 +209,64 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     t.result("tenants", &store.tenants().await);
 
     // Knowledge bases: names are per tenant.
-    let kb = store.create_kb(&a, "kb", KbSettings::default()).await.unwrap();
+    let kb = store
+        .create_kb(&a, "kb", KbSettings::default())
+        .await
+        .unwrap();
     t.name_kb(&kb, "KB_A");
-    let other = store.create_kb(&a, "another", KbSettings::default()).await.unwrap();
+    let other = store
+        .create_kb(&a, "another", KbSettings::default())
+        .await
+        .unwrap();
     t.name_kb(&other, "KB_A2");
-    let kb_b = store.create_kb(&b, "kb", KbSettings::default()).await.unwrap();
+    let kb_b = store
+        .create_kb(&b, "kb", KbSettings::default())
+        .await
+        .unwrap();
     t.name_kb(&kb_b, "KB_B");
-    t.result("duplicate name", &store.create_kb(&a, "kb", KbSettings::default()).await.map(|k| kb_view(&k)));
-    t.push("kbs of a", store.list_kbs(&a).await.unwrap().iter().map(kb_view).collect::<Vec<_>>());
-    t.push("kbs of b", store.list_kbs(&b).await.unwrap().iter().map(kb_view).collect::<Vec<_>>());
-    t.push("kb by name", store.kb_by_name(&a, "kb").await.unwrap().map(|k| kb_view(&k)));
-    t.push("kb by name, other tenant's", store.kb_by_name(&b, "another").await.unwrap().map(|k| kb_view(&k)));
+    t.result(
+        "duplicate name",
+        &store
+            .create_kb(&a, "kb", KbSettings::default())
+            .await
+            .map(|k| kb_view(&k)),
+    );
+    t.push(
+        "kbs of a",
+        store
+            .list_kbs(&a)
+            .await
+            .unwrap()
+            .iter()
+            .map(kb_view)
+            .collect::<Vec<_>>(),
+    );
+    t.push(
+        "kbs of b",
+        store
+            .list_kbs(&b)
+            .await
+            .unwrap()
+            .iter()
+            .map(kb_view)
+            .collect::<Vec<_>>(),
+    );
+    t.push(
+        "kb by name",
+        store
+            .kb_by_name(&a, "kb")
+            .await
+            .unwrap()
+            .map(|k| kb_view(&k)),
+    );
+    t.push(
+        "kb by name, other tenant's",
+        store
+            .kb_by_name(&b, "another")
+            .await
+            .unwrap()
+            .map(|k| kb_view(&k)),
+    );
     t.result("seq", &store.kb_seq(&a, kb.id).await);
 
     // Content.
@@ -197,14 +276,58 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
         "Desk manual",
         "hash-1",
         None,
-        &[("Lift the desk with both hands.", &["Setup"]), ("升降桌的最大高度是 125 厘米。", &["Setup", "高度"]), ("Warranty: five years.", &[])],
+        &[
+            ("Lift the desk with both hands.", &["Setup"]),
+            ("升降桌的最大高度是 125 厘米。", &["Setup", "高度"]),
+            ("Warranty: five years.", &[]),
+        ],
     );
-    let (doc2, chunks2) = document(&mut ids, kb.id, "Alice notes", "hash-1", Some("alice"), &[("Alice's private note.", &["Private"])]);
-    let mut f1 = faq(&mut ids, kb.id, "怎么退款？", "在订单页申请退款。", FaqStatus::Approved, 50);
-    let f2 = faq(&mut ids, kb.id, "Do you deliver at night?", "Until 02:00.", FaqStatus::Pending, 40);
-    let f3 = faq(&mut ids, kb.id, "Opening hours?", "16:00 to 02:00.", FaqStatus::Disabled, 50);
-    let fact = Fact { id: FactId(ids.next()), kb: kb.id, key: "营业时间".into(), value: "16:00–次日02:00".into(), key_synonyms: vec!["几点开门".into(), "opening hours".into()] };
-    let fact2 = Fact { id: FactId(ids.next()), kb: kb.id, key: "电话".into(), value: "123".into(), key_synonyms: vec![] };
+    let (doc2, chunks2) = document(
+        &mut ids,
+        kb.id,
+        "Alice notes",
+        "hash-1",
+        Some("alice"),
+        &[("Alice's private note.", &["Private"])],
+    );
+    let mut f1 = faq(
+        &mut ids,
+        kb.id,
+        "怎么退款？",
+        "在订单页申请退款。",
+        FaqStatus::Approved,
+        50,
+    );
+    let f2 = faq(
+        &mut ids,
+        kb.id,
+        "Do you deliver at night?",
+        "Until 02:00.",
+        FaqStatus::Pending,
+        40,
+    );
+    let f3 = faq(
+        &mut ids,
+        kb.id,
+        "Opening hours?",
+        "16:00 to 02:00.",
+        FaqStatus::Disabled,
+        50,
+    );
+    let fact = Fact {
+        id: FactId(ids.next()),
+        kb: kb.id,
+        key: "营业时间".into(),
+        value: "16:00–次日02:00".into(),
+        key_synonyms: vec!["几点开门".into(), "opening hours".into()],
+    };
+    let fact2 = Fact {
+        id: FactId(ids.next()),
+        kb: kb.id,
+        key: "电话".into(),
+        value: "123".into(),
+        key_synonyms: vec![],
+    };
     let source = Source {
         id: SourceId(ids.next()),
         kb: kb.id,
@@ -216,33 +339,68 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
         reason: None,
         created_at: 70,
         last_sync: Some(80),
-        pages: vec![SourcePage { url: "https://example.com/".into(), outcome: PageOutcome::Indexed, reason: None, doc: Some(doc1.id), depth: 0 }],
+        pages: vec![SourcePage {
+            url: "https://example.com/".into(),
+            outcome: PageOutcome::Indexed,
+            reason: None,
+            doc: Some(doc1.id),
+            depth: 0,
+        }],
     };
     let mut settings = KbSettings::default();
     settings.answer.profile = "faq".into();
     settings.answer.min_cosine = Some(0.75);
     let ops = vec![
-        WriteOp::PutDocument { document: doc1.clone(), chunks: chunks1.clone() },
-        WriteOp::PutDocument { document: doc2.clone(), chunks: chunks2.clone() },
+        WriteOp::PutDocument {
+            document: doc1.clone(),
+            chunks: chunks1.clone(),
+        },
+        WriteOp::PutDocument {
+            document: doc2.clone(),
+            chunks: chunks2.clone(),
+        },
         WriteOp::PutFaq(f1.clone()),
         WriteOp::PutFaq(f2.clone()),
         WriteOp::PutFaq(f3.clone()),
         WriteOp::PutFact(fact.clone()),
         WriteOp::PutFact(fact2.clone()),
-        WriteOp::AddSynonyms(SynonymGroup { terms: vec!["退款".into(), "退钱".into(), "refund".into()] }),
-        WriteOp::AddSynonyms(SynonymGroup { terms: vec!["desk".into(), "table".into()] }),
-        WriteOp::AddUserWord(UserWord { word: "升降桌".into(), freq: Some(100) }),
-        WriteOp::AddUserWord(UserWord { word: "Zeta".into(), freq: None }),
-        WriteOp::AddUserWord(UserWord { word: "alpha".into(), freq: Some(1) }),
-        WriteOp::AddUserWord(UserWord { word: "升降桌".into(), freq: Some(200) }),
+        WriteOp::AddSynonyms(SynonymGroup {
+            terms: vec!["退款".into(), "退钱".into(), "refund".into()],
+        }),
+        WriteOp::AddSynonyms(SynonymGroup {
+            terms: vec!["desk".into(), "table".into()],
+        }),
+        WriteOp::AddUserWord(UserWord {
+            word: "升降桌".into(),
+            freq: Some(100),
+        }),
+        WriteOp::AddUserWord(UserWord {
+            word: "Zeta".into(),
+            freq: None,
+        }),
+        WriteOp::AddUserWord(UserWord {
+            word: "alpha".into(),
+            freq: Some(1),
+        }),
+        WriteOp::AddUserWord(UserWord {
+            word: "升降桌".into(),
+            freq: Some(200),
+        }),
         WriteOp::PutSettings(settings),
         WriteOp::PutSource(source.clone()),
     ];
     t.result("apply content", &store.apply(&a, kb.id, ops).await);
 
     // Vectors: the first fix the space.
-    let space = EmbeddingSpace { model_id: "test-model".into(), dims: 3 };
-    let vec_of = |id: PassageId, x: f32| PassageVector { id, text_hash: format!("h-{x}"), vector: vec![x, -x / 3.0, 0.1 + x] };
+    let space = EmbeddingSpace {
+        model_id: "test-model".into(),
+        dims: 3,
+    };
+    let vec_of = |id: PassageId, x: f32| PassageVector {
+        id,
+        text_hash: format!("h-{x}"),
+        vector: vec![x, -x / 3.0, 0.1 + x],
+    };
     let vectors = vec![
         vec_of(PassageId::Chunk(chunks1[0].id), 0.5),
         vec_of(PassageId::Chunk(chunks1[1].id), 1.0 / 7.0),
@@ -252,103 +410,306 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
         vec_of(PassageId::Fact(fact.id), 1e20),
         vec_of(PassageId::Faq(f1.id), 0.75),
     ];
-    t.result("put vectors", &store.apply(&a, kb.id, vec![WriteOp::PutVectors { space: space.clone(), vectors }]).await);
-    let other_space = EmbeddingSpace { model_id: "other-model".into(), dims: 3 };
+    t.result(
+        "put vectors",
+        &store
+            .apply(
+                &a,
+                kb.id,
+                vec![WriteOp::PutVectors {
+                    space: space.clone(),
+                    vectors,
+                }],
+            )
+            .await,
+    );
+    let other_space = EmbeddingSpace {
+        model_id: "other-model".into(),
+        dims: 3,
+    };
     t.result(
         "vectors of another space",
-        &store.apply(&a, kb.id, vec![WriteOp::PutVectors { space: other_space, vectors: vec![vec_of(PassageId::Fact(fact2.id), 1.0)] }]).await,
+        &store
+            .apply(
+                &a,
+                kb.id,
+                vec![WriteOp::PutVectors {
+                    space: other_space,
+                    vectors: vec![vec_of(PassageId::Fact(fact2.id), 1.0)],
+                }],
+            )
+            .await,
     );
-    let short = PassageVector { id: PassageId::Fact(fact2.id), text_hash: "x".into(), vector: vec![1.0, 2.0] };
-    t.result("vector of the wrong length", &store.apply(&a, kb.id, vec![WriteOp::PutVectors { space: space.clone(), vectors: vec![short] }]).await);
+    let short = PassageVector {
+        id: PassageId::Fact(fact2.id),
+        text_hash: "x".into(),
+        vector: vec![1.0, 2.0],
+    };
+    t.result(
+        "vector of the wrong length",
+        &store
+            .apply(
+                &a,
+                kb.id,
+                vec![WriteOp::PutVectors {
+                    space: space.clone(),
+                    vectors: vec![short],
+                }],
+            )
+            .await,
+    );
     t.result("embedding space", &store.embedding_space(&a, kb.id).await);
 
     // Reads.
     t.push("snapshot 1", store.snapshot(&a, kb.id).await.unwrap());
     t.push("documents", store.documents(&a, kb.id).await.unwrap());
-    t.push("document 1", store.document(&a, kb.id, doc1.id).await.unwrap());
-    t.push("document of another kb", store.document(&a, other.id, doc1.id).await.unwrap());
-    t.push("missing document", store.document(&a, kb.id, DocId(ids.next())).await.unwrap());
+    t.push(
+        "document 1",
+        store.document(&a, kb.id, doc1.id).await.unwrap(),
+    );
+    t.push(
+        "document of another kb",
+        store.document(&a, other.id, doc1.id).await.unwrap(),
+    );
+    t.push(
+        "missing document",
+        store.document(&a, kb.id, DocId(ids.next())).await.unwrap(),
+    );
     for owner in [None, Some("alice"), Some("bob")] {
-        t.push(&format!("by hash, owner {owner:?}"), store.document_by_hash(&a, kb.id, "hash-1", owner).await.unwrap());
+        t.push(
+            &format!("by hash, owner {owner:?}"),
+            store
+                .document_by_hash(&a, kb.id, "hash-1", owner)
+                .await
+                .unwrap(),
+        );
     }
     t.push("faqs", store.faqs(&a, kb.id).await.unwrap());
     t.push("sources", store.sources(&a, kb.id).await.unwrap());
-    t.push("kb after settings", store.kb_by_name(&a, "kb").await.unwrap().map(|k| kb_view(&k)));
+    t.push(
+        "kb after settings",
+        store
+            .kb_by_name(&a, "kb")
+            .await
+            .unwrap()
+            .map(|k| kb_view(&k)),
+    );
 
     // Changes: edit, replace, delete.
     f1.answer = "在“我的订单”里申请退款。".into();
     f1.edited = true;
     f1.updated_at = 60;
     f1.created_at = 999; // not changed by an update
-    let (mut doc1b, _) = document(&mut ids, kb.id, "Desk manual v2", "hash-2", None, &[("Only one chunk now.", &["Setup"])]);
+    let (mut doc1b, _) = document(
+        &mut ids,
+        kb.id,
+        "Desk manual v2",
+        "hash-2",
+        None,
+        &[("Only one chunk now.", &["Setup"])],
+    );
     doc1b.id = doc1.id;
-    let chunks1b = vec![Chunk { id: ChunkId(ids.next()), doc: doc1.id, ordinal: 0, heading_path: vec!["Setup".into()], text: "Only one chunk now.".into(), start: 0, end: 19 }];
+    let chunks1b = vec![Chunk {
+        id: ChunkId(ids.next()),
+        doc: doc1.id,
+        ordinal: 0,
+        heading_path: vec!["Setup".into()],
+        text: "Only one chunk now.".into(),
+        start: 0,
+        end: 19,
+    }];
     let mut source2 = source.clone();
     source2.status = SourceStatus::Failed;
     source2.reason = Some("HTTP 500".into());
     let ops = vec![
         WriteOp::PutFaq(f1.clone()),
-        WriteOp::PutDocument { document: doc1b, chunks: chunks1b },
+        WriteOp::PutDocument {
+            document: doc1b,
+            chunks: chunks1b,
+        },
         WriteOp::DeleteFaq(f2.id),
         WriteOp::DeleteFact(fact2.id),
-        WriteOp::PutFact(Fact { value: "16:00–次日03:00".into(), ..fact.clone() }),
+        WriteOp::PutFact(Fact {
+            value: "16:00–次日03:00".into(),
+            ..fact.clone()
+        }),
         WriteOp::PutSource(source2),
     ];
     t.result("apply changes", &store.apply(&a, kb.id, ops).await);
     t.push("snapshot 2", store.snapshot(&a, kb.id).await.unwrap());
     t.push("sources 2", store.sources(&a, kb.id).await.unwrap());
-    let ops = vec![WriteOp::DeleteSource(source.id), WriteOp::DeleteDocument(doc2.id)];
-    t.result("delete source and document", &store.apply(&a, kb.id, ops).await);
+    let ops = vec![
+        WriteOp::DeleteSource(source.id),
+        WriteOp::DeleteDocument(doc2.id),
+    ];
+    t.result(
+        "delete source and document",
+        &store.apply(&a, kb.id, ops).await,
+    );
     t.push("documents 2", store.documents(&a, kb.id).await.unwrap());
     t.push("sources 3", store.sources(&a, kb.id).await.unwrap());
 
     // FAQ drafts: linked to a document; unedited ones follow it, edited ones stay.
-    let (draft_doc, draft_chunks) = document(&mut ids, kb.id, "Draft source", "hash-draft", None, &[("Returns within 30 days.", &[])]);
-    let (draft_doc2, draft_chunks2) = document(&mut ids, kb.id, "Draft source v2", "hash-draft-2", None, &[("Returns within 60 days.", &[])]);
-    let draft = |ids: &mut Ids, q: &str, edited: bool, doc: DocId| FaqEntry { edited, source_doc: Some(doc), ..faq(ids, kb.id, q, "from the document", FaqStatus::Pending, 70) };
-    let (kept, dropped) = (draft(&mut ids, "edited draft?", true, draft_doc.id), draft(&mut ids, "unedited draft?", false, draft_doc.id));
+    let (draft_doc, draft_chunks) = document(
+        &mut ids,
+        kb.id,
+        "Draft source",
+        "hash-draft",
+        None,
+        &[("Returns within 30 days.", &[])],
+    );
+    let (draft_doc2, draft_chunks2) = document(
+        &mut ids,
+        kb.id,
+        "Draft source v2",
+        "hash-draft-2",
+        None,
+        &[("Returns within 60 days.", &[])],
+    );
+    let draft = |ids: &mut Ids, q: &str, edited: bool, doc: DocId| FaqEntry {
+        edited,
+        source_doc: Some(doc),
+        ..faq(ids, kb.id, q, "from the document", FaqStatus::Pending, 70)
+    };
+    let (kept, dropped) = (
+        draft(&mut ids, "edited draft?", true, draft_doc.id),
+        draft(&mut ids, "unedited draft?", false, draft_doc.id),
+    );
     let missing = DocId(ids.next());
     let orphan = draft(&mut ids, "draft of a missing document?", false, missing);
-    t.result("draft of a missing document", &store.apply(&a, kb.id, vec![WriteOp::PutFaq(orphan)]).await);
+    t.result(
+        "draft of a missing document",
+        &store.apply(&a, kb.id, vec![WriteOp::PutFaq(orphan)]).await,
+    );
     let ops = vec![
-        WriteOp::PutDocument { document: draft_doc.clone(), chunks: draft_chunks },
+        WriteOp::PutDocument {
+            document: draft_doc.clone(),
+            chunks: draft_chunks,
+        },
         WriteOp::PutFaq(kept.clone()),
         WriteOp::PutFaq(dropped.clone()),
     ];
     t.result("drafts stored", &store.apply(&a, kb.id, ops).await);
     let ops = vec![
-        WriteOp::PutDocument { document: draft_doc2.clone(), chunks: draft_chunks2 },
-        WriteOp::RelinkDrafts { from: draft_doc.id, to: draft_doc2.id },
+        WriteOp::PutDocument {
+            document: draft_doc2.clone(),
+            chunks: draft_chunks2,
+        },
+        WriteOp::RelinkDrafts {
+            from: draft_doc.id,
+            to: draft_doc2.id,
+        },
         WriteOp::DeleteDocument(draft_doc.id),
     ];
     t.result("document replaced", &store.apply(&a, kb.id, ops).await);
-    t.push("drafts after replace", store.faqs(&a, kb.id).await.unwrap().into_iter().filter(|f| f.question.contains("draft")).collect::<Vec<_>>());
-    t.result("drafts deleted", &store.apply(&a, kb.id, vec![WriteOp::DeleteUneditedDrafts(draft_doc2.id), WriteOp::DeleteDocument(draft_doc2.id)]).await);
-    t.push("drafts after delete", store.faqs(&a, kb.id).await.unwrap().into_iter().filter(|f| f.question.contains("draft")).collect::<Vec<_>>());
+    t.push(
+        "drafts after replace",
+        store
+            .faqs(&a, kb.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|f| f.question.contains("draft"))
+            .collect::<Vec<_>>(),
+    );
+    t.result(
+        "drafts deleted",
+        &store
+            .apply(
+                &a,
+                kb.id,
+                vec![
+                    WriteOp::DeleteUneditedDrafts(draft_doc2.id),
+                    WriteOp::DeleteDocument(draft_doc2.id),
+                ],
+            )
+            .await,
+    );
+    t.push(
+        "drafts after delete",
+        store
+            .faqs(&a, kb.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|f| f.question.contains("draft"))
+            .collect::<Vec<_>>(),
+    );
 
     // A write that fails part-way changes nothing.
     let seq_before = store.kb_seq(&a, kb.id).await.unwrap();
     let (bad_doc, bad_chunks) = document(&mut ids, kb.id, "bad", "hash-bad", None, &[("x", &[])]);
     let dup = vec![bad_chunks[0].clone(), bad_chunks[0].clone()];
-    let ops = vec![WriteOp::PutFaq(faq(&mut ids, kb.id, "never", "stored", FaqStatus::Approved, 1)), WriteOp::PutDocument { document: bad_doc, chunks: dup }];
+    let ops = vec![
+        WriteOp::PutFaq(faq(
+            &mut ids,
+            kb.id,
+            "never",
+            "stored",
+            FaqStatus::Approved,
+            1,
+        )),
+        WriteOp::PutDocument {
+            document: bad_doc,
+            chunks: dup,
+        },
+    ];
     let r = store.apply(&a, kb.id, ops).await;
     assert!(r.is_err(), "a write with a duplicate chunk id must fail");
     t.result("failed write", &r);
-    assert_eq!(store.kb_seq(&a, kb.id).await.unwrap(), seq_before, "a failed write must not move the sequence");
-    t.push("faqs after failed write", store.faqs(&a, kb.id).await.unwrap().len());
+    assert_eq!(
+        store.kb_seq(&a, kb.id).await.unwrap(),
+        seq_before,
+        "a failed write must not move the sequence"
+    );
+    t.push(
+        "faqs after failed write",
+        store.faqs(&a, kb.id).await.unwrap().len(),
+    );
 
     // Tenant isolation: b reaches nothing of a's by id.
-    t.result("b: snapshot of a's kb", &store.snapshot(&b, kb.id).await.map(|s| s.passages.len()));
+    t.result(
+        "b: snapshot of a's kb",
+        &store.snapshot(&b, kb.id).await.map(|s| s.passages.len()),
+    );
     t.result("b: faqs of a's kb", &store.faqs(&b, kb.id).await);
     t.result("b: seq of a's kb", &store.kb_seq(&b, kb.id).await);
     t.result("b: documents of a's kb", &store.documents(&b, kb.id).await);
-    t.result("b: document of a's kb", &store.document(&b, kb.id, doc1.id).await);
-    t.result("b: by hash in a's kb", &store.document_by_hash(&b, kb.id, "hash-2", None).await);
+    t.result(
+        "b: document of a's kb",
+        &store.document(&b, kb.id, doc1.id).await,
+    );
+    t.result(
+        "b: by hash in a's kb",
+        &store.document_by_hash(&b, kb.id, "hash-2", None).await,
+    );
     t.result("b: sources of a's kb", &store.sources(&b, kb.id).await);
-    t.result("b: space of a's kb", &store.embedding_space(&b, kb.id).await);
-    t.result("b: write to a's kb", &store.apply(&b, kb.id, vec![WriteOp::PutFaq(faq(&mut ids, kb.id, "intruder", "x", FaqStatus::Approved, 1))]).await);
+    t.result(
+        "b: space of a's kb",
+        &store.embedding_space(&b, kb.id).await,
+    );
+    t.result(
+        "b: write to a's kb",
+        &store
+            .apply(
+                &b,
+                kb.id,
+                vec![WriteOp::PutFaq(faq(
+                    &mut ids,
+                    kb.id,
+                    "intruder",
+                    "x",
+                    FaqStatus::Approved,
+                    1,
+                ))],
+            )
+            .await,
+    );
     t.result("b: delete a's kb", &store.delete_kb(&b, kb.id).await);
-    t.push("b: own snapshot", store.snapshot(&b, kb_b.id).await.unwrap());
+    t.push(
+        "b: own snapshot",
+        store.snapshot(&b, kb_b.id).await.unwrap(),
+    );
     for r in [
         store.snapshot(&b, kb.id).await.is_err(),
         store.apply(&b, kb.id, vec![]).await.is_err(),
@@ -356,32 +717,65 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     ] {
         assert!(r, "tenant b must not reach tenant a's knowledge base");
     }
-    assert_eq!(store.faqs(&a, kb.id).await.unwrap().len(), 3, "two entries and the edited draft");
+    assert_eq!(
+        store.faqs(&a, kb.id).await.unwrap().len(),
+        3,
+        "two entries and the edited draft"
+    );
 
     // Keys.
     let keys = [
         (key("k1", &a, Role::Admin, None, None, 10), "hash-k1"),
-        (key("k2", &a, Role::ReadOnly, Some("alice"), Some("kb"), 11), "hash-k2"),
+        (
+            key("k2", &a, Role::ReadOnly, Some("alice"), Some("kb"), 11),
+            "hash-k2",
+        ),
         (key("k3", &b, Role::ReadWrite, None, None, 10), "hash-k3"),
     ];
     for (k, h) in &keys {
         t.result(&format!("put key {}", k.id), &store.put_key(k, h).await);
     }
-    t.push("key by hash k2", store.key_by_hash("hash-k2").await.unwrap());
-    t.push("key by hash k3", store.key_by_hash("hash-k3").await.unwrap());
-    t.push("key by unknown hash", store.key_by_hash("nope").await.unwrap());
+    t.push(
+        "key by hash k2",
+        store.key_by_hash("hash-k2").await.unwrap(),
+    );
+    t.push(
+        "key by hash k3",
+        store.key_by_hash("hash-k3").await.unwrap(),
+    );
+    t.push(
+        "key by unknown hash",
+        store.key_by_hash("nope").await.unwrap(),
+    );
     t.push("keys of a", store.keys(Some(&a)).await.unwrap());
     t.push("keys of b", store.keys(Some(&b)).await.unwrap());
     t.push("all keys", store.keys(None).await.unwrap());
-    t.push("b revokes a's key", store.revoke_key(&b, "k1").await.unwrap());
-    t.push("a revokes its key", store.revoke_key(&a, "k1").await.unwrap());
-    t.push("revoked key by hash", store.key_by_hash("hash-k1").await.unwrap());
+    t.push(
+        "b revokes a's key",
+        store.revoke_key(&b, "k1").await.unwrap(),
+    );
+    t.push(
+        "a revokes its key",
+        store.revoke_key(&a, "k1").await.unwrap(),
+    );
+    t.push(
+        "revoked key by hash",
+        store.key_by_hash("hash-k1").await.unwrap(),
+    );
 
     // Query log with owners and conversations.
     for r in [
         logged(&a, kb.id, "q1", "public first", Some("c1"), 10, None),
         logged(&a, kb.id, "q2", "public miss", Some("c1"), 11, None),
-        logged(&a, kb.id, "q3", "alice private", Some("c2"), 12, Some("alice")),
+        logged(
+            &a,
+            kb.id,
+            "q3",
+            "alice private",
+            Some("c2"),
+            12,
+            Some("alice"),
+        ),
         logged(&a, kb.id, "q4", "operator", None, 13, Some(OPERATOR_OWNER)),
         logged(&a, kb.id, "q5", "same time", Some("c3"), 13, None),
         logged(&a, other.id, "q6", "other kb", Some("c1"), 14, None),
@@ -390,50 +784,265 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     ] {
         t.result(&format!("log {}", r.id), &store.log_query(&r).await);
     }
-    for viewer in [Viewer::Public, Viewer::Owner("bob".into()), Viewer::Owner("alice".into()), Viewer::Everything] {
-        let f = LogFilter { limit: 100, viewer: viewer.clone(), ..Default::default() };
-        t.push(&format!("log as {viewer:?}"), store.query_log(&a, kb.id, &f).await.unwrap().iter().map(|r| r.id.clone()).collect::<Vec<_>>());
+    for viewer in [
+        Viewer::Public,
+        Viewer::Owner("bob".into()),
+        Viewer::Owner("alice".into()),
+        Viewer::Everything,
+    ] {
+        let f = LogFilter {
+            limit: 100,
+            viewer: viewer.clone(),
+            ..Default::default()
+        };
+        t.push(
+            &format!("log as {viewer:?}"),
+            store
+                .query_log(&a, kb.id, &f)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.id.clone())
+                .collect::<Vec<_>>(),
+        );
     }
     let filters = [
-        LogFilter { limit: 100, viewer: Viewer::Everything, kb_miss: Some(true), ..Default::default() },
-        LogFilter { limit: 100, viewer: Viewer::Everything, kb_miss: Some(false), ..Default::default() },
-        LogFilter { limit: 100, viewer: Viewer::Everything, conversation_id: Some("c1".into()), ..Default::default() },
-        LogFilter { limit: 100, viewer: Viewer::Everything, since: Some(12), ..Default::default() },
-        LogFilter { limit: 2, viewer: Viewer::Everything, ..Default::default() },
-        LogFilter { limit: 0, viewer: Viewer::Everything, ..Default::default() },
+        LogFilter {
+            limit: 100,
+            viewer: Viewer::Everything,
+            kb_miss: Some(true),
+            ..Default::default()
+        },
+        LogFilter {
+            limit: 100,
+            viewer: Viewer::Everything,
+            kb_miss: Some(false),
+            ..Default::default()
+        },
+        LogFilter {
+            limit: 100,
+            viewer: Viewer::Everything,
+            conversation_id: Some("c1".into()),
+            ..Default::default()
+        },
+        LogFilter {
+            limit: 100,
+            viewer: Viewer::Everything,
+            since: Some(12),
+            ..Default::default()
+        },
+        LogFilter {
+            limit: 2,
+            viewer: Viewer::Everything,
+            ..Default::default()
+        },
+        LogFilter {
+            limit: 0,
+            viewer: Viewer::Everything,
+            ..Default::default()
+        },
     ];
     for (i, f) in filters.iter().enumerate() {
-        t.push(&format!("log filter {i}"), store.query_log(&a, kb.id, f).await.unwrap().iter().map(|r| r.id.clone()).collect::<Vec<_>>());
+        t.push(
+            &format!("log filter {i}"),
+            store
+                .query_log(&a, kb.id, f)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.id.clone())
+                .collect::<Vec<_>>(),
+        );
     }
-    t.push("log of b", store.query_log(&b, kb_b.id, &LogFilter { limit: 100, viewer: Viewer::Everything, ..Default::default() }).await.unwrap());
-    t.push("log of a's kb as b", store.query_log(&b, kb.id, &LogFilter { limit: 100, viewer: Viewer::Everything, ..Default::default() }).await.unwrap());
-    t.push("entry q1", store.query_log_entry(&a, "q1", &Viewer::Public).await.unwrap());
-    t.push("entry q3 as bob", store.query_log_entry(&a, "q3", &Viewer::Owner("bob".into())).await.unwrap());
-    t.push("entry q3 as alice", store.query_log_entry(&a, "q3", &Viewer::Owner("alice".into())).await.unwrap().map(|r| r.query));
-    t.push("entry q1 as b", store.query_log_entry(&b, "q1", &Viewer::Everything).await.unwrap());
-    t.push("feedback q3 public", store.set_feedback(&a, "q3", &Viewer::Public, "useful").await.unwrap());
-    t.push("feedback q3 alice", store.set_feedback(&a, "q3", &Viewer::Owner("alice".into()), "useful").await.unwrap());
-    t.push("feedback q1 as b", store.set_feedback(&b, "q1", &Viewer::Everything, "not_useful").await.unwrap());
-    t.push("entry q3 feedback", store.query_log_entry(&a, "q3", &Viewer::Everything).await.unwrap().map(|r| r.feedback));
-    for viewer in [Viewer::Public, Viewer::Owner("alice".into()), Viewer::Everything] {
-        t.push(&format!("conversations as {viewer:?}"), store.conversations(&a, kb.id, &viewer, 10).await.unwrap());
+    t.push(
+        "log of b",
+        store
+            .query_log(
+                &b,
+                kb_b.id,
+                &LogFilter {
+                    limit: 100,
+                    viewer: Viewer::Everything,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "log of a's kb as b",
+        store
+            .query_log(
+                &b,
+                kb.id,
+                &LogFilter {
+                    limit: 100,
+                    viewer: Viewer::Everything,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "entry q1",
+        store
+            .query_log_entry(&a, "q1", &Viewer::Public)
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "entry q3 as bob",
+        store
+            .query_log_entry(&a, "q3", &Viewer::Owner("bob".into()))
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "entry q3 as alice",
+        store
+            .query_log_entry(&a, "q3", &Viewer::Owner("alice".into()))
+            .await
+            .unwrap()
+            .map(|r| r.query),
+    );
+    t.push(
+        "entry q1 as b",
+        store
+            .query_log_entry(&b, "q1", &Viewer::Everything)
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "feedback q3 public",
+        store
+            .set_feedback(&a, "q3", &Viewer::Public, "useful")
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "feedback q3 alice",
+        store
+            .set_feedback(&a, "q3", &Viewer::Owner("alice".into()), "useful")
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "feedback q1 as b",
+        store
+            .set_feedback(&b, "q1", &Viewer::Everything, "not_useful")
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "entry q3 feedback",
+        store
+            .query_log_entry(&a, "q3", &Viewer::Everything)
+            .await
+            .unwrap()
+            .map(|r| r.feedback),
+    );
+    for viewer in [
+        Viewer::Public,
+        Viewer::Owner("alice".into()),
+        Viewer::Everything,
+    ] {
+        t.push(
+            &format!("conversations as {viewer:?}"),
+            store.conversations(&a, kb.id, &viewer, 10).await.unwrap(),
+        );
     }
-    t.push("conversations, limit 1", store.conversations(&a, kb.id, &Viewer::Everything, 1).await.unwrap());
-    t.push("conversations as b", store.conversations(&b, kb.id, &Viewer::Everything, 10).await.unwrap());
-    t.push("b deletes c1", store.delete_conversation(&b, kb.id, "c1", &Viewer::Everything).await.unwrap());
-    t.push("bob deletes c2", store.delete_conversation(&a, kb.id, "c2", &Viewer::Owner("bob".into())).await.unwrap());
-    t.push("alice deletes c2", store.delete_conversation(&a, kb.id, "c2", &Viewer::Owner("alice".into())).await.unwrap());
-    t.push("public deletes c1", store.delete_conversation(&a, kb.id, "c1", &Viewer::Public).await.unwrap());
-    t.push("conversations after deletes", store.conversations(&a, kb.id, &Viewer::Everything, 10).await.unwrap());
+    t.push(
+        "conversations, limit 1",
+        store
+            .conversations(&a, kb.id, &Viewer::Everything, 1)
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "conversations as b",
+        store
+            .conversations(&b, kb.id, &Viewer::Everything, 10)
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "b deletes c1",
+        store
+            .delete_conversation(&b, kb.id, "c1", &Viewer::Everything)
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "bob deletes c2",
+        store
+            .delete_conversation(&a, kb.id, "c2", &Viewer::Owner("bob".into()))
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "alice deletes c2",
+        store
+            .delete_conversation(&a, kb.id, "c2", &Viewer::Owner("alice".into()))
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "public deletes c1",
+        store
+            .delete_conversation(&a, kb.id, "c1", &Viewer::Public)
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "conversations after deletes",
+        store
+            .conversations(&a, kb.id, &Viewer::Everything, 10)
+            .await
+            .unwrap(),
+    );
 
     // Forgetting vectors, then the knowledge base.
-    t.result("clear vectors", &store.apply(&a, kb.id, vec![WriteOp::ClearVectors]).await);
+    t.result(
+        "clear vectors",
+        &store.apply(&a, kb.id, vec![WriteOp::ClearVectors]).await,
+    );
     t.push("snapshot 3", store.snapshot(&a, kb.id).await.unwrap());
     t.result("delete kb", &store.delete_kb(&a, kb.id).await);
     t.result("deleted kb's seq", &store.kb_seq(&a, kb.id).await);
-    t.push("kbs of a at the end", store.list_kbs(&a).await.unwrap().iter().map(kb_view).collect::<Vec<_>>());
-    t.push("log entry of a deleted kb", store.query_log_entry(&a, "q2", &Viewer::Everything).await.unwrap());
-    t.push("log of the other kb", store.query_log(&a, other.id, &LogFilter { limit: 10, viewer: Viewer::Everything, ..Default::default() }).await.unwrap().len());
+    t.push(
+        "kbs of a at the end",
+        store
+            .list_kbs(&a)
+            .await
+            .unwrap()
+            .iter()
+            .map(kb_view)
+            .collect::<Vec<_>>(),
+    );
+    t.push(
+        "log entry of a deleted kb",
+        store
+            .query_log_entry(&a, "q2", &Viewer::Everything)
+            .await
+            .unwrap(),
+    );
+    t.push(
+        "log of the other kb",
+        store
+            .query_log(
+                &a,
+                other.id,
+                &LogFilter {
+                    limit: 10,
+                    viewer: Viewer::Everything,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+            .len(),
+    );
     t.push("b's kb untouched", store.kb_seq(&b, kb_b.id).await.unwrap());
     t.lines()
 }

@@ -37,13 +37,21 @@ pub struct Run {
 }
 
 pub fn run(mut c: Command) -> Run {
-    let Output { status, stdout, stderr } = c.output().expect("binary runs");
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("binary runs");
     let r = Run {
         code: status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     };
-    assert!(!r.stderr.contains("panicked"), "the binary panicked:\n{}", r.stderr);
+    assert!(
+        !r.stderr.contains("panicked"),
+        "the binary panicked:\n{}",
+        r.stderr
+    );
     r
 }
 
@@ -70,18 +78,31 @@ pub fn data_of(dir: &tempfile::TempDir) -> PathBuf {
 /// Runs `ragscope query --json` and returns the events.
 pub fn query_events(data: &Path, kb: &str, query: &str, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut c = cmd(data);
-    c.args(["query", "--kb", kb, "--json"]).args(extra).arg(query);
+    c.args(["query", "--kb", kb, "--json"])
+        .args(extra)
+        .arg(query);
     let r = ok(c);
-    r.stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON event per line")).collect()
+    r.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
+        .collect()
 }
 
 /// Titles and bodies of the packed context sources, in order.
 pub fn sources(events: &[serde_json::Value]) -> Vec<(String, String)> {
-    let ctx = events.iter().find(|e| e["type"] == "context_assembled").expect("context_assembled event");
+    let ctx = events
+        .iter()
+        .find(|e| e["type"] == "context_assembled")
+        .expect("context_assembled event");
     ctx["sources"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["passage"]["title"].as_str().unwrap().to_owned(), s["passage"]["body"].as_str().unwrap().to_owned()))
+        .map(|s| {
+            (
+                s["passage"]["title"].as_str().unwrap().to_owned(),
+                s["passage"]["body"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
