@@ -474,3 +474,17 @@ pub struct KbSnapshot {
     /// Stored vectors.
     pub vectors: Vec<PassageVector>,
 }
+
+/// sha256 (lowercase hex) of a text: the key of its vector in the embedding
+/// cache and the stores, which compare it with the passage's current
+/// [`Passage::embedding_text`] to tell a stale vector.
+pub fn text_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}

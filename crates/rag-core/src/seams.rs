@@ -325,6 +325,11 @@ pub trait StoreRead: Send + Sync {
         tenant: &TenantId,
         kb: KbId,
     ) -> Result<Option<crate::model::EmbeddingSpace>>;
+    /// Recall the store runs itself (PostgreSQL), if it does; `None` (the
+    /// default) leaves every path to the engine's in-memory indexes.
+    fn store_recall(&self) -> Option<std::sync::Arc<dyn StoreRecall>> {
+        None
+    }
 }
 
 /// Write side of a store. Every call is atomic and scoped by a tenant.
@@ -357,3 +362,53 @@ pub trait EmbeddingCache: Send + Sync {
 /// A store that reads and writes.
 pub trait Store: StoreRead + StoreWrite + crate::log::QueryLogStore {}
 impl<T: StoreRead + StoreWrite + crate::log::QueryLogStore> Store for T {}
+
+/// A query term of a store-side lexical path, by its text: the store looks
+/// up its statistics itself (terms it does not hold score nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerm {
+    /// The analysed term.
+    pub text: String,
+    /// 1 for the query's own terms, less for expansions and corrections.
+    pub weight: f32,
+    /// A Chinese character bigram, scored in the bigram field.
+    pub gram: bool,
+}
+
+/// What a recall path served by the store needs besides the analysed query.
+#[derive(Debug, Clone)]
+pub struct StoreQuery<'a> {
+    /// The analysed query.
+    pub query: &'a AnalyzedQuery,
+    /// At most this many hits.
+    pub k: usize,
+    /// Filters, time and viewer.
+    pub ctx: &'a SearchCtx,
+    /// Retrieval parameters (BM25 and the typo threshold).
+    pub params: &'a crate::params::RetrievalParams,
+    /// The synonym path's extra terms and its notes, when a group fired
+    /// (synonym groups are matched against the query in the engine).
+    pub expansions: Option<(Vec<QueryTerm>, Vec<String>)>,
+    /// The dense path's query vector, in the knowledge base's space.
+    pub vector: Option<&'a [f32]>,
+    /// Search the vectors exactly (small knowledge bases, as the in-memory
+    /// index does below its HNSW threshold) instead of approximately.
+    pub dense_exact: bool,
+}
+
+/// Recall that runs inside the store, where the data is (the PostgreSQL
+/// store: BM25 over stored term statistics, pg_trgm, pgvector), instead of
+/// over the engine's in-memory indexes.
+#[async_trait]
+pub trait StoreRecall: Send + Sync {
+    /// Whether the store serves this path.
+    fn serves(&self, path: PathKind) -> bool;
+    /// Runs one path over a knowledge base of a tenant.
+    async fn recall(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        path: PathKind,
+        q: StoreQuery<'_>,
+    ) -> Result<RankedList>;
+}

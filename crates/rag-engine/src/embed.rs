@@ -12,10 +12,7 @@ pub(crate) fn hex_sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// sha256 (hex) of a text: the key of its vector in the cache and in the store.
-pub fn text_hash(text: &str) -> String {
-    hex_sha256(text.as_bytes())
-}
+pub use rag_core::text_hash;
 
 /// An embedder in front of a cache.
 #[derive(Clone)]

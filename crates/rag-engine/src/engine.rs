@@ -48,9 +48,13 @@ impl Components {
 pub struct KbIndex {
     /// The lexical index.
     pub lexical: LexicalIndex,
-    /// The dense index: `None` when the knowledge base has no vectors, an
-    /// error message when they could not be loaded.
+    /// The dense index: `None` when the knowledge base has no vectors or the
+    /// store searches them itself, an error message when they could not be loaded.
     pub dense: Option<Result<DenseIndex, String>>,
+    /// The embedding space of the stored vectors, if any.
+    pub space: Option<EmbeddingSpace>,
+    /// How many vectors the store holds for the knowledge base.
+    pub vectors: usize,
 }
 
 impl KbIndex {
@@ -231,11 +235,25 @@ impl Engine {
         let analyzer = self.inner.analyzer.clone();
         let started = std::time::Instant::now();
         let vector_params = self.inner.config.vectors.clone();
+        // A store that searches vectors itself needs no copy of them here.
+        let store_dense = self
+            .store()
+            .store_recall()
+            .is_some_and(|r| r.serves(rag_core::PathKind::Dense));
         let index = tokio::task::spawn_blocking(move || {
             let lexical = LexicalIndex::build(&analyzer, &snapshot);
-            let dense = DenseIndex::build(&snapshot, &lexical, vector_params)
-                .map(|r| r.map_err(|e| e.to_string()));
-            KbIndex { lexical, dense }
+            let dense = if store_dense {
+                None
+            } else {
+                DenseIndex::build(&snapshot, &lexical, vector_params)
+                    .map(|r| r.map_err(|e| e.to_string()))
+            };
+            KbIndex {
+                lexical,
+                dense,
+                space: snapshot.space.clone(),
+                vectors: snapshot.vectors.len(),
+            }
         })
         .await
         .map_err(|e| CoreError::Component {

@@ -75,6 +75,83 @@ struct DenseRetriever {
     embedder: CachedEmbedder,
 }
 
+/// A path the store runs itself (PostgreSQL). The engine still analyses the
+/// query, matches synonym groups and embeds the query; the store scores.
+struct StoreRetriever {
+    recall: Arc<dyn rag_core::StoreRecall>,
+    tenant: TenantId,
+    kb: rag_core::KbId,
+    index: Arc<KbIndex>,
+    path: PathKind,
+    params: RetrievalParams,
+    embedder: Option<CachedEmbedder>,
+    hnsw_threshold: usize,
+}
+
+#[async_trait]
+impl Retriever for StoreRetriever {
+    fn path(&self) -> PathKind {
+        self.path
+    }
+
+    async fn retrieve(
+        &self,
+        query: &AnalyzedQuery,
+        k: usize,
+        ctx: &SearchCtx,
+    ) -> Result<RankedList, CoreError> {
+        let expansions = if self.path == PathKind::Synonym {
+            self.index.lexical.synonym_expansion(query)
+        } else {
+            None
+        };
+        let vector = if self.path == PathKind::Dense {
+            let unavailable = |reason: String| -> CoreError {
+                UserError::PathUnavailable {
+                    path: "dense".into(),
+                    reason,
+                }
+                .into()
+            };
+            let embedder = self
+                .embedder
+                .as_ref()
+                .ok_or_else(|| unavailable("no embedder is configured".into()))?;
+            let space = self.index.space.as_ref().ok_or_else(|| {
+                unavailable(
+                    "this knowledge base has no vectors yet; run `ragscope reembed --kb NAME`"
+                        .into(),
+                )
+            })?;
+            let model = embedder.model().model_id();
+            if space.model_id != model {
+                return Err(UserError::EmbeddingSpaceMismatch {
+                    stored_model: space.model_id.clone(),
+                    stored_dims: space.dims,
+                    configured_model: model.to_owned(),
+                    configured_dims: embedder.model().dimensions(),
+                }
+                .into());
+            }
+            Some(embedder.embed_query(&query.raw).await?)
+        } else {
+            None
+        };
+        let q = rag_core::StoreQuery {
+            query,
+            k,
+            ctx,
+            params: &self.params,
+            expansions,
+            vector: vector.as_deref(),
+            dense_exact: self.index.vectors < self.hnsw_threshold,
+        };
+        self.recall
+            .recall(&self.tenant, self.kb, self.path, q)
+            .await
+    }
+}
+
 #[async_trait]
 impl Retriever for DenseRetriever {
     fn path(&self) -> PathKind {
@@ -486,8 +563,30 @@ impl Engine {
             viewer: options.viewer.clone(),
         };
         let mut retrievers: Vec<Arc<dyn Retriever>> = Vec::new();
+        let store_recall = self.store().store_recall();
         for p in &params.paths {
-            if *p != PathKind::Dense {
+            if let Some(recall) = store_recall.as_ref().filter(|r| r.serves(*p)) {
+                if *p == PathKind::Dense && self.embedder().is_none() {
+                    let message =
+                        "no embedder is configured; the dense path did not run".to_owned();
+                    warnings.push(format!("dense path failed: {message}"));
+                    emit(PipelineEvent::RecallFailed {
+                        path: PathKind::Dense,
+                        message,
+                    });
+                    continue;
+                }
+                retrievers.push(Arc::new(StoreRetriever {
+                    recall: recall.clone(),
+                    tenant: tenant.clone(),
+                    kb: kb.id,
+                    index: index.clone(),
+                    path: *p,
+                    params: params.clone(),
+                    embedder: self.embedder(),
+                    hnsw_threshold: self.config().vectors.hnsw_threshold,
+                }));
+            } else if *p != PathKind::Dense {
                 retrievers.push(Arc::new(LexicalRetriever {
                     index: index.clone(),
                     path: *p,

@@ -16,7 +16,7 @@ pub(crate) struct WeightedTerm {
 
 /// Lucene's BM25 idf, always positive.
 #[inline]
-pub(crate) fn idf(n: f32, df: f32) -> f32 {
+pub fn idf(n: f32, df: f32) -> f32 {
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 

@@ -61,13 +61,23 @@ pub struct LexicalIndex {
     seq: u64,
 }
 
-/// A passage analysed for indexing.
-struct Analysed {
-    fields: [Vec<(String, TokenKind)>; FIELDS],
-    match_text: String,
+/// A passage analysed the way the index analyses it; stores that keep term
+/// statistics themselves (PostgreSQL) store exactly this.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassageTerms {
+    /// Tokens of the title, body and tags fields, then the Chinese character
+    /// bigrams of all three, in that order.
+    pub fields: [Vec<(String, TokenKind)>; FIELDS],
+    /// Normalised title, body and tags, one per line: what substring matching reads.
+    pub match_text: String,
 }
 
-fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
+/// Analyses a text passage (chunk or FAQ entry) for indexing.
+pub fn passage_terms(analyzer: &Analyzer, p: &Passage) -> PassageTerms {
+    analyse(analyzer, p)
+}
+
+fn analyse(analyzer: &Analyzer, p: &Passage) -> PassageTerms {
     let mut grams = Vec::new();
     let mut take = |text: &str| -> Vec<(String, TokenKind)> {
         let mut words = Vec::new();
@@ -96,7 +106,7 @@ fn analyse(analyzer: &Analyzer, p: &Passage) -> Analysed {
     }
     let fields = [take(&p.title), take(&p.body), take(&tags), Vec::new()];
     let [title, body, tags, _] = fields;
-    Analysed {
+    PassageTerms {
         fields: [title, body, tags, grams],
         match_text,
     }
@@ -326,7 +336,7 @@ fn text_batches(passages: &[Passage], budget: usize) -> impl Iterator<Item = &[P
     })
 }
 
-fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<Analysed> {
+fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<PassageTerms> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

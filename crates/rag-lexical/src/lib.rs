@@ -44,6 +44,8 @@ mod ngram;
 mod substring;
 mod synonyms;
 
+pub use bm25::idf;
 pub use filter::Filter;
 pub use highlight::highlight;
-pub use index::LexicalIndex;
+pub use index::{passage_terms, LexicalIndex, PassageTerms};
+pub use substring::{SubstringMatch, SubstringPlan, MIN_COVERAGE};

@@ -8,15 +8,32 @@ use rag_core::{AnalyzedQuery, Hit, PathKind, RankedList};
 use rag_text::normalize_for_match;
 
 /// Share of the query's key terms (weighted) a passage must contain.
-const MIN_COVERAGE: f32 = 0.6;
+pub const MIN_COVERAGE: f32 = 0.6;
 
-impl LexicalIndex {
-    /// Passages containing the whole query, or most of its key terms, as
-    /// substrings of their normalised text. Key terms weigh by rarity (idf over
-    /// this path's own matches) and length; a passage must cover at least
-    /// 60% of that weight. Score: coverage, plus 1 when the whole query occurs,
-    /// plus a small share for how densely the terms occur.
-    pub fn substring(&self, q: &AnalyzedQuery, k: usize, filter: &Filter) -> RankedList {
+/// The patterns of the substring path and how they are scored; shared by the
+/// in-memory index and stores that find candidates themselves.
+#[derive(Debug, Clone)]
+pub struct SubstringPlan {
+    /// The patterns: the whole normalised query first (when it has at least
+    /// two characters), then the key terms; at most 64.
+    pub patterns: Vec<String>,
+    /// Whether `patterns[0]` is the whole query.
+    pub whole_first: bool,
+    matcher: AhoCorasick,
+}
+
+/// What one passage's text says about the patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubstringMatch {
+    /// Bit `i` is set when pattern `i` occurs.
+    pub bits: u64,
+    /// Occurrences of all patterns, overlapping ones included.
+    pub count: u32,
+}
+
+impl SubstringPlan {
+    /// The plan of a query, or the note saying why there is none.
+    pub fn new(q: &AnalyzedQuery) -> Result<Self, String> {
         let whole = normalize_for_match(&q.raw);
         let mut patterns: Vec<String> = Vec::new();
         if whole.chars().count() >= 2 {
@@ -29,49 +46,118 @@ impl LexicalIndex {
             }
         }
         if patterns.is_empty() {
-            return RankedList {
-                path: PathKind::Substring,
-                hits: vec![],
-                notes: vec!["no pattern to look for".into()],
-            };
+            return Err("no pattern to look for".into());
         }
-        // At most 64 patterns: matches are tracked in a 64-bit set.
         patterns.truncate(64);
-        let Ok(ac) = AhoCorasick::new(&patterns) else {
-            return RankedList {
-                path: PathKind::Substring,
-                hits: vec![],
-                notes: vec!["patterns could not be compiled".into()],
-            };
+        let matcher =
+            AhoCorasick::new(&patterns).map_err(|_| "patterns could not be compiled".to_owned())?;
+        let whole_first = patterns.first().is_some_and(|p| *p == whole);
+        Ok(SubstringPlan {
+            patterns,
+            whole_first,
+            matcher,
+        })
+    }
+
+    /// The note every list of this path carries.
+    pub fn note(&self) -> String {
+        format!("patterns: {}", self.patterns.join(" | "))
+    }
+
+    /// Index of the first key-term pattern.
+    fn key_start(&self) -> usize {
+        usize::from(self.whole_first)
+    }
+
+    /// Pattern weights from how many of `n` text passages contain each
+    /// (rarer and longer weigh more; the whole query counts double).
+    pub fn weights(&self, dfs: &[usize], n: usize) -> Vec<f64> {
+        self.patterns
+            .iter()
+            .zip(dfs)
+            .enumerate()
+            .map(|(i, (p, df))| {
+                let len_factor = (p.chars().count() as f64).min(8.0).sqrt();
+                let whole_bonus = if i == 0 && self.whole_first { 2.0 } else { 1.0 };
+                idf(n as f32, *df as f32) as f64 * len_factor * whole_bonus
+            })
+            .collect()
+    }
+
+    /// The patterns in `text`.
+    pub fn find(&self, text: &str) -> SubstringMatch {
+        let (mut bits, mut count) = (0u64, 0u32);
+        for m in self.matcher.find_overlapping_iter(text) {
+            bits |= 1 << m.pattern().as_usize();
+            count += 1;
+        }
+        SubstringMatch { bits, count }
+    }
+
+    /// The score of a passage whose text has `chars` characters, or `None`
+    /// when it contains neither the whole query nor enough of the key terms.
+    pub fn score(&self, weights: &[f64], m: SubstringMatch, chars: usize) -> Option<f64> {
+        if m.bits == 0 {
+            return None;
+        }
+        let has = |p: usize| m.bits & (1 << p) != 0;
+        let key_total: f64 = weights[self.key_start()..].iter().sum();
+        let whole_found = self.whole_first && has(0);
+        let covered: f64 = (self.key_start()..self.patterns.len())
+            .filter(|p| has(*p))
+            .map(|p| weights[p])
+            .sum();
+        let coverage = if key_total > 0.0 {
+            covered / key_total
+        } else {
+            0.0
         };
+        if !whole_found && coverage < f64::from(MIN_COVERAGE) {
+            return None;
+        }
+        let density = m.count as f64 / chars.max(1) as f64;
+        Some(coverage + if whole_found { 1.0 } else { 0.0 } + 0.1 * density.min(1.0))
+    }
+
+    /// The patterns a match found, in pattern order.
+    pub fn matched(&self, bits: u64) -> Vec<String> {
+        (0..self.patterns.len())
+            .filter(|p| bits & (1 << p) != 0)
+            .map(|p| self.patterns[p].clone())
+            .collect()
+    }
+}
+
+impl LexicalIndex {
+    /// Passages containing the whole query, or most of its key terms, as
+    /// substrings of their normalised text. Key terms weigh by rarity (idf over
+    /// this path's own matches) and length; a passage must cover at least
+    /// 60% of that weight. Score: coverage, plus 1 when the whole query occurs,
+    /// plus a small share for how densely the terms occur.
+    pub fn substring(&self, q: &AnalyzedQuery, k: usize, filter: &Filter) -> RankedList {
+        let plan = match SubstringPlan::new(q) {
+            Ok(p) => p,
+            Err(note) => {
+                return RankedList {
+                    path: PathKind::Substring,
+                    hits: vec![],
+                    notes: vec![note],
+                }
+            }
+        };
+        let patterns = &plan.patterns;
         let n = self.text_count as usize;
-        // Candidates per pattern from the n-gram index (None: every passage).
         let candidates: Vec<Option<Vec<u32>>> =
             patterns.iter().map(|p| self.ngrams.candidates(p)).collect();
-        // Weights: rarity (idf over the candidate count, exact for short
-        // patterns, an upper bound on the document frequency for longer ones)
-        // times a length factor; the whole query counts double.
-        let whole_first = patterns.first().is_some_and(|p| *p == whole);
-        let weights: Vec<f64> = patterns
+        let dfs: Vec<usize> = candidates
             .iter()
-            .zip(&candidates)
-            .enumerate()
-            .map(|(i, (p, c))| {
-                let df = c.as_ref().map_or(n, Vec::len);
-                let len_factor = (p.chars().count() as f64).min(8.0).sqrt();
-                let whole_bonus = if i == 0 && whole_first { 2.0 } else { 1.0 };
-                idf(n as f32, df as f32) as f64 * len_factor * whole_bonus
-            })
+            .map(|c| c.as_ref().map_or(n, Vec::len))
             .collect();
-        // Coverage of the key terms (weighted): a substring match means the
-        // passage says what the query says, not one of its words.
-        let key_start = usize::from(whole_first);
+        let weights = plan.weights(&dfs, n);
+        let key_start = plan.key_start();
         let key_total: f64 = weights[key_start..].iter().sum();
         let min_coverage = f64::from(MIN_COVERAGE);
 
-        // Upper bound of each passage's coverage from the candidate lists; only
-        // passages that could reach the threshold (or contain the whole query)
-        // are verified by scanning their text.
         let mut bound = vec![0f64; n];
         let mut everywhere = 0f64;
         for p in key_start..patterns.len() {
@@ -86,7 +172,7 @@ impl LexicalIndex {
                     && (bound[*o as usize] + everywhere) / key_total >= min_coverage - 1e-12
             })
             .collect();
-        if whole_first {
+        if plan.whole_first {
             match &candidates[0] {
                 Some(list) => verify.extend(list),
                 None => verify = (0..n as u32).collect(),
@@ -103,35 +189,11 @@ impl LexicalIndex {
                 continue;
             }
             let text = self.match_text[o].as_str();
-            let (mut bits, mut count) = (0u64, 0u32);
-            for m in ac.find_overlapping_iter(text) {
-                bits |= 1 << m.pattern().as_usize();
-                count += 1;
+            let m = plan.find(text);
+            if let Some(score) = plan.score(&weights, m, text.chars().count()) {
+                scored.push((ord, score));
+                found_bits.push((ord, m.bits));
             }
-            if bits == 0 {
-                continue;
-            }
-            let has = |p: usize| bits & (1 << p) != 0;
-            let whole_found = whole_first && has(0);
-            let covered: f64 = (key_start..patterns.len())
-                .filter(|p| has(*p))
-                .map(|p| weights[p])
-                .sum();
-            let coverage = if key_total > 0.0 {
-                covered / key_total
-            } else {
-                0.0
-            };
-            if !whole_found && coverage < min_coverage {
-                continue;
-            }
-            // Among equal coverage, passages where the terms recur densely rank first.
-            let density = count as f64 / text.chars().count().max(1) as f64;
-            scored.push((
-                ord,
-                coverage + if whole_found { 1.0 } else { 0.0 } + 0.1 * density.min(1.0),
-            ));
-            found_bits.push((ord, bits));
         }
         top_k(&mut scored, k);
         let hits = scored
@@ -141,22 +203,18 @@ impl LexicalIndex {
                 id: self.passages[ord as usize].id,
                 rank: i as u32 + 1,
                 score,
-                matched: {
-                    let bits = found_bits
+                matched: plan.matched(
+                    found_bits
                         .iter()
                         .find(|(o, _)| *o == ord)
-                        .map_or(0, |(_, b)| *b);
-                    (0..patterns.len())
-                        .filter(|p| bits & (1 << p) != 0)
-                        .map(|p| patterns[p].clone())
-                        .collect()
-                },
+                        .map_or(0, |(_, b)| *b),
+                ),
             })
             .collect();
         RankedList {
             path: PathKind::Substring,
             hits,
-            notes: vec![format!("patterns: {}", patterns.join(" | "))],
+            notes: vec![plan.note()],
         }
     }
 }

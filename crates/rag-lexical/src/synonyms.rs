@@ -167,3 +167,45 @@ impl LexicalIndex {
         self.ranked(PathKind::Synonym, scored, &terms, notes)
     }
 }
+
+impl LexicalIndex {
+    /// The synonym path's expansion for a store that scores terms itself: the
+    /// other members' terms of every group the query fired (each once, none
+    /// of the query's own), with the path's notes; `None` when no group fired.
+    pub fn synonym_expansion(
+        &self,
+        q: &AnalyzedQuery,
+    ) -> Option<(Vec<rag_core::QueryTerm>, Vec<String>)> {
+        let fired = self.synonyms.fired(q);
+        if fired.is_empty() {
+            return None;
+        }
+        let mut terms: Vec<rag_core::QueryTerm> = Vec::new();
+        let mut notes = Vec::new();
+        for f in &fired {
+            notes.push(format!(
+                "{} → {}",
+                f.said.text,
+                f.others
+                    .iter()
+                    .map(|p| p.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            for p in &f.others {
+                for t in &p.tokens {
+                    if !q.tokens.iter().any(|qt| qt.text == *t)
+                        && !terms.iter().any(|w| w.text == *t)
+                    {
+                        terms.push(rag_core::QueryTerm {
+                            text: t.clone(),
+                            weight: EXPANSION_WEIGHT,
+                            gram: false,
+                        });
+                    }
+                }
+            }
+        }
+        Some((terms, notes))
+    }
+}

@@ -36,9 +36,11 @@
 
 mod error;
 mod keys;
+mod lex;
 mod log;
 mod migrate;
 mod pool;
+mod recall;
 mod store;
 mod vector;
 

@@ -28,6 +28,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "faq_drafts",
         sql: include_str!("../migrations/0002_faq_drafts.sql"),
     },
+    Migration {
+        version: 3,
+        name: "recall",
+        sql: include_str!("../migrations/0003_recall.sql"),
+    },
 ];
 
 /// The schema version this build needs.

@@ -24,6 +24,8 @@ pub const DEFAULT_POOL_SIZE: usize = 8;
 #[derive(Clone)]
 pub struct PgStore {
     pool: Arc<Pool>,
+    /// The analysis behind the stored term statistics (the engine's own).
+    pub(crate) analyzer: rag_text::Analyzer,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -62,6 +64,7 @@ impl PgStore {
         }
         Ok(PgStore {
             pool: Arc::new(pool),
+            analyzer: rag_text::Analyzer::new(),
         })
     }
 
@@ -153,7 +156,11 @@ pub(crate) async fn begin<'c>(
 
 /// Checks that `kb` belongs to `tenant` (the application's own scoping; row
 /// level security holds beneath it).
-async fn owned(tx: &Transaction<'_>, tenant: &TenantId, kb: KbId) -> Result<(), CoreError> {
+pub(crate) async fn owned(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    kb: KbId,
+) -> Result<(), CoreError> {
     match tx
         .query_opt(
             "SELECT 1 FROM kbs WHERE id = $1 AND tenant = $2",
@@ -614,6 +621,108 @@ async fn read_faqs(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<FaqEntry>, Core
         .collect()
 }
 
+/// Which passages [`passages_of`] loads.
+#[derive(Debug, Default)]
+pub(crate) struct Scope {
+    /// Every passage of the knowledge base.
+    pub all: bool,
+    /// Chunks of these documents.
+    pub docs: Vec<uuid::Uuid>,
+    /// These FAQ entries.
+    pub faqs: Vec<uuid::Uuid>,
+    /// These facts.
+    pub facts: Vec<uuid::Uuid>,
+}
+
+/// Passages of a knowledge base in snapshot order (chunks by document
+/// creation, document and ordinal; FAQ entries by creation; facts by id),
+/// each with its chunk ordinal (0 for others).
+pub(crate) async fn passages_of(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    scope: &Scope,
+) -> Result<Vec<(Passage, i32)>, CoreError> {
+    let mut passages = Vec::new();
+    let all = scope.all;
+    if all || !scope.docs.is_empty() {
+        let rows = tx
+            .query(
+                "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner, c.ordinal
+                 FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = $1 AND ($2 OR c.doc_id = ANY($3))
+                 ORDER BY d.created_at, d.id, c.ordinal",
+                &[&kb.0, &all, &scope.docs],
+            )
+            .await
+            .map_err(pg)?;
+        for r in &rows {
+            let headings: Vec<String> = json(r, 3, "chunks", "heading_path")?;
+            let title: String = r.get(2);
+            let passage = Passage {
+                id: PassageId::Chunk(ChunkId(r.get(0))),
+                title: rag_core::chunk_title(&title, &headings),
+                body: r.get(4),
+                tags: r.get(5),
+                aliases: Vec::new(),
+                doc: Some(DocId(r.get(1))),
+                source: Some(r.get(6)),
+                span: Some((r.get::<_, i64>(7) as usize, r.get::<_, i64>(8) as usize)),
+                created_at: r.get(9),
+                valid_from: None,
+                valid_until: None,
+                searchable: true,
+                owner: r.get(10),
+            };
+            passages.push((passage, r.get::<_, i32>(11)));
+        }
+    }
+    if all || !scope.faqs.is_empty() {
+        let faqs = read_faqs(tx, kb).await?;
+        passages.extend(
+            faqs.into_iter()
+                .filter(|f| all || scope.faqs.contains(&f.id.0))
+                .map(|f| (Passage::from(f), 0)),
+        );
+    }
+    if all || !scope.facts.is_empty() {
+        let rows = tx
+            .query("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = $1 AND ($2 OR id = ANY($3)) ORDER BY id", &[&kb.0, &all, &scope.facts])
+            .await
+            .map_err(pg)?;
+        for r in &rows {
+            let fact = rag_core::Fact {
+                id: FactId(r.get(0)),
+                kb,
+                key: r.get(1),
+                value: r.get(2),
+                key_synonyms: r.get(3),
+            };
+            passages.push((Passage::from(fact), 0));
+        }
+    }
+    Ok(passages)
+}
+
+/// The user dictionary of a knowledge base.
+pub(crate) async fn user_words(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<UserWord>, CoreError> {
+    tx.query(
+        "SELECT word, freq FROM user_words WHERE kb_id = $1 ORDER BY word",
+        &[&kb.0],
+    )
+    .await
+    .map_err(pg)?
+    .iter()
+    .map(|r| {
+        let freq: Option<i64> = r.get(1);
+        Ok(UserWord {
+            word: r.get(0),
+            freq: freq
+                .map(|f| u32::try_from(f).map_err(|_| corrupt("user_words", "freq", f.to_string())))
+                .transpose()?,
+        })
+    })
+    .collect()
+}
+
 async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, CoreError> {
     let kb_row = tx
         .query_one(
@@ -624,51 +733,18 @@ async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, Cor
         .map_err(pg)?;
     let seq: i64 = kb_row.get(0);
     let space = space_of(kb_row.get(1), kb_row.get(2));
-    let mut passages = Vec::new();
-    let rows = tx
-        .query(
-            "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner
-             FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = $1 ORDER BY d.created_at, d.id, c.ordinal",
-            &[&kb.0],
-        )
-        .await
-        .map_err(pg)?;
-    for r in &rows {
-        let headings: Vec<String> = json(r, 3, "chunks", "heading_path")?;
-        let title: String = r.get(2);
-        passages.push(Passage {
-            id: PassageId::Chunk(ChunkId(r.get(0))),
-            title: rag_core::chunk_title(&title, &headings),
-            body: r.get(4),
-            tags: r.get(5),
-            aliases: Vec::new(),
-            doc: Some(DocId(r.get(1))),
-            source: Some(r.get(6)),
-            span: Some((r.get::<_, i64>(7) as usize, r.get::<_, i64>(8) as usize)),
-            created_at: r.get(9),
-            valid_from: None,
-            valid_until: None,
-            searchable: true,
-            owner: r.get(10),
-        });
-    }
-    passages.extend(read_faqs(tx, kb).await?.into_iter().map(Passage::from));
-    let rows = tx
-        .query(
-            "SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = $1 ORDER BY id",
-            &[&kb.0],
-        )
-        .await
-        .map_err(pg)?;
-    for r in &rows {
-        passages.push(Passage::from(rag_core::Fact {
-            id: FactId(r.get(0)),
-            kb,
-            key: r.get(1),
-            value: r.get(2),
-            key_synonyms: r.get(3),
-        }));
-    }
+    let passages = passages_of(
+        tx,
+        kb,
+        &Scope {
+            all: true,
+            ..Default::default()
+        },
+    )
+    .await?
+    .into_iter()
+    .map(|(p, _)| p)
+    .collect();
     let synonyms = tx
         .query(
             "SELECT terms FROM synonyms WHERE kb_id = $1 ORDER BY position",
@@ -679,26 +755,7 @@ async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, Cor
         .iter()
         .map(|r| SynonymGroup { terms: r.get(0) })
         .collect();
-    let user_words = tx
-        .query(
-            "SELECT word, freq FROM user_words WHERE kb_id = $1 ORDER BY word",
-            &[&kb.0],
-        )
-        .await
-        .map_err(pg)?
-        .iter()
-        .map(|r| {
-            let freq: Option<i64> = r.get(1);
-            Ok(UserWord {
-                word: r.get(0),
-                freq: freq
-                    .map(|f| {
-                        u32::try_from(f).map_err(|_| corrupt("user_words", "freq", f.to_string()))
-                    })
-                    .transpose()?,
-            })
-        })
-        .collect::<Result<Vec<_>, CoreError>>()?;
+    let user_words = user_words(tx, kb).await?;
     let mut vectors = Vec::new();
     for r in tx
         .query(
@@ -732,6 +789,10 @@ async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, Cor
 
 #[async_trait]
 impl StoreRead for PgStore {
+    fn store_recall(&self) -> Option<Arc<dyn rag_core::StoreRecall>> {
+        Some(Arc::new(self.clone()))
+    }
+
     async fn list_kbs(&self, tenant: &TenantId) -> Result<Vec<KnowledgeBase>, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
@@ -996,9 +1057,12 @@ impl StoreWrite for PgStore {
             }
             .into());
         }
+        let mut dirty = crate::lex::Dirty::default();
         for op in ops {
+            dirty.note(&op);
             apply_op(&tx, tenant, kb, op).await?;
         }
+        crate::lex::sync(&tx, tenant, kb, &self.analyzer, dirty).await?;
         let seq: i64 = tx
             .query_one(
                 "UPDATE kbs SET seq = seq + 1 WHERE id = $1 RETURNING seq",

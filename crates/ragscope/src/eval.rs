@@ -227,11 +227,19 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         temp = tempfile::tempdir()?;
         temp.path().to_owned()
     };
-    let store =
-        EmbeddedStore::open(&dir, OpenMode::ReadWrite).map_err(|e| UserFacing(e.to_string()))?;
+    // Through the configured PostgreSQL store when there is one (its
+    // knowledge base is kept for the next run), else a local one.
+    let store: Arc<dyn rag_core::Store> = if app.config.store.is_some() {
+        app.stores(OpenMode::ReadWrite)?.0
+    } else {
+        Arc::new(
+            EmbeddedStore::open(&dir, OpenMode::ReadWrite)
+                .map_err(|e| UserFacing(e.to_string()))?,
+        )
+    };
     let engine = Engine::new(
         Components {
-            store: Arc::new(store),
+            store,
             reranker: Arc::new(rag_core::IdentityReranker),
             embedder,
             cache,
@@ -316,6 +324,18 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 d.total
             ),
             Some(Err(e)) => anyhow::bail!("the vectors could not be loaded: {e}"),
+            // The store searches the vectors itself: every passage must have one.
+            None if index.space.is_some() && engine.store().store_recall().is_some() => {
+                let searchable = index
+                    .lexical
+                    .passages()
+                    .iter()
+                    .filter(|p| p.searchable)
+                    .count();
+                if index.vectors < searchable {
+                    anyhow::bail!("{} of {searchable} passages have no vector; refusing to report dense figures", searchable - index.vectors);
+                }
+            }
             None => anyhow::bail!("the corpus has no vectors; refusing to report dense figures"),
         }
     }

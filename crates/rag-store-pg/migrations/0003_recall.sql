@@ -1,0 +1,105 @@
+-- Recall inside PostgreSQL.
+--
+-- `passages` holds every searchable passage of a knowledge base as the
+-- engine's own analyzer sees it (the store writes these rows in the same
+-- transaction as the chunks, FAQ entries and facts they come from):
+--   * `lex`: the analysed terms as a tsvector, one weight per field (A title,
+--     B body, C tags, D Chinese character bigrams); a lexeme's positions in a
+--     weight count its occurrences in that field (term frequency), so BM25
+--     reads its term frequencies from here. Facts have none.
+--   * `len_*`: field lengths in tokens; `match_text`: the normalised text
+--     the substring path searches (pg_trgm index).
+--   * filter columns (owner, tags, validity, creation time) and the hash of
+--     the text its vector must have been made from.
+-- `lex_terms` keeps each term's document frequencies per field and
+-- `lex_stats` the passage count and summed field lengths: the statistics BM25
+-- needs, kept exact by the writer (which holds the knowledge base's row lock).
+-- `lex_stats.version` names the analysis the rows were made with; a store
+-- finding another version (or none: data from before this migration)
+-- rebuilds the knowledge base's rows.
+
+CREATE TABLE ragscope.passages (
+    tenant      text NOT NULL COLLATE "C",
+    kb_id       uuid NOT NULL,
+    passage     text NOT NULL COLLATE "C",
+    -- 0 chunk, 1 FAQ entry, 2 fact; with created_at, grp and ordinal the
+    -- order of the engine's snapshot (ties rank in this order).
+    kind        smallint NOT NULL,
+    created_at  bigint NOT NULL,
+    grp         uuid NOT NULL,
+    ordinal     integer NOT NULL,
+    owner       text,
+    tags_lc     text[] NOT NULL,
+    valid_from  bigint,
+    valid_until bigint,
+    embed_hash  text NOT NULL,
+    lex         tsvector,
+    len_title   integer NOT NULL,
+    len_body    integer NOT NULL,
+    len_tags    integer NOT NULL,
+    len_grams   integer NOT NULL,
+    match_text  text NOT NULL,
+    PRIMARY KEY (kb_id, passage),
+    FOREIGN KEY (tenant, kb_id) REFERENCES ragscope.kbs (tenant, id) ON DELETE CASCADE
+);
+CREATE INDEX passages_lex ON ragscope.passages USING gin (lex);
+CREATE INDEX passages_match ON ragscope.passages USING gin (match_text gin_trgm_ops);
+CREATE INDEX passages_by_grp ON ragscope.passages (kb_id, grp);
+
+CREATE TABLE ragscope.lex_terms (
+    tenant    text NOT NULL COLLATE "C",
+    kb_id     uuid NOT NULL,
+    term      text NOT NULL COLLATE "C",
+    -- Seen as an English word or identifier / as Chinese (typo paths).
+    wordish   boolean NOT NULL,
+    han       boolean NOT NULL,
+    chars     integer NOT NULL,
+    pinyin    text,
+    df_title  integer NOT NULL,
+    df_body   integer NOT NULL,
+    df_tags   integer NOT NULL,
+    df_grams  integer NOT NULL,
+    -- Passages with the term in any word field / in any field.
+    df_word   integer NOT NULL,
+    df_any    integer NOT NULL,
+    PRIMARY KEY (kb_id, term),
+    FOREIGN KEY (tenant, kb_id) REFERENCES ragscope.kbs (tenant, id) ON DELETE CASCADE
+);
+CREATE INDEX lex_terms_trgm ON ragscope.lex_terms USING gin (term gin_trgm_ops);
+CREATE INDEX lex_terms_pinyin ON ragscope.lex_terms (kb_id, pinyin) WHERE pinyin IS NOT NULL;
+
+CREATE TABLE ragscope.lex_stats (
+    tenant    text NOT NULL COLLATE "C",
+    kb_id     uuid PRIMARY KEY,
+    version   integer NOT NULL,
+    n         bigint NOT NULL,
+    sum_title bigint NOT NULL,
+    sum_body  bigint NOT NULL,
+    sum_tags  bigint NOT NULL,
+    sum_grams bigint NOT NULL,
+    FOREIGN KEY (tenant, kb_id) REFERENCES ragscope.kbs (tenant, id) ON DELETE CASCADE
+);
+
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['passages', 'lex_terms', 'lex_stats'] LOOP
+        EXECUTE format('ALTER TABLE ragscope.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE ragscope.%I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format('CREATE POLICY tenant_isolation ON ragscope.%I
+                          USING (tenant = current_setting(''ragscope.tenant'', true))
+                          WITH CHECK (tenant = current_setting(''ragscope.tenant'', true))', t);
+    END LOOP;
+END
+$$;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ragscope.passages, ragscope.lex_terms, ragscope.lex_stats TO ragscope_app;
+
+-- Approximate nearest neighbours: the vector column has no fixed dimension
+-- (it differs per knowledge base), so HNSW indexes are partial, one per
+-- common dimension, over the column cast to that dimension. Queries of
+-- other dimensions search exactly.
+CREATE INDEX vectors_hnsw_384 ON ragscope.vectors USING hnsw ((vector::vector(384)) vector_cosine_ops) WHERE vector_dims(vector) = 384;
+CREATE INDEX vectors_hnsw_512 ON ragscope.vectors USING hnsw ((vector::vector(512)) vector_cosine_ops) WHERE vector_dims(vector) = 512;
+CREATE INDEX vectors_hnsw_768 ON ragscope.vectors USING hnsw ((vector::vector(768)) vector_cosine_ops) WHERE vector_dims(vector) = 768;
+CREATE INDEX vectors_hnsw_1024 ON ragscope.vectors USING hnsw ((vector::vector(1024)) vector_cosine_ops) WHERE vector_dims(vector) = 1024;
+CREATE INDEX vectors_hnsw_1536 ON ragscope.vectors USING hnsw ((vector::vector(1536)) vector_cosine_ops) WHERE vector_dims(vector) = 1536;

@@ -1,0 +1,662 @@
+//! Recall inside PostgreSQL ([`StoreRecall`]): BM25 over the stored term
+//! statistics, the synonym and typo paths on top of it (pg_trgm similarity
+//! over the vocabulary, pinyin keys for Chinese homophones), the substring
+//! path (pg_trgm-indexed `LIKE`), and dense recall with pgvector (HNSW or
+//! exact). The scoring formulas are the in-memory index's, so rankings
+//! agree with the embedded store; README "PostgreSQL" lists where they
+//! legitimately differ.
+
+use crate::error::pg;
+use crate::lex;
+use crate::store::{begin, owned, PgStore};
+use crate::vector::VectorRef;
+use async_trait::async_trait;
+use rag_core::{
+    CoreError, Hit, KbId, PassageId, PathKind, QueryTerm, RankedList, SearchCtx, StoreQuery,
+    StoreRecall, TenantId, TokenKind, Viewer,
+};
+use rag_lexical::SubstringPlan;
+use rag_text::{is_han, pinyin_key};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Transaction;
+
+/// How many candidates the HNSW search keeps (pgvector's `hnsw.ef_search`);
+/// chosen for recall@10 ≥ 0.98 against exact search (README "PostgreSQL").
+pub const HNSW_EF_SEARCH: usize = 100;
+/// Typo corrections per unknown word.
+const MAX_CORRECTIONS: usize = 3;
+/// Similarity given to a homophone.
+const HOMOPHONE_SIMILARITY: f32 = 0.9;
+
+/// The filter every path applies, as SQL over `passages p` with parameters
+/// `$1`…`$7` (see [`FilterArgs`]).
+const FILTER: &str = "p.kb_id = $1 AND ($2 OR p.owner IS NULL OR p.owner = $3)
+    AND (p.valid_from IS NULL OR $4 >= p.valid_from) AND (p.valid_until IS NULL OR $4 <= p.valid_until)
+    AND ($5::bigint IS NULL OR p.created_at >= $5) AND ($6::bigint IS NULL OR p.created_at <= $6)
+    AND p.tags_lc @> $7::text[]";
+
+/// Ties rank in the engine's snapshot order.
+const SNAPSHOT_ORDER: &str = "p.kind, p.created_at, p.grp, p.ordinal";
+
+struct FilterArgs {
+    kb: uuid::Uuid,
+    everything: bool,
+    owner: Option<String>,
+    at: i64,
+    after: Option<i64>,
+    before: Option<i64>,
+    tags: Vec<String>,
+}
+
+impl FilterArgs {
+    fn new(kb: KbId, ctx: &SearchCtx) -> Self {
+        let (everything, owner) = match &ctx.viewer {
+            Viewer::Everything => (true, None),
+            Viewer::Owner(o) => (false, Some(o.clone())),
+            Viewer::Public => (false, None),
+        };
+        FilterArgs {
+            kb: kb.0,
+            everything,
+            owner,
+            at: ctx.filters.as_of.unwrap_or(ctx.now),
+            after: ctx.filters.created_after,
+            before: ctx.filters.created_before,
+            tags: ctx
+                .filters
+                .tags
+                .iter()
+                .map(|t| t.trim().to_lowercase())
+                .filter(|t| !t.is_empty())
+                .collect(),
+        }
+    }
+
+    /// `$1`…`$7`, followed by a path's own parameters.
+    fn params<'a>(&'a self, rest: &[&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
+        let mut v: Vec<&(dyn ToSql + Sync)> = vec![
+            &self.kb,
+            &self.everything,
+            &self.owner,
+            &self.at,
+            &self.after,
+            &self.before,
+            &self.tags,
+        ];
+        v.extend_from_slice(rest);
+        v
+    }
+}
+
+fn quote_lexeme(out: &mut String, text: &str) {
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
+/// `LIKE` pattern matching `text` anywhere.
+fn like_anywhere(text: &str) -> String {
+    let mut s = String::with_capacity(text.len() + 2);
+    s.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push('%');
+    s
+}
+
+fn passage_id(text: &str) -> Result<PassageId, CoreError> {
+    PassageId::parse(text)
+        .ok_or_else(|| crate::error::corrupt("passages", "passage", text.to_owned()))
+}
+
+/// `tf·(k1+1) / (tf + k1·(1 − b + b·len/avg))` in SQL (`$12` k1, `$13` b).
+fn sat(tf: &str, len: &str, avg: &str) -> String {
+    format!("(({tf})::float8 * ($12::float8 + 1) / (({tf})::float8 + $12::float8 * (1 - $13::float8 + $13::float8 * ({len})::float8 / {avg})))")
+}
+
+/// Lucene's idf over `st.n` passages.
+fn idf(df: &str) -> String {
+    format!("ln(1 + (st.n - {df} + 0.5) / ({df} + 0.5))")
+}
+
+impl PgStore {
+    /// Rebuilds the knowledge base's recall rows when they were made by
+    /// another analysis or not at all (data from before migration 3).
+    async fn ensure_current(&self, tenant: &TenantId, kb: KbId) -> Result<(), CoreError> {
+        {
+            let mut conn = self.conn().await?;
+            let tx = begin(&mut conn, &tenant.0, false).await?;
+            let current = lex::current(&tx, kb).await?;
+            tx.commit().await.map_err(pg)?;
+            if current {
+                return Ok(());
+            }
+        }
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        if tx
+            .query_opt(
+                "SELECT 1 FROM kbs WHERE id = $1 AND tenant = $2 FOR UPDATE",
+                &[&kb.0, &tenant.0],
+            )
+            .await
+            .map_err(pg)?
+            .is_none()
+        {
+            return Err(rag_core::UserError::UnknownKb {
+                name: kb.to_string(),
+            }
+            .into());
+        }
+        // Another process may have rebuilt them while this one waited for the lock.
+        lex::sync(&tx, tenant, kb, &self.analyzer, lex::Dirty::default()).await?;
+        tx.commit().await.map_err(pg)
+    }
+}
+
+/// Which of `terms` the knowledge base's vocabulary holds.
+async fn known(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    terms: &[&str],
+) -> Result<std::collections::HashSet<String>, CoreError> {
+    if terms.is_empty() {
+        return Ok(Default::default());
+    }
+    let rows = tx
+        .query(
+            "SELECT term FROM lex_terms WHERE kb_id = $1 AND term = ANY($2)",
+            &[&kb.0, &terms],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// BM25 with OR semantics over `terms` (duplicates count twice, as in the
+/// in-memory index), best first; each hit lists the terms it contains.
+async fn bm25(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    terms: &[QueryTerm],
+    params: &rag_core::Bm25Params,
+    k: usize,
+) -> Result<Vec<Hit>, CoreError> {
+    if terms.is_empty() || k == 0 {
+        return Ok(Vec::new());
+    }
+    let mut tsquery = String::new();
+    for t in terms {
+        if !tsquery.is_empty() {
+            tsquery.push_str(" | ");
+        }
+        quote_lexeme(&mut tsquery, &t.text);
+    }
+    let texts: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
+    let weights: Vec<f64> = terms.iter().map(|t| f64::from(t.weight)).collect();
+    let grams: Vec<bool> = terms.iter().map(|t| t.gram).collect();
+    let (multi, [ft, fb, fc]) = match params.fields {
+        rag_core::FieldMode::Flat => (false, [0.0; 3]),
+        rag_core::FieldMode::MultiField { title, body, tags } => {
+            (true, [title, body, tags].map(f64::from))
+        }
+    };
+    let (k1, b, ngw) = (
+        f64::from(params.k1),
+        f64::from(params.b),
+        f64::from(params.ngram_weight),
+    );
+    let limit = k as i64;
+    let field = |tf: &str, df: &str, len: &str, avg: &str, w: &str| {
+        format!(
+            "CASE WHEN {tf} > 0 AND {w} > 0 THEN {w} * {} * {} ELSE 0 END",
+            idf(df),
+            sat(tf, len, avg)
+        )
+    };
+    let score = format!(
+        "CASE WHEN m.gram THEN
+             CASE WHEN $18::float8 <= 0 OR m.df_grams = 0 OR m.td = 0 THEN 0 ELSE m.w * $18::float8 * {gram_idf} * {gram_sat} END
+         WHEN NOT $14::boolean THEN
+             CASE WHEN m.df_word = 0 OR m.ta + m.tb + m.tc = 0 THEN 0 ELSE m.w * {word_idf} * {word_sat} END
+         ELSE m.w * ({ta} + {tb} + {tc})
+         END",
+        gram_idf = idf("m.df_grams"),
+        gram_sat = sat("m.td", "m.lg", "st.ag"),
+        word_idf = idf("m.df_word"),
+        word_sat = sat("m.ta + m.tb + m.tc", "m.lt + m.lb + m.lc", "st.aw"),
+        ta = field("m.ta", "m.df_title", "m.lt", "st.at", "$15::float8"),
+        tb = field("m.tb", "m.df_body", "m.lb", "st.ab", "$16::float8"),
+        tc = field("m.tc", "m.df_tags", "m.lc", "st.ac", "$17::float8"),
+    );
+    let sql = format!(
+        "WITH st AS (
+             SELECT greatest(n, 1)::float8 AS n,
+                    greatest(sum_title::float8 / greatest(n, 1), 1) AS at, greatest(sum_body::float8 / greatest(n, 1), 1) AS ab,
+                    greatest(sum_tags::float8 / greatest(n, 1), 1) AS ac, greatest(sum_grams::float8 / greatest(n, 1), 1) AS ag,
+                    greatest((sum_title + sum_body + sum_tags)::float8 / greatest(n, 1), 1) AS aw
+             FROM lex_stats WHERE kb_id = $1
+         ),
+         qt AS (
+             SELECT q.term, q.w, q.gram, t.df_title, t.df_body, t.df_tags, t.df_grams, t.df_word
+             FROM unnest($8::text[], $9::float8[], $10::boolean[]) AS q(term, w, gram)
+             JOIN lex_terms t ON t.kb_id = $1 AND t.term = q.term
+         ),
+         m AS (
+             SELECT p.passage, p.kind, p.created_at, p.grp, p.ordinal,
+                    p.len_title AS lt, p.len_body AS lb, p.len_tags AS lc, p.len_grams AS lg, qt.*,
+                    cardinality(array_positions(u.weights, 'A')) AS ta, cardinality(array_positions(u.weights, 'B')) AS tb,
+                    cardinality(array_positions(u.weights, 'C')) AS tc, cardinality(array_positions(u.weights, 'D')) AS td
+             FROM passages p CROSS JOIN LATERAL unnest(p.lex) AS u JOIN qt ON qt.term = u.lexeme
+             WHERE {FILTER} AND p.kind < 2 AND p.lex @@ $11::text::tsquery
+         )
+         SELECT m.passage, sum({score}) AS score, array_agg(DISTINCT m.term)
+         FROM m CROSS JOIN st
+         GROUP BY m.passage, m.kind, m.created_at, m.grp, m.ordinal
+         HAVING sum({score}) > 0
+         ORDER BY score DESC, m.kind, m.created_at, m.grp, m.ordinal
+         LIMIT $19::bigint"
+    );
+    let rows = tx
+        .query(
+            &sql,
+            &f.params(&[
+                &texts, &weights, &grams, &tsquery, &k1, &b, &multi, &ft, &fb, &fc, &ngw, &limit,
+            ]),
+        )
+        .await
+        .map_err(pg)?;
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let found: Vec<String> = r.get(2);
+            // The terms a hit contains, in query order (as the in-memory index lists them).
+            let mut matched: Vec<String> = terms
+                .iter()
+                .filter(|t| found.contains(&t.text))
+                .map(|t| t.text.clone())
+                .collect();
+            matched.dedup();
+            Ok(Hit {
+                id: passage_id(r.get(0))?,
+                rank: i as u32 + 1,
+                score: r.get(1),
+                matched,
+            })
+        })
+        .collect()
+}
+
+/// The query's own terms, with multiplicity.
+fn query_terms(q: &rag_core::AnalyzedQuery) -> Vec<QueryTerm> {
+    q.tokens
+        .iter()
+        .map(|t| QueryTerm {
+            text: t.text.clone(),
+            weight: 1.0,
+            gram: t.kind == TokenKind::HanBigram,
+        })
+        .collect()
+}
+
+async fn bm25_path(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    f: &FilterArgs,
+    q: &StoreQuery<'_>,
+) -> Result<RankedList, CoreError> {
+    let terms = query_terms(q.query);
+    let texts: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
+    let have = known(tx, kb, &texts).await?;
+    let unknown: Vec<&str> = texts
+        .iter()
+        .copied()
+        .filter(|t| !have.contains(*t))
+        .collect();
+    let mut notes = Vec::new();
+    if !unknown.is_empty() {
+        notes.push(format!("not in the vocabulary: {}", unknown.join(", ")));
+    }
+    let hits = bm25(tx, f, &terms, &q.params.bm25, q.k).await?;
+    Ok(RankedList {
+        path: PathKind::Bm25,
+        hits,
+        notes,
+    })
+}
+
+async fn synonym_path(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    q: &StoreQuery<'_>,
+) -> Result<RankedList, CoreError> {
+    let Some((expansion, notes)) = &q.expansions else {
+        return Ok(RankedList {
+            path: PathKind::Synonym,
+            hits: vec![],
+            notes: vec!["no synonym fired".into()],
+        });
+    };
+    let mut terms = query_terms(q.query);
+    terms.extend(expansion.iter().cloned());
+    let hits = bm25(tx, f, &terms, &q.params.bm25, q.k).await?;
+    Ok(RankedList {
+        path: PathKind::Synonym,
+        hits,
+        notes: notes.clone(),
+    })
+}
+
+/// Typo tolerance: unknown English words corrected by pg_trgm similarity
+/// over the vocabulary, Chinese character windows by pinyin.
+async fn fuzzy_path(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    f: &FilterArgs,
+    q: &StoreQuery<'_>,
+) -> Result<RankedList, CoreError> {
+    let threshold = q.params.fuzzy_threshold;
+    let words: Vec<&str> = q
+        .query
+        .tokens
+        .iter()
+        .filter(|t| {
+            matches!(t.kind, TokenKind::Word | TokenKind::Ident) && t.text.chars().count() >= 3
+        })
+        .map(|t| t.text.as_str())
+        .collect();
+    let windows = han_windows(&q.query.normalized);
+    let mut probe: Vec<&str> = words.clone();
+    probe.extend(windows.iter().map(String::as_str));
+    let have = known(tx, kb, &probe).await?;
+
+    // (from, to, similarity), in the in-memory index's order: words first, then windows.
+    let mut corrections: Vec<(String, String, f32)> = Vec::new();
+    // `%` uses the index; the explicit comparison keeps the bound inclusive.
+    tx.execute(
+        "SELECT set_config('pg_trgm.similarity_threshold', $1, true)",
+        &[&format!("{}", (threshold - 1e-6).max(0.0))],
+    )
+    .await
+    .map_err(pg)?;
+    for w in words.iter().filter(|w| !have.contains(**w)) {
+        let rows = tx
+            .query(
+                "SELECT term, similarity(term, $2) AS s FROM lex_terms
+                 WHERE kb_id = $1 AND wordish AND chars >= 3 AND term % $2 AND similarity(term, $2) >= $3
+                 ORDER BY s DESC, df_any DESC, term LIMIT $4",
+                &[&kb.0, w, &threshold, &(MAX_CORRECTIONS as i64)],
+            )
+            .await
+            .map_err(pg)?;
+        corrections.extend(
+            rows.iter()
+                .map(|r| ((*w).to_owned(), r.get::<_, String>(0), r.get::<_, f32>(1))),
+        );
+    }
+    let unknown_windows: Vec<(&String, String)> = windows
+        .iter()
+        .filter(|w| !have.contains(w.as_str()))
+        .filter_map(|w| pinyin_key(w).map(|k| (w, k)))
+        .collect();
+    if !unknown_windows.is_empty() {
+        let keys: Vec<&str> = unknown_windows.iter().map(|(_, k)| k.as_str()).collect();
+        let rows = tx
+            .query(
+                "SELECT pinyin, term FROM lex_terms WHERE kb_id = $1 AND pinyin = ANY($2) AND han AND df_word > 0 ORDER BY pinyin, term",
+                &[&kb.0, &keys],
+            )
+            .await
+            .map_err(pg)?;
+        for (window, key) in &unknown_windows {
+            let same: Vec<String> = rows
+                .iter()
+                .filter(|r| r.get::<_, &str>(0) == key)
+                .map(|r| r.get(1))
+                .take(MAX_CORRECTIONS)
+                .collect();
+            corrections.extend(
+                same.into_iter()
+                    .map(|to| ((*window).clone(), to, HOMOPHONE_SIMILARITY)),
+            );
+        }
+    }
+    if corrections.is_empty() {
+        return Ok(RankedList {
+            path: PathKind::Fuzzy,
+            hits: vec![],
+            notes: vec!["no unknown term to correct".into()],
+        });
+    }
+    let notes = corrections
+        .iter()
+        .map(|(from, to, s)| format!("{from} → {to} ({s:.2})"))
+        .collect();
+    let mut terms = query_terms(q.query);
+    terms.extend(corrections.into_iter().map(|(_, to, s)| QueryTerm {
+        text: to,
+        weight: s,
+        gram: false,
+    }));
+    let hits = bm25(tx, f, &terms, &q.params.bm25, q.k).await?;
+    Ok(RankedList {
+        path: PathKind::Fuzzy,
+        hits,
+        notes,
+    })
+}
+
+/// Windows of two to four characters of every run of Chinese characters, in order.
+fn han_windows(normalized: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut run: Vec<char> = Vec::new();
+    let flush = |run: &mut Vec<char>, out: &mut Vec<String>| {
+        for len in 2..=4usize {
+            for w in run.windows(len) {
+                out.push(w.iter().collect());
+            }
+        }
+        run.clear();
+    };
+    for c in normalized.chars() {
+        if is_han(c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// The query and its key terms as substrings: candidates from the pg_trgm
+/// index, scored as the in-memory index scores them.
+async fn substring_path(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    f: &FilterArgs,
+    q: &StoreQuery<'_>,
+) -> Result<RankedList, CoreError> {
+    let plan = match SubstringPlan::new(q.query) {
+        Ok(p) => p,
+        Err(note) => {
+            return Ok(RankedList {
+                path: PathKind::Substring,
+                hits: vec![],
+                notes: vec![note],
+            })
+        }
+    };
+    let likes: Vec<String> = plan.patterns.iter().map(|p| like_anywhere(p)).collect();
+    let n: i64 = tx
+        .query_opt("SELECT n FROM lex_stats WHERE kb_id = $1", &[&kb.0])
+        .await
+        .map_err(pg)?
+        .map_or(0, |r| r.get(0));
+    // How many text passages contain each pattern (rarer patterns weigh more).
+    let mut dfs = Vec::with_capacity(likes.len());
+    for like in &likes {
+        let df: i64 = tx
+            .query_one("SELECT count(*) FROM passages WHERE kb_id = $1 AND kind < 2 AND match_text LIKE $2", &[&kb.0, like])
+            .await
+            .map_err(pg)?
+            .get(0);
+        dfs.push(df as usize);
+    }
+    let weights = plan.weights(&dfs, n as usize);
+    let any: Vec<String> = (0..likes.len())
+        .map(|i| format!("p.match_text LIKE ${}", 8 + i))
+        .collect();
+    let sql = format!(
+        "SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.kind < 2 AND ({}) ORDER BY {SNAPSHOT_ORDER}",
+        any.join(" OR ")
+    );
+    let like_params: Vec<&(dyn ToSql + Sync)> =
+        likes.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
+    let rows = tx.query(&sql, &f.params(&like_params)).await.map_err(pg)?;
+    let mut scored: Vec<(usize, f64, u64)> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let text: &str = r.get(1);
+        let m = plan.find(text);
+        if let Some(score) = plan.score(&weights, m, text.chars().count()) {
+            scored.push((i, score, m.bits));
+        }
+    }
+    // Best first; ties in snapshot order (the rows' order).
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(q.k);
+    let hits = scored
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (i, score, bits))| {
+            Ok(Hit {
+                id: passage_id(rows[i].get(0))?,
+                rank: rank as u32 + 1,
+                score,
+                matched: plan.matched(bits),
+            })
+        })
+        .collect::<Result<_, CoreError>>()?;
+    Ok(RankedList {
+        path: PathKind::Substring,
+        hits,
+        notes: vec![plan.note()],
+    })
+}
+
+/// Nearest passages by cosine with pgvector: through the HNSW index of the
+/// vectors' dimension (iterative scan, so filters never starve the result),
+/// or exactly when `exact` or no index covers the dimension.
+async fn dense_path(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    q: &StoreQuery<'_>,
+    exact: bool,
+) -> Result<RankedList, CoreError> {
+    let Some(vector) = q.vector else {
+        return Err(rag_core::UserError::PathUnavailable {
+            path: "dense".into(),
+            reason: "no query vector".into(),
+        }
+        .into());
+    };
+    let dims = vector.len();
+    let indexed = matches!(dims, 384 | 512 | 768 | 1024 | 1536);
+    let hnsw = indexed && !exact;
+    let distance = if hnsw {
+        format!("v.vector::vector({dims}) <=> $8::vector({dims})")
+    } else {
+        "v.vector <=> $8::vector".to_owned()
+    };
+    if hnsw {
+        tx.execute("SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)", &[&HNSW_EF_SEARCH.to_string()])
+            .await
+            .map_err(pg)?;
+    }
+    let sql = format!(
+        "SELECT v.passage, 1 - ({distance}) AS score
+         FROM vectors v JOIN passages p ON p.kb_id = v.kb_id AND p.passage = v.passage
+         WHERE v.kb_id = $1 AND vector_dims(v.vector) = {dims} AND v.text_hash = p.embed_hash AND {FILTER}
+         ORDER BY {distance}, {SNAPSHOT_ORDER}
+         LIMIT $9"
+    );
+    let limit = q.k as i64;
+    let v = VectorRef(vector);
+    let rows = tx.query(&sql, &f.params(&[&v, &limit])).await.map_err(pg)?;
+    let hits = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Ok(Hit {
+                id: passage_id(r.get(0))?,
+                rank: i as u32 + 1,
+                score: r.get(1),
+                matched: vec![],
+            })
+        })
+        .collect::<Result<_, CoreError>>()?;
+    let how = if hnsw {
+        format!("pgvector hnsw, ef_search {HNSW_EF_SEARCH}")
+    } else {
+        "pgvector exact".to_owned()
+    };
+    Ok(RankedList {
+        path: PathKind::Dense,
+        hits,
+        notes: vec![format!("index: {how}")],
+    })
+}
+
+#[async_trait]
+impl StoreRecall for PgStore {
+    fn serves(&self, path: PathKind) -> bool {
+        matches!(
+            path,
+            PathKind::Bm25
+                | PathKind::Synonym
+                | PathKind::Fuzzy
+                | PathKind::Substring
+                | PathKind::Dense
+        )
+    }
+
+    async fn recall(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        path: PathKind,
+        q: StoreQuery<'_>,
+    ) -> Result<RankedList, CoreError> {
+        self.ensure_current(tenant, kb).await?;
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let f = FilterArgs::new(kb, q.ctx);
+        let list = match path {
+            PathKind::Bm25 => bm25_path(&tx, kb, &f, &q).await?,
+            PathKind::Synonym => synonym_path(&tx, &f, &q).await?,
+            PathKind::Fuzzy => fuzzy_path(&tx, kb, &f, &q).await?,
+            PathKind::Substring => substring_path(&tx, kb, &f, &q).await?,
+            PathKind::Dense => dense_path(&tx, &f, &q, q.dense_exact).await?,
+            PathKind::Fact => {
+                return Err(rag_core::UserError::PathUnavailable {
+                    path: "fact".into(),
+                    reason: "facts are matched in the engine".into(),
+                }
+                .into())
+            }
+        };
+        tx.commit().await.map_err(pg)?;
+        Ok(list)
+    }
+}
