@@ -103,12 +103,14 @@ impl BertConfig {
             "gelu" => Activation::Gelu,
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
             "relu" => Activation::Relu,
-            other => return Err(BertError::unsupported(
-                "hidden_act",
-                format!(
+            other => {
+                return Err(BertError::unsupported(
+                    "hidden_act",
+                    format!(
                     "`{other}`; implemented: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu"
                 ),
-            )),
+                ))
+            }
         };
         let config = BertConfig {
             model_type,

@@ -48,6 +48,7 @@ pub use error::PgStoreError;
 pub use migrate::{
     latest_version, migrate, set_app_password, Migration, MigrationReport, MIGRATIONS,
 };
+pub use recall::HNSW_EF_SEARCH;
 pub use store::{parse_config, PgStore, DEFAULT_POOL_SIZE};
 pub use tokio_postgres::Config;
 

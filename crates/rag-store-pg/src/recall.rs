@@ -554,6 +554,24 @@ async fn substring_path(
     })
 }
 
+/// The dense query over vectors of `dims` dimensions: through the partial
+/// HNSW index of that dimension (its expression and predicate, so the
+/// planner can use it) or exactly.
+fn dense_sql(dims: usize, hnsw: bool) -> String {
+    let distance = if hnsw {
+        format!("v.vector::vector({dims}) <=> $8::vector({dims})")
+    } else {
+        "v.vector <=> $8::vector".to_owned()
+    };
+    format!(
+        "SELECT v.passage, 1 - ({distance}) AS score
+         FROM vectors v JOIN passages p ON p.kb_id = v.kb_id AND p.passage = v.passage
+         WHERE v.kb_id = $1 AND vector_dims(v.vector) = {dims} AND v.text_hash = p.embed_hash AND {FILTER}
+         ORDER BY {distance}, {SNAPSHOT_ORDER}
+         LIMIT $9"
+    )
+}
+
 /// Nearest passages by cosine with pgvector: through the HNSW index of the
 /// vectors' dimension (iterative scan, so filters never starve the result),
 /// or exactly when `exact` or no index covers the dimension.
@@ -573,23 +591,12 @@ async fn dense_path(
     let dims = vector.len();
     let indexed = matches!(dims, 384 | 512 | 768 | 1024 | 1536);
     let hnsw = indexed && !exact;
-    let distance = if hnsw {
-        format!("v.vector::vector({dims}) <=> $8::vector({dims})")
-    } else {
-        "v.vector <=> $8::vector".to_owned()
-    };
     if hnsw {
         tx.execute("SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)", &[&HNSW_EF_SEARCH.to_string()])
             .await
             .map_err(pg)?;
     }
-    let sql = format!(
-        "SELECT v.passage, 1 - ({distance}) AS score
-         FROM vectors v JOIN passages p ON p.kb_id = v.kb_id AND p.passage = v.passage
-         WHERE v.kb_id = $1 AND vector_dims(v.vector) = {dims} AND v.text_hash = p.embed_hash AND {FILTER}
-         ORDER BY {distance}, {SNAPSHOT_ORDER}
-         LIMIT $9"
-    );
+    let sql = dense_sql(dims, hnsw);
     let limit = q.k as i64;
     let v = VectorRef(vector);
     let rows = tx.query(&sql, &f.params(&[&v, &limit])).await.map_err(pg)?;
@@ -615,6 +622,39 @@ async fn dense_path(
         hits,
         notes: vec![format!("index: {how}")],
     })
+}
+
+impl PgStore {
+    /// PostgreSQL's plan for the approximate dense query over `kb` (for
+    /// tests and operators checking that the HNSW index answers).
+    pub async fn explain_dense(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        vector: &[f32],
+        k: usize,
+    ) -> Result<String, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        tx.execute("SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)", &[&HNSW_EF_SEARCH.to_string()])
+            .await
+            .map_err(pg)?;
+        let ctx = SearchCtx {
+            filters: Default::default(),
+            now: rag_core::now(),
+            viewer: Viewer::Everything,
+        };
+        let f = FilterArgs::new(kb, &ctx);
+        let (v, limit) = (VectorRef(vector), k as i64);
+        let sql = format!("EXPLAIN {}", dense_sql(vector.len(), true));
+        let rows = tx.query(&sql, &f.params(&[&v, &limit])).await.map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(rows
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
 }
 
 #[async_trait]

@@ -342,3 +342,158 @@ fn the_embedded_demo_moves_to_postgres_and_answers_the_same() {
         );
     }
 }
+
+fn e5_model() -> std::path::PathBuf {
+    let p = std::env::var_os("RAGSCOPE_MODELS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models"))
+        .join("e5-small-q4.bin");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/models/fetch-e5.sh",
+        p.display()
+    );
+    p
+}
+
+/// Every path's list, per path: (path, [(id, score, matched)], notes).
+type Lists = Vec<(
+    String,
+    Vec<(String, f64, serde_json::Value)>,
+    serde_json::Value,
+)>;
+
+/// Recall inside PostgreSQL (BM25 over stored statistics, pg_trgm, pgvector)
+/// ranks as the embedded store's in-memory indexes do: the same passages in
+/// the same order with the same scores (to float rounding: PostgreSQL sums
+/// in double precision), the same matched terms and notes.
+#[test]
+fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
+    let admin = admin_url();
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let cache = dir.path().join("embedding-cache");
+    let with_e5 = |c: &mut std::process::Command| {
+        c.env("RAGSCOPE_EMBEDDER__KIND", "e5")
+            .env("RAGSCOPE_EMBEDDER__MODEL_PATH", e5_model())
+            .env("RAGSCOPE_EMBEDDER__CACHE_DIR", &cache);
+    };
+    let mut c = cmd(&data);
+    with_e5(&mut c);
+    c.args(["reembed", "--kb", "demo"]);
+    ok(c);
+    let mut c = cmd(&data);
+    c.args(["migrate", "--admin-url", &admin]);
+    ok(c);
+    let file = dir.path().join("demo.jsonl");
+    let mut c = cmd(&data);
+    c.args(["export", "--kb", "demo", "--vectors", "--out"])
+        .arg(&file);
+    ok(c);
+    let app = app_url(&admin);
+    let tenant = unique("recall");
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_STORE", &app)
+        .env("RAGSCOPE_TENANT", &tenant)
+        .arg("import")
+        .arg(&file);
+    ok(c);
+    let lists = |pg: bool, q: &str, extra: &[&str]| -> Lists {
+        let mut c = cmd(&data);
+        with_e5(&mut c);
+        if pg {
+            c.env("RAGSCOPE_STORE", &app)
+                .env("RAGSCOPE_TENANT", &tenant);
+        }
+        c.args([
+            "query",
+            "--kb",
+            "demo",
+            "--json",
+            "--paths",
+            "bm25,substring,fuzzy,synonym,fact,dense",
+        ])
+        .args(extra)
+        .arg(q);
+        let r = ok(c);
+        let mut out: Lists = r
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["type"] == "recall")
+            .map(|e| {
+                let l = &e["list"];
+                let hits = l["hits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| {
+                        (
+                            h["id"]["id"].as_str().unwrap().to_owned(),
+                            h["score"].as_f64().unwrap(),
+                            h["matched"].clone(),
+                        )
+                    })
+                    .collect();
+                (
+                    l["path"].as_str().unwrap().to_owned(),
+                    hits,
+                    l["notes"].clone(),
+                )
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    };
+    let queries: &[(&str, &[&str])] = &[
+        ("怎么申请退款", &[]),
+        ("How do I reset my password?", &[]),
+        ("營業時間", &[]),
+        ("退宽", &[]),
+        ("refnd my ordr", &[]),
+        ("配送要多久", &["--tag", "配送"]),
+        ("鱼有没有过敏原", &[]),
+        ("delivery fee", &[]),
+    ];
+    let mut compared = 0;
+    for (q, extra) in queries {
+        let (embedded, postgres) = (lists(false, q, extra), lists(true, q, extra));
+        let paths = |l: &Lists| l.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            paths(&postgres),
+            paths(&embedded),
+            "{q}: every path ran on both stores"
+        );
+        assert!(
+            paths(&embedded).contains(&"dense".to_owned()),
+            "{q}: {:?}",
+            paths(&embedded)
+        );
+        for ((path, want, want_notes), (_, got, got_notes)) in embedded.iter().zip(&postgres) {
+            let ids = |l: &Vec<(String, f64, serde_json::Value)>| {
+                l.iter().map(|h| h.0.clone()).collect::<Vec<_>>()
+            };
+            assert_eq!(
+                ids(got),
+                ids(want),
+                "{q} {path}: the same passages in the same order"
+            );
+            for (w, g) in want.iter().zip(got) {
+                assert!(
+                    (w.1 - g.1).abs() <= 1e-4 * w.1.abs().max(1.0),
+                    "{q} {path} {}: score {} vs {}",
+                    w.0,
+                    w.1,
+                    g.1
+                );
+                assert_eq!(g.2, w.2, "{q} {path} {}: matched terms", w.0);
+            }
+            if path != "dense" {
+                // The dense note names the index that answered, which differs.
+                assert_eq!(got_notes, want_notes, "{q} {path}: notes");
+            }
+            compared += want.len();
+        }
+    }
+    assert!(compared > 200, "only {compared} hits compared");
+}
