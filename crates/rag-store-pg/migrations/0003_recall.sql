@@ -5,12 +5,15 @@
 -- transaction as the chunks, FAQ entries and facts they come from):
 --   * `lex`: the analysed terms as a tsvector, one weight per field (A title,
 --     B body, C tags, D Chinese character bigrams); a lexeme's positions in a
---     weight count its occurrences in that field (term frequency), so BM25
---     reads its term frequencies from here. Facts have none.
+--     weight count its occurrences in that field (up to 255). Facts have none.
 --   * `len_*`: field lengths in tokens; `match_text`: the normalised text
 --     the substring path searches (pg_trgm index).
 --   * filter columns (owner, tags, validity, creation time) and the hash of
 --     the text its vector must have been made from.
+-- `postings` lists, per term, the passages containing it with the term's
+-- frequency in each field and the passage's field lengths: what BM25 reads
+-- (derived from the same analysis as `lex`, in the same transaction; an
+-- index range per query term instead of unnesting every matching tsvector).
 -- `lex_terms` keeps each term's document frequencies per field and
 -- `lex_stats` the passage count and summed field lengths: the statistics BM25
 -- needs, kept exact by the writer (which holds the knowledge base's row lock).
@@ -45,6 +48,23 @@ CREATE TABLE ragscope.passages (
 CREATE INDEX passages_lex ON ragscope.passages USING gin (lex);
 CREATE INDEX passages_match ON ragscope.passages USING gin (match_text gin_trgm_ops);
 CREATE INDEX passages_by_grp ON ragscope.passages (kb_id, grp);
+
+CREATE TABLE ragscope.postings (
+    tenant    text NOT NULL COLLATE "C",
+    kb_id     uuid NOT NULL,
+    term      text NOT NULL COLLATE "C",
+    passage   text NOT NULL COLLATE "C",
+    tf_title  smallint NOT NULL,
+    tf_body   smallint NOT NULL,
+    tf_tags   smallint NOT NULL,
+    tf_grams  smallint NOT NULL,
+    len_title integer NOT NULL,
+    len_body  integer NOT NULL,
+    len_tags  integer NOT NULL,
+    len_grams integer NOT NULL,
+    PRIMARY KEY (kb_id, term, passage),
+    FOREIGN KEY (tenant, kb_id) REFERENCES ragscope.kbs (tenant, id) ON DELETE CASCADE
+);
 
 CREATE TABLE ragscope.lex_terms (
     tenant    text NOT NULL COLLATE "C",
@@ -83,7 +103,7 @@ CREATE TABLE ragscope.lex_stats (
 DO $$
 DECLARE t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['passages', 'lex_terms', 'lex_stats'] LOOP
+    FOREACH t IN ARRAY ARRAY['passages', 'postings', 'lex_terms', 'lex_stats'] LOOP
         EXECUTE format('ALTER TABLE ragscope.%I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('ALTER TABLE ragscope.%I FORCE ROW LEVEL SECURITY', t);
         EXECUTE format('CREATE POLICY tenant_isolation ON ragscope.%I
@@ -92,7 +112,7 @@ BEGIN
     END LOOP;
 END
 $$;
-GRANT SELECT, INSERT, UPDATE, DELETE ON ragscope.passages, ragscope.lex_terms, ragscope.lex_stats TO ragscope_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ragscope.passages, ragscope.postings, ragscope.lex_terms, ragscope.lex_stats TO ragscope_app;
 
 -- Approximate nearest neighbours: the vector column has no fixed dimension
 -- (it differs per knowledge base), so HNSW indexes are partial, one per

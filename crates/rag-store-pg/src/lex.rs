@@ -157,7 +157,11 @@ async fn remove(
         "WITH gone AS (
              DELETE FROM passages p WHERE p.kb_id = $1
                AND (p.grp = ANY($2) OR ($3 AND p.kind = 1 AND NOT EXISTS (SELECT 1 FROM faqs f WHERE f.id = p.grp)))
-             RETURNING p.kind, p.lex, p.len_title, p.len_body, p.len_tags, p.len_grams
+             RETURNING p.passage, p.kind, p.lex, p.len_title, p.len_body, p.len_tags, p.len_grams
+         ),
+         unposted AS (
+             DELETE FROM postings po USING gone WHERE po.kb_id = $1 AND po.passage = gone.passage AND gone.kind < 2
+             RETURNING 1
          ),
          d AS (
              SELECT u.lexeme AS term,
@@ -223,6 +227,17 @@ struct LexRows {
     lens: [Vec<i32>; 4],
     match_text: Vec<String>,
     terms: HashMap<String, TermAdd>,
+    postings: Postings,
+}
+
+/// One row per (term, passage): the term's frequency per field and the
+/// passage's field lengths.
+#[derive(Default)]
+struct Postings {
+    term: Vec<String>,
+    passage: Vec<String>,
+    tf: [Vec<i16>; 4],
+    len: [Vec<i32>; 4],
 }
 
 impl LexRows {
@@ -240,7 +255,11 @@ impl LexRows {
             } else {
                 let terms = passage_terms(analyzer, &p);
                 let lens = std::array::from_fn(|f| terms.fields[f].len() as i32);
-                (Some(rows.add_terms(&terms)), lens, terms.match_text)
+                (
+                    Some(rows.add_terms(&p.id.to_string(), &terms, lens)),
+                    lens,
+                    terms.match_text,
+                )
             };
             rows.passage.push(p.id.to_string());
             rows.kind.push(match kind {
@@ -272,7 +291,7 @@ impl LexRows {
     }
 
     /// Adds a passage's terms to the statistics and returns its tsvector literal.
-    fn add_terms(&mut self, terms: &PassageTerms) -> String {
+    fn add_terms(&mut self, passage: &str, terms: &PassageTerms, lens: [i32; 4]) -> String {
         // Per lexeme: occurrences per field, in first-seen order.
         let mut order: Vec<&str> = Vec::new();
         let mut tf: HashMap<&str, [usize; 4]> = HashMap::new();
@@ -300,6 +319,13 @@ impl LexRows {
             }
             add.word += i32::from(counts[..3].iter().any(|c| *c > 0));
             add.any += 1;
+            let po = &mut self.postings;
+            po.term.push(text.to_owned());
+            po.passage.push(passage.to_owned());
+            for f in 0..4 {
+                po.tf[f].push(counts[f].min(i16::MAX as usize) as i16);
+                po.len[f].push(lens[f]);
+            }
             if !lit.is_empty() {
                 lit.push(' ');
             }
@@ -373,6 +399,32 @@ impl LexRows {
                     &&self.lens[2][r.clone()],
                     &&self.lens[3][r.clone()],
                     &&self.match_text[r.clone()],
+                ],
+            )
+            .await
+            .map_err(pg)?;
+        }
+        let po = &self.postings;
+        let rows = po.term.len();
+        for start in (0..rows).step_by(BATCH * 40) {
+            let r = start..(start + BATCH * 40).min(rows);
+            tx.execute(
+                "INSERT INTO postings (tenant, kb_id, term, passage, tf_title, tf_body, tf_tags, tf_grams, len_title, len_body, len_tags, len_grams)
+                 SELECT $1, $2, u.* FROM unnest($3::text[], $4::text[], $5::smallint[], $6::smallint[], $7::smallint[], $8::smallint[],
+                                                $9::integer[], $10::integer[], $11::integer[], $12::integer[]) AS u",
+                &[
+                    t,
+                    &kb.0,
+                    &&po.term[r.clone()],
+                    &&po.passage[r.clone()],
+                    &&po.tf[0][r.clone()],
+                    &&po.tf[1][r.clone()],
+                    &&po.tf[2][r.clone()],
+                    &&po.tf[3][r.clone()],
+                    &&po.len[0][r.clone()],
+                    &&po.len[1][r.clone()],
+                    &&po.len[2][r.clone()],
+                    &&po.len[3][r.clone()],
                 ],
             )
             .await

@@ -23,6 +23,13 @@ use tokio_postgres::Transaction;
 /// How many candidates the HNSW search keeps (pgvector's `hnsw.ef_search`);
 /// chosen for recall@10 ≥ 0.98 against exact search (README "PostgreSQL").
 pub const HNSW_EF_SEARCH: usize = 100;
+/// Settings of an approximate search, local to its transaction: the
+/// candidate list, iterative scans (a filtered search keeps walking the
+/// graph until it has `k` rows that pass), and no sort, so the planner takes
+/// the index's order rather than sorting all of a knowledge base's vectors
+/// (which is what exact search is for).
+const HNSW_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true),
+                                    set_config('enable_sort', 'off', true)";
 /// Typo corrections per unknown word.
 const MAX_CORRECTIONS: usize = 3;
 /// Similarity given to a homophone.
@@ -88,18 +95,6 @@ impl FilterArgs {
     }
 }
 
-fn quote_lexeme(out: &mut String, text: &str) {
-    out.push('\'');
-    for c in text.chars() {
-        match c {
-            '\'' => out.push_str("''"),
-            '\\' => out.push_str("\\\\"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-}
-
 /// `LIKE` pattern matching `text` anywhere.
 fn like_anywhere(text: &str) -> String {
     let mut s = String::with_capacity(text.len() + 2);
@@ -119,9 +114,9 @@ fn passage_id(text: &str) -> Result<PassageId, CoreError> {
         .ok_or_else(|| crate::error::corrupt("passages", "passage", text.to_owned()))
 }
 
-/// `tf·(k1+1) / (tf + k1·(1 − b + b·len/avg))` in SQL (`$12` k1, `$13` b).
+/// `tf·(k1+1) / (tf + k1·(1 − b + b·len/avg))` in SQL (`$11` k1, `$12` b).
 fn sat(tf: &str, len: &str, avg: &str) -> String {
-    format!("(({tf})::float8 * ($12::float8 + 1) / (({tf})::float8 + $12::float8 * (1 - $13::float8 + $13::float8 * ({len})::float8 / {avg})))")
+    format!("(({tf})::float8 * ($11::float8 + 1) / (({tf})::float8 + $11::float8 * (1 - $12::float8 + $12::float8 * ({len})::float8 / {avg})))")
 }
 
 /// Lucene's idf over `st.n` passages.
@@ -195,13 +190,6 @@ async fn bm25(
     if terms.is_empty() || k == 0 {
         return Ok(Vec::new());
     }
-    let mut tsquery = String::new();
-    for t in terms {
-        if !tsquery.is_empty() {
-            tsquery.push_str(" | ");
-        }
-        quote_lexeme(&mut tsquery, &t.text);
-    }
     let texts: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
     let weights: Vec<f64> = terms.iter().map(|t| f64::from(t.weight)).collect();
     let grams: Vec<bool> = terms.iter().map(|t| t.gram).collect();
@@ -226,8 +214,8 @@ async fn bm25(
     };
     let score = format!(
         "CASE WHEN m.gram THEN
-             CASE WHEN $18::float8 <= 0 OR m.df_grams = 0 OR m.td = 0 THEN 0 ELSE m.w * $18::float8 * {gram_idf} * {gram_sat} END
-         WHEN NOT $14::boolean THEN
+             CASE WHEN $17::float8 <= 0 OR m.df_grams = 0 OR m.td = 0 THEN 0 ELSE m.w * $17::float8 * {gram_idf} * {gram_sat} END
+         WHEN NOT $13::boolean THEN
              CASE WHEN m.df_word = 0 OR m.ta + m.tb + m.tc = 0 THEN 0 ELSE m.w * {word_idf} * {word_sat} END
          ELSE m.w * ({ta} + {tb} + {tc})
          END",
@@ -235,9 +223,9 @@ async fn bm25(
         gram_sat = sat("m.td", "m.lg", "st.ag"),
         word_idf = idf("m.df_word"),
         word_sat = sat("m.ta + m.tb + m.tc", "m.lt + m.lb + m.lc", "st.aw"),
-        ta = field("m.ta", "m.df_title", "m.lt", "st.at", "$15::float8"),
-        tb = field("m.tb", "m.df_body", "m.lb", "st.ab", "$16::float8"),
-        tc = field("m.tc", "m.df_tags", "m.lc", "st.ac", "$17::float8"),
+        ta = field("m.ta", "m.df_title", "m.lt", "st.at", "$14::float8"),
+        tb = field("m.tb", "m.df_body", "m.lb", "st.ab", "$15::float8"),
+        tc = field("m.tc", "m.df_tags", "m.lc", "st.ac", "$16::float8"),
     );
     let sql = format!(
         "WITH st AS (
@@ -253,25 +241,27 @@ async fn bm25(
              JOIN lex_terms t ON t.kb_id = $1 AND t.term = q.term
          ),
          m AS (
-             SELECT p.passage, p.kind, p.created_at, p.grp, p.ordinal,
-                    p.len_title AS lt, p.len_body AS lb, p.len_tags AS lc, p.len_grams AS lg, qt.*,
-                    cardinality(array_positions(u.weights, 'A')) AS ta, cardinality(array_positions(u.weights, 'B')) AS tb,
-                    cardinality(array_positions(u.weights, 'C')) AS tc, cardinality(array_positions(u.weights, 'D')) AS td
-             FROM passages p CROSS JOIN LATERAL unnest(p.lex) AS u JOIN qt ON qt.term = u.lexeme
-             WHERE {FILTER} AND p.kind < 2 AND p.lex @@ $11::text::tsquery
+             SELECT po.passage, qt.*, po.tf_title AS ta, po.tf_body AS tb, po.tf_tags AS tc, po.tf_grams AS td,
+                    po.len_title AS lt, po.len_body AS lb, po.len_tags AS lc, po.len_grams AS lg
+             FROM qt JOIN postings po ON po.kb_id = $1 AND po.term = qt.term
+         ),
+         s AS (
+             SELECT m.passage, sum({score}) AS score, array_agg(DISTINCT m.term) AS terms
+             FROM m CROSS JOIN st
+             GROUP BY m.passage
+             HAVING sum({score}) > 0
          )
-         SELECT m.passage, sum({score}) AS score, array_agg(DISTINCT m.term)
-         FROM m CROSS JOIN st
-         GROUP BY m.passage, m.kind, m.created_at, m.grp, m.ordinal
-         HAVING sum({score}) > 0
-         ORDER BY score DESC, m.kind, m.created_at, m.grp, m.ordinal
-         LIMIT $19::bigint"
+         SELECT s.passage, s.score, s.terms
+         FROM s JOIN passages p ON p.kb_id = $1 AND p.passage = s.passage
+         WHERE {FILTER} AND p.kind < 2
+         ORDER BY s.score DESC, {SNAPSHOT_ORDER}
+         LIMIT $18::bigint"
     );
     let rows = tx
         .query(
             &sql,
             &f.params(&[
-                &texts, &weights, &grams, &tsquery, &k1, &b, &multi, &ft, &fb, &fc, &ngw, &limit,
+                &texts, &weights, &grams, &k1, &b, &multi, &ft, &fb, &fc, &ngw, &limit,
             ]),
         )
         .await
@@ -479,11 +469,14 @@ fn han_windows(normalized: &str) -> Vec<String> {
     out
 }
 
-/// The query and its key terms as substrings: candidates from the pg_trgm
-/// index, scored as the in-memory index scores them.
+/// The query and its key terms as substrings, scored as the in-memory index
+/// scores them. First pass: each pattern's passages (pg_trgm index scans),
+/// which give every pattern's exact document frequency, so its weight, and
+/// each passage's set of patterns. Second pass: the texts of the passages
+/// that pass the filter and may cover enough of the query, for the final
+/// score (overlapping occurrences counted as the in-memory index counts them).
 async fn substring_path(
     tx: &Transaction<'_>,
-    kb: KbId,
     f: &FilterArgs,
     q: &StoreQuery<'_>,
 ) -> Result<RankedList, CoreError> {
@@ -499,40 +492,63 @@ async fn substring_path(
     };
     let likes: Vec<String> = plan.patterns.iter().map(|p| like_anywhere(p)).collect();
     let n: i64 = tx
-        .query_opt("SELECT n FROM lex_stats WHERE kb_id = $1", &[&kb.0])
+        .query_opt("SELECT n FROM lex_stats WHERE kb_id = $1", &[&f.kb])
         .await
         .map_err(pg)?
         .map_or(0, |r| r.get(0));
-    // How many text passages contain each pattern (rarer patterns weigh more).
-    let mut dfs = Vec::with_capacity(likes.len());
-    for like in &likes {
-        let df: i64 = tx
-            .query_one("SELECT count(*) FROM passages WHERE kb_id = $1 AND kind < 2 AND match_text LIKE $2", &[&kb.0, like])
-            .await
-            .map_err(pg)?
-            .get(0);
-        dfs.push(df as usize);
+    // Each pattern's passages: one pg_trgm index scan per pattern.
+    let rows = tx
+        .query(
+            "SELECT pat.i, p.passage FROM unnest($2::text[]) WITH ORDINALITY AS pat(l, i)
+             CROSS JOIN LATERAL (SELECT p.passage FROM passages p WHERE p.kb_id = $1 AND p.kind < 2 AND p.match_text LIKE pat.l) p",
+            &[&f.kb, &likes],
+        )
+        .await
+        .map_err(pg)?;
+    let mut dfs = vec![0usize; likes.len()];
+    let mut bits: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    for r in &rows {
+        let i = (r.get::<_, i64>(0) - 1) as usize;
+        dfs[i] += 1;
+        *bits.entry(r.get(1)).or_default() |= 1 << i;
     }
     let weights = plan.weights(&dfs, n as usize);
-    let any: Vec<String> = (0..likes.len())
-        .map(|i| format!("p.match_text LIKE ${}", 8 + i))
+    // Passages that can score at all: they contain the whole query or cover enough key terms.
+    let key_start = usize::from(plan.whole_first);
+    let key_total: f64 = weights[key_start..].iter().sum();
+    let may_score = |b: u64| {
+        let covered: f64 = (key_start..likes.len())
+            .filter(|i| b & (1 << i) != 0)
+            .map(|i| weights[i])
+            .sum();
+        (plan.whole_first && b & 1 != 0)
+            || (key_total > 0.0
+                && covered / key_total >= f64::from(rag_lexical::MIN_COVERAGE) - 1e-12)
+    };
+    let wanted: Vec<&str> = bits
+        .iter()
+        .filter(|(_, b)| may_score(**b))
+        .map(|(p, _)| p.as_str())
         .collect();
-    let sql = format!(
-        "SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.kind < 2 AND ({}) ORDER BY {SNAPSHOT_ORDER}",
-        any.join(" OR ")
-    );
-    let like_params: Vec<&(dyn ToSql + Sync)> =
-        likes.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
-    let rows = tx.query(&sql, &f.params(&like_params)).await.map_err(pg)?;
+    let texts: Vec<(String, String)> = if wanted.is_empty() {
+        Vec::new()
+    } else {
+        let sql = format!("SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.passage = ANY($8) ORDER BY {SNAPSHOT_ORDER}");
+        tx.query(&sql, &f.params(&[&wanted]))
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    // In snapshot order, so ties keep it.
     let mut scored: Vec<(usize, f64, u64)> = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let text: &str = r.get(1);
+    for (i, (_, text)) in texts.iter().enumerate() {
         let m = plan.find(text);
         if let Some(score) = plan.score(&weights, m, text.chars().count()) {
             scored.push((i, score, m.bits));
         }
     }
-    // Best first; ties in snapshot order (the rows' order).
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     scored.truncate(q.k);
     let hits = scored
@@ -540,7 +556,7 @@ async fn substring_path(
         .enumerate()
         .map(|(rank, (i, score, bits))| {
             Ok(Hit {
-                id: passage_id(rows[i].get(0))?,
+                id: passage_id(&texts[i].0)?,
                 rank: rank as u32 + 1,
                 score,
                 matched: plan.matched(bits),
@@ -558,16 +574,22 @@ async fn substring_path(
 /// HNSW index of that dimension (its expression and predicate, so the
 /// planner can use it) or exactly.
 fn dense_sql(dims: usize, hnsw: bool) -> String {
-    let distance = if hnsw {
-        format!("v.vector::vector({dims}) <=> $8::vector({dims})")
-    } else {
-        "v.vector <=> $8::vector".to_owned()
-    };
+    if hnsw {
+        // Ordered by the distance alone, which the index yields in order.
+        let distance = format!("v.vector::vector({dims}) <=> $8::vector({dims})");
+        return format!(
+            "SELECT v.passage, 1 - ({distance}) AS score
+             FROM vectors v JOIN passages p ON p.kb_id = v.kb_id AND p.passage = v.passage
+             WHERE v.kb_id = $1 AND vector_dims(v.vector) = {dims} AND v.text_hash = p.embed_hash AND {FILTER}
+             ORDER BY {distance}
+             LIMIT $9"
+        );
+    }
     format!(
-        "SELECT v.passage, 1 - ({distance}) AS score
+        "SELECT v.passage, 1 - (v.vector <=> $8::vector) AS score
          FROM vectors v JOIN passages p ON p.kb_id = v.kb_id AND p.passage = v.passage
          WHERE v.kb_id = $1 AND vector_dims(v.vector) = {dims} AND v.text_hash = p.embed_hash AND {FILTER}
-         ORDER BY {distance}, {SNAPSHOT_ORDER}
+         ORDER BY v.vector <=> $8::vector, {SNAPSHOT_ORDER}
          LIMIT $9"
     )
 }
@@ -592,7 +614,7 @@ async fn dense_path(
     let indexed = matches!(dims, 384 | 512 | 768 | 1024 | 1536);
     let hnsw = indexed && !exact;
     if hnsw {
-        tx.execute("SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)", &[&HNSW_EF_SEARCH.to_string()])
+        tx.execute(HNSW_SETTINGS, &[&HNSW_EF_SEARCH.to_string()])
             .await
             .map_err(pg)?;
     }
@@ -636,7 +658,7 @@ impl PgStore {
     ) -> Result<String, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, true).await?;
-        tx.execute("SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)", &[&HNSW_EF_SEARCH.to_string()])
+        tx.execute(HNSW_SETTINGS, &[&HNSW_EF_SEARCH.to_string()])
             .await
             .map_err(pg)?;
         let ctx = SearchCtx {
@@ -686,7 +708,7 @@ impl StoreRecall for PgStore {
             PathKind::Bm25 => bm25_path(&tx, kb, &f, &q).await?,
             PathKind::Synonym => synonym_path(&tx, &f, &q).await?,
             PathKind::Fuzzy => fuzzy_path(&tx, kb, &f, &q).await?,
-            PathKind::Substring => substring_path(&tx, kb, &f, &q).await?,
+            PathKind::Substring => substring_path(&tx, &f, &q).await?,
             PathKind::Dense => dense_path(&tx, &f, &q, q.dense_exact).await?,
             PathKind::Fact => {
                 return Err(rag_core::UserError::PathUnavailable {

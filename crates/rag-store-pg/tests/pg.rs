@@ -308,7 +308,7 @@ fn the_app_role_cannot_bypass_row_level_security() {
             .iter()
             .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
             .collect();
-        assert_eq!(tables.len(), 16, "{tables:?}");
+        assert_eq!(tables.len(), 17, "{tables:?}");
         for (table, owner, rls, forced) in &tables {
             assert_ne!(owner, APP_ROLE, "{table}");
             if table != "schema_migrations" {

@@ -19,7 +19,7 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
-fn summary(mut samples: Vec<f64>) -> serde_json::Value {
+pub(crate) fn summary(mut samples: Vec<f64>) -> serde_json::Value {
     samples.sort_by(f64::total_cmp);
     let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
     serde_json::json!({

@@ -72,6 +72,9 @@ pub enum Command {
     Bench(BenchArgs),
     /// Load check of the HTTP API: concurrent streaming queries against a BEIR corpus.
     BenchHttp(BenchHttpArgs),
+    /// The same corpus through the embedded and the configured PostgreSQL
+    /// store: ingest throughput and query latency side by side.
+    BenchStore(BenchStoreArgs),
     /// Load the demo knowledge base and ask it a first question.
     Demo(DemoArgs),
     /// Print the effective configuration, secrets redacted.
@@ -373,6 +376,22 @@ pub struct BenchArgs {
     pub split: String,
     /// Repetitions of the query set.
     #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchStoreArgs {
+    /// A BEIR-format dataset directory (corpus.jsonl, queries.jsonl, qrels/).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// Which qrels split chooses the queries.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Repetitions of the query set (after one warm-up round).
+    #[arg(long, default_value_t = 2)]
     pub rounds: usize,
     /// Print one JSON object.
     #[arg(long)]

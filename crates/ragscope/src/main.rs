@@ -7,6 +7,7 @@
 
 mod bench;
 mod bench_http;
+mod bench_store;
 mod cli;
 mod config;
 mod demo;
@@ -339,6 +340,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(&app, args).await,
         Command::Bench(args) => bench::run(&app, args).await,
         Command::BenchHttp(args) => bench_http::run(&app, args).await,
+        Command::BenchStore(args) => bench_store::run(&app, args).await,
         Command::Demo(args) => demo::run(&app, args).await,
         Command::Reembed { kb } => {
             let engine = app.engine(OpenMode::ReadWrite)?;
