@@ -123,3 +123,58 @@ CREATE INDEX vectors_hnsw_512 ON ragscope.vectors USING hnsw ((vector::vector(51
 CREATE INDEX vectors_hnsw_768 ON ragscope.vectors USING hnsw ((vector::vector(768)) vector_cosine_ops) WHERE vector_dims(vector) = 768;
 CREATE INDEX vectors_hnsw_1024 ON ragscope.vectors USING hnsw ((vector::vector(1024)) vector_cosine_ops) WHERE vector_dims(vector) = 1024;
 CREATE INDEX vectors_hnsw_1536 ON ragscope.vectors USING hnsw ((vector::vector(1536)) vector_cosine_ops) WHERE vector_dims(vector) = 1536;
+
+-- The substring and typo paths match with pg_trgm (`LIKE`, `%`), whose
+-- operators are not leakproof: under the application role's row-level
+-- security PostgreSQL evaluates them only after the policy, on every row,
+-- and never through the trigram indexes. Two functions run these lookups as
+-- `ragscope_search` (no login, no BYPASSRLS), whose read-only policy admits
+-- every row, and confine themselves to the transaction's tenant
+-- (`ragscope.tenant`, the same setting the policies read, which the caller
+-- sets anyway): the same isolation, with the indexes.
+DO $$
+BEGIN
+    CREATE ROLE ragscope_search NOLOGIN NOSUPERUSER NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL;
+END
+$$;
+GRANT USAGE ON SCHEMA ragscope TO ragscope_search;
+GRANT SELECT ON ragscope.passages, ragscope.lex_terms TO ragscope_search;
+CREATE POLICY search_reads ON ragscope.passages FOR SELECT TO ragscope_search USING (true);
+CREATE POLICY search_reads ON ragscope.lex_terms FOR SELECT TO ragscope_search USING (true);
+
+-- Each `LIKE` pattern's text passages in a knowledge base of the
+-- transaction's tenant: (pattern ordinal from 1, passage).
+CREATE FUNCTION ragscope.substring_matches(p_kb uuid, p_likes text[])
+RETURNS TABLE (i bigint, passage text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pat.i, m.passage
+    FROM unnest(p_likes) WITH ORDINALITY AS pat(l, i)
+    CROSS JOIN LATERAL (
+        SELECT p.passage FROM ragscope.passages p
+        WHERE p.tenant = current_setting('ragscope.tenant', true) AND p.kb_id = p_kb AND p.kind < 2 AND p.match_text LIKE pat.l
+        OFFSET 0  -- one trigram index scan per pattern, whatever the statistics say
+    ) m
+$$;
+
+-- Vocabulary words of a knowledge base of the transaction's tenant similar
+-- to `p_word` by trigrams (at least `p_threshold`), best first, more
+-- frequent first among equals.
+CREATE FUNCTION ragscope.similar_terms(p_kb uuid, p_word text, p_threshold real, p_limit bigint)
+RETURNS TABLE (term text, similarity real)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.term, public.similarity(t.term, p_word) AS s
+    FROM ragscope.lex_terms t
+    WHERE t.tenant = current_setting('ragscope.tenant', true) AND t.kb_id = p_kb AND t.wordish AND t.chars >= 3
+      AND t.term OPERATOR(public.%) p_word AND public.similarity(t.term, p_word) >= p_threshold
+    ORDER BY s DESC, t.df_any DESC, t.term
+    LIMIT p_limit
+$$;
+
+ALTER FUNCTION ragscope.substring_matches(uuid, text[]) OWNER TO ragscope_search;
+ALTER FUNCTION ragscope.similar_terms(uuid, text, real, bigint) OWNER TO ragscope_search;
+REVOKE ALL ON FUNCTION ragscope.substring_matches(uuid, text[]), ragscope.similar_terms(uuid, text, real, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ragscope.substring_matches(uuid, text[]), ragscope.similar_terms(uuid, text, real, bigint) TO ragscope_app;

@@ -241,9 +241,15 @@ async fn bm25(
              JOIN lex_terms t ON t.kb_id = $1 AND t.term = q.term
          ),
          m AS (
-             SELECT po.passage, qt.*, po.tf_title AS ta, po.tf_body AS tb, po.tf_tags AS tc, po.tf_grams AS td,
-                    po.len_title AS lt, po.len_body AS lb, po.len_tags AS lc, po.len_grams AS lg
-             FROM qt JOIN postings po ON po.kb_id = $1 AND po.term = qt.term
+             -- One index range per query term, whatever the statistics say
+             -- (OFFSET 0 keeps the lateral subquery, and so the plan, as written).
+             SELECT po.*, qt.*
+             FROM qt CROSS JOIN LATERAL (
+                 SELECT po.passage, po.tf_title AS ta, po.tf_body AS tb, po.tf_tags AS tc, po.tf_grams AS td,
+                        po.len_title AS lt, po.len_body AS lb, po.len_tags AS lc, po.len_grams AS lg
+                 FROM postings po WHERE po.kb_id = $1 AND po.term = qt.term
+                 OFFSET 0
+             ) po
          ),
          s AS (
              SELECT m.passage, sum({score}) AS score, array_agg(DISTINCT m.term) AS terms
@@ -252,8 +258,11 @@ async fn bm25(
              HAVING sum({score}) > 0
          )
          SELECT s.passage, s.score, s.terms
-         FROM s JOIN passages p ON p.kb_id = $1 AND p.passage = s.passage
-         WHERE {FILTER} AND p.kind < 2
+         FROM s CROSS JOIN LATERAL (
+             SELECT p.kind, p.created_at, p.grp, p.ordinal FROM passages p
+             WHERE p.passage = s.passage AND {FILTER} AND p.kind < 2
+             OFFSET 0
+         ) p
          ORDER BY s.score DESC, {SNAPSHOT_ORDER}
          LIMIT $18::bigint"
     );
@@ -382,9 +391,7 @@ async fn fuzzy_path(
     for w in words.iter().filter(|w| !have.contains(**w)) {
         let rows = tx
             .query(
-                "SELECT term, similarity(term, $2) AS s FROM lex_terms
-                 WHERE kb_id = $1 AND wordish AND chars >= 3 AND term % $2 AND similarity(term, $2) >= $3
-                 ORDER BY s DESC, df_any DESC, term LIMIT $4",
+                "SELECT term, similarity FROM similar_terms($1, $2, $3, $4)",
                 &[&kb.0, w, &threshold, &(MAX_CORRECTIONS as i64)],
             )
             .await
@@ -490,34 +497,63 @@ async fn substring_path(
             })
         }
     };
-    let likes: Vec<String> = plan.patterns.iter().map(|p| like_anywhere(p)).collect();
     let n: i64 = tx
         .query_opt("SELECT n FROM lex_stats WHERE kb_id = $1", &[&f.kb])
         .await
         .map_err(pg)?
         .map_or(0, |r| r.get(0));
+    // Patterns of one or two characters with a Latin letter or digit among
+    // them have no trigram to look up: like the in-memory n-gram index, treat
+    // them as possibly everywhere (document frequency n) and check them in
+    // the texts fetched below.
+    let indexed: Vec<bool> = plan
+        .patterns
+        .iter()
+        .map(|p| {
+            let chars: Vec<char> = p.chars().collect();
+            !(chars.len() <= 2 && chars.iter().any(char::is_ascii))
+        })
+        .collect();
+    let likes: Vec<String> = plan
+        .patterns
+        .iter()
+        .zip(&indexed)
+        .filter(|(_, i)| **i)
+        .map(|(p, _)| like_anywhere(p))
+        .collect();
+    let slots: Vec<usize> = (0..plan.patterns.len()).filter(|i| indexed[*i]).collect();
     // Each pattern's passages: one pg_trgm index scan per pattern.
-    let rows = tx
-        .query(
-            "SELECT pat.i, p.passage FROM unnest($2::text[]) WITH ORDINALITY AS pat(l, i)
-             CROSS JOIN LATERAL (SELECT p.passage FROM passages p WHERE p.kb_id = $1 AND p.kind < 2 AND p.match_text LIKE pat.l) p",
+    let rows = if likes.is_empty() {
+        Vec::new()
+    } else {
+        tx.query(
+            "SELECT i, passage FROM substring_matches($1, $2::text[])",
             &[&f.kb, &likes],
         )
         .await
-        .map_err(pg)?;
-    let mut dfs = vec![0usize; likes.len()];
+        .map_err(pg)?
+    };
+    let mut dfs: Vec<usize> = indexed
+        .iter()
+        .map(|i| if *i { 0 } else { n as usize })
+        .collect();
     let mut bits: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     for r in &rows {
-        let i = (r.get::<_, i64>(0) - 1) as usize;
+        let i = slots[(r.get::<_, i64>(0) - 1) as usize];
         dfs[i] += 1;
         *bits.entry(r.get(1)).or_default() |= 1 << i;
     }
     let weights = plan.weights(&dfs, n as usize);
-    // Passages that can score at all: they contain the whole query or cover enough key terms.
+    // Passages that can score at all: they contain the whole query or cover
+    // enough key terms, counting the unindexed ones as present.
+    let everywhere: u64 = (0..plan.patterns.len())
+        .filter(|i| !indexed[*i])
+        .fold(0, |b, i| b | 1 << i);
     let key_start = usize::from(plan.whole_first);
     let key_total: f64 = weights[key_start..].iter().sum();
     let may_score = |b: u64| {
-        let covered: f64 = (key_start..likes.len())
+        let b = b | everywhere;
+        let covered: f64 = (key_start..plan.patterns.len())
             .filter(|i| b & (1 << i) != 0)
             .map(|i| weights[i])
             .sum();
@@ -525,21 +561,32 @@ async fn substring_path(
             || (key_total > 0.0
                 && covered / key_total >= f64::from(rag_lexical::MIN_COVERAGE) - 1e-12)
     };
-    let wanted: Vec<&str> = bits
-        .iter()
-        .filter(|(_, b)| may_score(**b))
-        .map(|(p, _)| p.as_str())
-        .collect();
-    let texts: Vec<(String, String)> = if wanted.is_empty() {
-        Vec::new()
-    } else {
-        let sql = format!("SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.passage = ANY($8) ORDER BY {SNAPSHOT_ORDER}");
-        tx.query(&sql, &f.params(&[&wanted]))
+    let texts: Vec<(String, String)> = if may_score(0) {
+        // Passages with no indexed pattern at all may score: read them all.
+        let sql = format!("SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.kind < 2 ORDER BY {SNAPSHOT_ORDER}");
+        tx.query(&sql, &f.params(&[]))
             .await
             .map_err(pg)?
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect()
+    } else {
+        let wanted: Vec<&str> = bits
+            .iter()
+            .filter(|(_, b)| may_score(**b))
+            .map(|(p, _)| p.as_str())
+            .collect();
+        if wanted.is_empty() {
+            Vec::new()
+        } else {
+            let sql = format!("SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.passage = ANY($8) ORDER BY {SNAPSHOT_ORDER}");
+            tx.query(&sql, &f.params(&[&wanted]))
+                .await
+                .map_err(pg)?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect()
+        }
     };
     // In snapshot order, so ties keep it.
     let mut scored: Vec<(usize, f64, u64)> = Vec::new();
@@ -699,10 +746,22 @@ impl StoreRecall for PgStore {
         path: PathKind,
         q: StoreQuery<'_>,
     ) -> Result<RankedList, CoreError> {
-        self.ensure_current(tenant, kb).await?;
+        if path == PathKind::Synonym && q.expansions.is_none() {
+            return Ok(RankedList {
+                path,
+                hits: vec![],
+                notes: vec!["no synonym fired".into()],
+            });
+        }
         let mut conn = self.conn().await?;
-        let tx = begin(&mut conn, &tenant.0, true).await?;
+        let mut tx = begin(&mut conn, &tenant.0, true).await?;
         owned(&tx, tenant, kb).await?;
+        if !lex::current(&tx, kb).await? {
+            // Rows made by another analysis, or none yet: rebuild them first.
+            tx.commit().await.map_err(pg)?;
+            self.ensure_current(tenant, kb).await?;
+            tx = begin(&mut conn, &tenant.0, true).await?;
+        }
         let f = FilterArgs::new(kb, q.ctx);
         let list = match path {
             PathKind::Bm25 => bm25_path(&tx, kb, &f, &q).await?,
