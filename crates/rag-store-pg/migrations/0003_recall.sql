@@ -6,6 +6,9 @@
 --   * `lex`: the analysed terms as a tsvector, one weight per field (A title,
 --     B body, C tags, D Chinese character bigrams); a lexeme's positions in a
 --     weight count its occurrences in that field (up to 255). Facts have none.
+--     Recall reads `postings` (below); `lex` is the analysis as PostgreSQL's
+--     own text-search type, for statistics maintenance and ad-hoc SQL
+--     (`lex @@ '退款'::tsquery`), unindexed to keep writes cheap.
 --   * `len_*`: field lengths in tokens; `match_text`: the normalised text
 --     the substring path searches (pg_trgm index).
 --   * filter columns (owner, tags, validity, creation time) and the hash of
@@ -45,7 +48,6 @@ CREATE TABLE ragscope.passages (
     PRIMARY KEY (kb_id, passage),
     FOREIGN KEY (tenant, kb_id) REFERENCES ragscope.kbs (tenant, id) ON DELETE CASCADE
 );
-CREATE INDEX passages_lex ON ragscope.passages USING gin (lex);
 CREATE INDEX passages_match ON ragscope.passages USING gin (match_text gin_trgm_ops);
 CREATE INDEX passages_by_grp ON ragscope.passages (kb_id, grp);
 

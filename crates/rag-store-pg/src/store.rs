@@ -99,6 +99,18 @@ async fn check_role(conn: &Conn<'_>) -> Result<(), PgStoreError> {
     if owns > 0 {
         return unsafe_role("it owns (or is a member of the owner of) the ragscope tables");
     }
+    // The definer roles read across tenants (their functions confine them).
+    let definer: bool = conn
+        .query_one(
+            "SELECT coalesce(bool_or(pg_has_role(current_user, r.oid, 'USAGE')), false)
+             FROM pg_roles r WHERE r.rolname IN ('ragscope_auth', 'ragscope_search')",
+            &[],
+        )
+        .await?
+        .get(0);
+    if definer {
+        return unsafe_role("it is a member of ragscope_auth or ragscope_search, which read across tenants");
+    }
     Ok(())
 }
 

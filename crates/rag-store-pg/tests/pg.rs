@@ -339,7 +339,18 @@ fn the_app_role_cannot_bypass_row_level_security() {
             Err(PgStoreError::UnsafeRole { reason, .. }) => assert!(reason.contains("superuser"), "{reason}"),
             other => panic!("expected UnsafeRole, got {other:?}"),
         }
-        drop(app);
+        // Nor as a member of a role whose functions read across tenants.
+        let member = format!("ragscope_test_member_{}", uuid::Uuid::now_v7().simple());
+        let admin = client(&db.admin).await;
+        admin.batch_execute(&format!("CREATE ROLE {member} LOGIN IN ROLE ragscope_search")).await.unwrap();
+        let mut as_member = db.app.clone();
+        as_member.user(&member);
+        match PgStore::connect_with(as_member, 1).await {
+            Err(PgStoreError::UnsafeRole { reason, .. }) => assert!(reason.contains("ragscope_search"), "{reason}"),
+            other => panic!("expected UnsafeRole, got {other:?}"),
+        }
+        admin.batch_execute(&format!("DROP ROLE {member}")).await.unwrap();
+        drop((app, admin));
         db.drop().await;
     });
 }
