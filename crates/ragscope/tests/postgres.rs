@@ -274,27 +274,36 @@ fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
     assert_eq!(docs.as_array().map(Vec::len), Some(1), "{docs}");
 }
 
-#[test]
-fn the_embedded_demo_moves_to_postgres_and_answers_the_same() {
-    let admin = admin_url();
-    let dir = demo_data();
-    let data = data_of(&dir);
+/// Migrates the test server, exports the demo of `dir` (with its vectors)
+/// and imports it into PostgreSQL under a fresh tenant; returns the
+/// application role's URL and the tenant.
+fn demo_into_postgres(dir: &tempfile::TempDir, admin: &str, prefix: &str) -> (String, String) {
+    let data = data_of(dir);
     let mut c = cmd(&data);
-    c.args(["migrate", "--admin-url", &admin]);
+    c.args(["migrate", "--admin-url", admin]);
     ok(c);
     let file = dir.path().join("demo.jsonl");
     let mut c = cmd(&data);
     c.args(["export", "--kb", "demo", "--vectors", "--out"])
         .arg(&file);
     ok(c);
-    let app = app_url(&admin);
-    let tenant = unique("moved");
+    let app = app_url(admin);
+    let tenant = unique(prefix);
     let mut c = cmd(&data);
     c.env("RAGSCOPE_STORE", &app)
         .env("RAGSCOPE_TENANT", &tenant)
         .arg("import")
         .arg(&file);
     ok(c);
+    (app, tenant)
+}
+
+#[test]
+fn the_embedded_demo_moves_to_postgres_and_answers_the_same() {
+    let admin = admin_url();
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let (app, tenant) = demo_into_postgres(&dir, &admin, "moved");
     let fused = |pg: bool, q: &str| {
         let mut c = cmd(&data);
         if pg {
@@ -382,22 +391,7 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
     with_e5(&mut c);
     c.args(["reembed", "--kb", "demo"]);
     ok(c);
-    let mut c = cmd(&data);
-    c.args(["migrate", "--admin-url", &admin]);
-    ok(c);
-    let file = dir.path().join("demo.jsonl");
-    let mut c = cmd(&data);
-    c.args(["export", "--kb", "demo", "--vectors", "--out"])
-        .arg(&file);
-    ok(c);
-    let app = app_url(&admin);
-    let tenant = unique("recall");
-    let mut c = cmd(&data);
-    c.env("RAGSCOPE_STORE", &app)
-        .env("RAGSCOPE_TENANT", &tenant)
-        .arg("import")
-        .arg(&file);
-    ok(c);
+    let (app, tenant) = demo_into_postgres(&dir, &admin, "recall");
     let lists = |pg: bool, q: &str, extra: &[&str]| -> Lists {
         let mut c = cmd(&data);
         with_e5(&mut c);
