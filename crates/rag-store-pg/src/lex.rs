@@ -15,10 +15,10 @@ use std::collections::HashMap;
 use tokio_postgres::types::Json;
 use tokio_postgres::Transaction;
 
-/// The analysis the stored rows were made with. Bump it when the analyzer's
-/// output changes: stores then rebuild each knowledge base's rows when it is
-/// next written or searched.
-pub(crate) const LEX_VERSION: i32 = 1;
+/// The analysis the stored rows were made with: this layout's version and
+/// the analyzer's (`rag_text::ANALYZER_VERSION`). When either changes, stores
+/// rebuild each knowledge base's rows when it is next written or searched.
+pub(crate) const LEX_VERSION: i32 = 1000 + rag_text::ANALYZER_VERSION as i32;
 
 /// The longest lexeme PostgreSQL stores (2 KiB less one); longer tokens are
 /// left out of `lex` (they still count in the field length).
@@ -108,6 +108,9 @@ pub(crate) async fn sync(
             .await
             .map_err(pg)?;
         tx.execute("DELETE FROM lex_terms WHERE kb_id = $1", &[&kb.0])
+            .await
+            .map_err(pg)?;
+        tx.execute("DELETE FROM postings WHERE kb_id = $1", &[&kb.0])
             .await
             .map_err(pg)?;
         tx.execute(
