@@ -298,6 +298,15 @@ pub trait StoreRead: Send + Sync {
     async fn kb_seq(&self, tenant: &TenantId, kb: KbId) -> Result<u64>;
     /// Everything the indexes of a knowledge base are built from.
     async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot>;
+    /// What the engine's in-memory indexes are built from, with the number
+    /// of stored vectors. A store that searches vectors itself (see
+    /// [`StoreRead::store_recall`]) leaves `vectors` empty; by default the
+    /// whole snapshot.
+    async fn index_snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<(KbSnapshot, usize)> {
+        let snapshot = self.snapshot(tenant, kb).await?;
+        let vectors = snapshot.vectors.len();
+        Ok((snapshot, vectors))
+    }
     /// Documents of a knowledge base.
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>>;
     /// A document with its chunks in order, if it exists in this tenant's knowledge base.

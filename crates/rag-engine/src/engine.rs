@@ -231,11 +231,11 @@ impl Engine {
         if let Some(ix) = self.cached(kb.id, seq) {
             return Ok(ix);
         }
-        let snapshot = self.store().snapshot(tenant, kb.id).await?;
+        // A store that searches vectors itself sends only their number.
+        let (snapshot, vector_count) = self.store().index_snapshot(tenant, kb.id).await?;
         let analyzer = self.inner.analyzer.clone();
         let started = std::time::Instant::now();
         let vector_params = self.inner.config.vectors.clone();
-        // A store that searches vectors itself needs no copy of them here.
         let store_dense = self
             .store()
             .store_recall()
@@ -252,7 +252,7 @@ impl Engine {
                 lexical,
                 dense,
                 space: snapshot.space.clone(),
-                vectors: snapshot.vectors.len(),
+                vectors: vector_count,
             }
         })
         .await

@@ -735,7 +735,7 @@ pub(crate) async fn user_words(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<Use
     .collect()
 }
 
-async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, CoreError> {
+async fn load_snapshot(tx: &Transaction<'_>, kb: KbId, with_vectors: bool) -> Result<KbSnapshot, CoreError> {
     let kb_row = tx
         .query_one(
             "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
@@ -769,14 +769,17 @@ async fn load_snapshot(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, Cor
         .collect();
     let user_words = user_words(tx, kb).await?;
     let mut vectors = Vec::new();
-    for r in tx
-        .query(
+    let rows = if with_vectors {
+        tx.query(
             "SELECT passage, text_hash, vector FROM vectors WHERE kb_id = $1 ORDER BY passage",
             &[&kb.0],
         )
         .await
         .map_err(pg)?
-    {
+    } else {
+        Vec::new()
+    };
+    for r in rows {
         let passage: String = r.get(0);
         let id = PassageId::parse(&passage)
             .ok_or_else(|| corrupt("vectors", "passage", passage.clone()))?;
@@ -855,9 +858,20 @@ impl StoreRead for PgStore {
         // One repeatable-read transaction: the snapshot is consistent with its seq.
         let tx = begin(&mut conn, &tenant.0, true).await?;
         owned(&tx, tenant, kb).await?;
-        let snap = load_snapshot(&tx, kb).await?;
+        let snap = load_snapshot(&tx, kb, true).await?;
         tx.commit().await.map_err(pg)?;
         Ok(snap)
+    }
+
+    async fn index_snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<(KbSnapshot, usize), CoreError> {
+        // Vectors are searched here (pgvector): the engine needs only their number.
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let snap = load_snapshot(&tx, kb, false).await?;
+        let count: i64 = tx.query_one("SELECT count(*) FROM vectors WHERE kb_id = $1", &[&kb.0]).await.map_err(pg)?.get(0);
+        tx.commit().await.map_err(pg)?;
+        Ok((snap, count as usize))
     }
 
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>, CoreError> {
