@@ -138,13 +138,25 @@ pub(crate) async fn sync(
     let words = user_words(tx, kb).await?;
     let analyzer = analyzer.with_user_words(words.iter().map(|w| (w.word.as_str(), w.freq)));
     // Analysis is CPU work: off the async runtime.
+    let started = std::time::Instant::now();
+    let count = passages.len();
     let rows = tokio::task::spawn_blocking(move || LexRows::build(&analyzer, passages))
         .await
         .map_err(|e| CoreError::Component {
             component: "postgres store".into(),
             message: e.to_string(),
         })?;
-    rows.insert(tx, tenant, kb).await
+    let analysed = started.elapsed();
+    let postings = rows.postings.term.len();
+    rows.insert(tx, tenant, kb).await?;
+    tracing::debug!(
+        passages = count,
+        postings,
+        analyse_ms = analysed.as_millis() as u64,
+        write_ms = (started.elapsed() - analysed).as_millis() as u64,
+        "recall rows written"
+    );
+    Ok(())
 }
 
 /// Deletes the rows of passages grouped under `groups` (documents, FAQ
