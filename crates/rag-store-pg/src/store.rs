@@ -109,7 +109,9 @@ async fn check_role(conn: &Conn<'_>) -> Result<(), PgStoreError> {
         .await?
         .get(0);
     if definer {
-        return unsafe_role("it is a member of ragscope_auth or ragscope_search, which read across tenants");
+        return unsafe_role(
+            "it is a member of ragscope_auth or ragscope_search, which read across tenants",
+        );
     }
     Ok(())
 }
@@ -236,6 +238,69 @@ async fn delete_document(tx: &Transaction<'_>, kb: KbId, id: DocId) -> Result<()
     Ok(())
 }
 
+/// Inserts or replaces documents with all their chunks, a few statements for
+/// the whole batch (ids must be distinct).
+async fn put_documents(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    kb: KbId,
+    docs: Vec<(Document, Vec<Chunk>)>,
+) -> Result<(), CoreError> {
+    let t = &tenant.0;
+    let ids: Vec<uuid::Uuid> = docs.iter().map(|(d, _)| d.id.0).collect();
+    tx.execute(
+        "DELETE FROM vectors WHERE kb_id = $1 AND passage IN (SELECT 'chunk:' || id::text FROM chunks WHERE doc_id = ANY($2))",
+        &[&kb.0, &ids],
+    )
+    .await
+    .map_err(pg)?;
+    tx.execute(
+        "DELETE FROM documents WHERE id = ANY($1) AND kb_id = $2",
+        &[&ids, &kb.0],
+    )
+    .await
+    .map_err(pg)?;
+    let titles: Vec<&str> = docs.iter().map(|(d, _)| d.title.as_str()).collect();
+    let sources: Vec<&str> = docs.iter().map(|(d, _)| d.source.as_str()).collect();
+    let hashes: Vec<&str> = docs.iter().map(|(d, _)| d.content_hash.as_str()).collect();
+    let tags: Vec<Json<&Vec<String>>> = docs.iter().map(|(d, _)| Json(&d.tags)).collect();
+    let created: Vec<i64> = docs.iter().map(|(d, _)| d.created_at).collect();
+    let updated: Vec<i64> = docs.iter().map(|(d, _)| d.updated_at).collect();
+    let texts: Vec<&str> = docs.iter().map(|(d, _)| d.text.as_str()).collect();
+    let owners: Vec<Option<&str>> = docs.iter().map(|(d, _)| d.owner.as_deref()).collect();
+    tx.execute(
+        "INSERT INTO documents (id, tenant, kb_id, title, source, content_hash, tags, created_at, updated_at, text, owner)
+         SELECT u.id, $1, $2, u.title, u.source, u.content_hash, ARRAY(SELECT jsonb_array_elements_text(u.tags)),
+                u.created_at, u.updated_at, u.text, u.owner
+         FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::bigint[], $9::bigint[], $10::text[], $11::text[])
+              AS u(id, title, source, content_hash, tags, created_at, updated_at, text, owner)",
+        &[t, &kb.0, &ids, &titles, &sources, &hashes, &tags, &created, &updated, &texts, &owners],
+    )
+    .await
+    .map_err(pg)?;
+    let chunks: Vec<&Chunk> = docs.iter().flat_map(|(_, c)| c).collect();
+    let chunk_ids: Vec<uuid::Uuid> = chunks.iter().map(|c| c.id.0).collect();
+    let doc_ids: Vec<uuid::Uuid> = docs
+        .iter()
+        .flat_map(|(d, c)| std::iter::repeat_n(d.id.0, c.len()))
+        .collect();
+    let ordinals: Vec<i32> = chunks.iter().map(|c| c.ordinal as i32).collect();
+    let headings: Vec<Json<&Vec<String>>> = chunks.iter().map(|c| Json(&c.heading_path)).collect();
+    let chunk_texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+    let starts: Vec<i64> = chunks.iter().map(|c| c.start as i64).collect();
+    let ends: Vec<i64> = chunks.iter().map(|c| c.end as i64).collect();
+    tx.execute(
+        "INSERT INTO chunks (id, tenant, doc_id, kb_id, ordinal, heading_path, text, start_byte, end_byte)
+         SELECT u.id, $1, u.doc_id, $2, u.ordinal, u.heading_path, u.text, u.start_byte, u.end_byte
+         FROM unnest($3::uuid[], $4::uuid[], $5::integer[], $6::jsonb[], $7::text[], $8::bigint[], $9::bigint[])
+              AS u(id, doc_id, ordinal, heading_path, text, start_byte, end_byte)",
+        &[t, &kb.0, &chunk_ids, &doc_ids, &ordinals, &headings, &chunk_texts, &starts, &ends],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(())
+}
+
 /// Deletes the FAQ entries drafted from document `doc` that nobody edited, with their vectors.
 async fn delete_unedited_drafts(
     tx: &Transaction<'_>,
@@ -277,34 +342,8 @@ async fn apply_op(
 ) -> Result<(), CoreError> {
     let t = &tenant.0;
     match op {
-        WriteOp::PutDocument {
-            document: d,
-            chunks,
-        } => {
-            delete_document(tx, kb, d.id).await?;
-            tx.execute(
-                "INSERT INTO documents (id, tenant, kb_id, title, source, content_hash, tags, created_at, updated_at, text, owner)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                &[&d.id.0, t, &kb.0, &d.title, &d.source, &d.content_hash, &d.tags, &d.created_at, &d.updated_at, &d.text, &d.owner],
-            )
-            .await
-            .map_err(pg)?;
-            let ids: Vec<uuid::Uuid> = chunks.iter().map(|c| c.id.0).collect();
-            let ordinals: Vec<i32> = chunks.iter().map(|c| c.ordinal as i32).collect();
-            let headings: Vec<Json<&Vec<String>>> =
-                chunks.iter().map(|c| Json(&c.heading_path)).collect();
-            let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
-            let starts: Vec<i64> = chunks.iter().map(|c| c.start as i64).collect();
-            let ends: Vec<i64> = chunks.iter().map(|c| c.end as i64).collect();
-            tx.execute(
-                "INSERT INTO chunks (id, tenant, doc_id, kb_id, ordinal, heading_path, text, start_byte, end_byte)
-                 SELECT u.id, $1, $2, $3, u.ordinal, u.heading_path, u.text, u.start_byte, u.end_byte
-                 FROM unnest($4::uuid[], $5::integer[], $6::jsonb[], $7::text[], $8::bigint[], $9::bigint[])
-                      AS u(id, ordinal, heading_path, text, start_byte, end_byte)",
-                &[t, &d.id.0, &kb.0, &ids, &ordinals, &headings, &texts, &starts, &ends],
-            )
-            .await
-            .map_err(pg)?;
+        WriteOp::PutDocument { document, chunks } => {
+            put_documents(tx, tenant, kb, vec![(document, chunks)]).await?
         }
         WriteOp::DeleteDocument(id) => {
             // Its drafts: unedited ones go with it; edited ones are human
@@ -735,7 +774,11 @@ pub(crate) async fn user_words(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<Use
     .collect()
 }
 
-async fn load_snapshot(tx: &Transaction<'_>, kb: KbId, with_vectors: bool) -> Result<KbSnapshot, CoreError> {
+async fn load_snapshot(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    with_vectors: bool,
+) -> Result<KbSnapshot, CoreError> {
     let kb_row = tx
         .query_one(
             "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
@@ -863,13 +906,21 @@ impl StoreRead for PgStore {
         Ok(snap)
     }
 
-    async fn index_snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<(KbSnapshot, usize), CoreError> {
+    async fn index_snapshot(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<(KbSnapshot, usize), CoreError> {
         // Vectors are searched here (pgvector): the engine needs only their number.
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, true).await?;
         owned(&tx, tenant, kb).await?;
         let snap = load_snapshot(&tx, kb, false).await?;
-        let count: i64 = tx.query_one("SELECT count(*) FROM vectors WHERE kb_id = $1", &[&kb.0]).await.map_err(pg)?.get(0);
+        let count: i64 = tx
+            .query_one("SELECT count(*) FROM vectors WHERE kb_id = $1", &[&kb.0])
+            .await
+            .map_err(pg)?
+            .get(0);
         tx.commit().await.map_err(pg)?;
         Ok((snap, count as usize))
     }
@@ -1084,9 +1135,30 @@ impl StoreWrite for PgStore {
             .into());
         }
         let mut dirty = crate::lex::Dirty::default();
+        // Runs of documents go in together (a few statements per run, not per document).
+        let mut run: Vec<(Document, Vec<Chunk>)> = Vec::new();
         for op in ops {
             dirty.note(&op);
-            apply_op(&tx, tenant, kb, op).await?;
+            match op {
+                WriteOp::PutDocument { document, chunks }
+                    if !run.iter().any(|(d, _)| d.id == document.id) =>
+                {
+                    run.push((document, chunks));
+                }
+                op => {
+                    if !run.is_empty() {
+                        put_documents(&tx, tenant, kb, std::mem::take(&mut run)).await?;
+                    }
+                    if let WriteOp::PutDocument { document, chunks } = op {
+                        run.push((document, chunks));
+                    } else {
+                        apply_op(&tx, tenant, kb, op).await?;
+                    }
+                }
+            }
+        }
+        if !run.is_empty() {
+            put_documents(&tx, tenant, kb, run).await?;
         }
         crate::lex::sync(&tx, tenant, kb, &self.analyzer, dirty).await?;
         let seq: i64 = tx
