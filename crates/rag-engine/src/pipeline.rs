@@ -75,6 +75,35 @@ struct DenseRetriever {
     embedder: CachedEmbedder,
 }
 
+/// Why the dense path has nothing to search yet.
+const NO_VECTORS: &str = "this knowledge base has no vectors yet; run `ragscope reembed --kb NAME`";
+
+fn dense_unavailable(reason: impl Into<String>) -> CoreError {
+    UserError::PathUnavailable {
+        path: "dense".into(),
+        reason: reason.into(),
+    }
+    .into()
+}
+
+/// Refuses to search vectors of one model with a query embedded by another.
+fn same_space(
+    space: &rag_core::EmbeddingSpace,
+    embedder: &CachedEmbedder,
+) -> Result<(), CoreError> {
+    let model = embedder.model().model_id();
+    if space.model_id != model {
+        return Err(UserError::EmbeddingSpaceMismatch {
+            stored_model: space.model_id.clone(),
+            stored_dims: space.dims,
+            configured_model: model.to_owned(),
+            configured_dims: embedder.model().dimensions(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// A path the store runs itself (PostgreSQL). The engine still analyses the
 /// query, matches synonym groups and embeds the query; the store scores.
 struct StoreRetriever {
@@ -106,33 +135,16 @@ impl Retriever for StoreRetriever {
             None
         };
         let vector = if self.path == PathKind::Dense {
-            let unavailable = |reason: String| -> CoreError {
-                UserError::PathUnavailable {
-                    path: "dense".into(),
-                    reason,
-                }
-                .into()
-            };
             let embedder = self
                 .embedder
                 .as_ref()
-                .ok_or_else(|| unavailable("no embedder is configured".into()))?;
-            let space = self.index.space.as_ref().ok_or_else(|| {
-                unavailable(
-                    "this knowledge base has no vectors yet; run `ragscope reembed --kb NAME`"
-                        .into(),
-                )
-            })?;
-            let model = embedder.model().model_id();
-            if space.model_id != model {
-                return Err(UserError::EmbeddingSpaceMismatch {
-                    stored_model: space.model_id.clone(),
-                    stored_dims: space.dims,
-                    configured_model: model.to_owned(),
-                    configured_dims: embedder.model().dimensions(),
-                }
-                .into());
-            }
+                .ok_or_else(|| dense_unavailable("no embedder is configured"))?;
+            let space = self
+                .index
+                .space
+                .as_ref()
+                .ok_or_else(|| dense_unavailable(NO_VECTORS))?;
+            same_space(space, embedder)?;
             Some(embedder.embed_query(&query.raw).await?)
         } else {
             None
@@ -164,35 +176,16 @@ impl Retriever for DenseRetriever {
         k: usize,
         ctx: &SearchCtx,
     ) -> Result<RankedList, CoreError> {
-        let unavailable = |reason: String| -> CoreError {
-            UserError::PathUnavailable {
-                path: "dense".into(),
-                reason,
-            }
-            .into()
-        };
         let dense = match &self.index.dense {
-            None => {
-                return Err(unavailable(
-                    "this knowledge base has no vectors yet; run `ragscope reembed --kb NAME`"
-                        .into(),
-                ))
-            }
+            None => return Err(dense_unavailable(NO_VECTORS)),
             Some(Err(e)) => {
-                return Err(unavailable(format!("its vectors could not be loaded: {e}")))
+                return Err(dense_unavailable(format!(
+                    "its vectors could not be loaded: {e}"
+                )))
             }
             Some(Ok(d)) => d,
         };
-        let model = self.embedder.model().model_id();
-        if dense.space().model_id != model {
-            return Err(UserError::EmbeddingSpaceMismatch {
-                stored_model: dense.space().model_id.clone(),
-                stored_dims: dense.space().dims,
-                configured_model: model.to_owned(),
-                configured_dims: self.embedder.model().dimensions(),
-            }
-            .into());
-        }
+        same_space(dense.space(), &self.embedder)?;
         let vector = self.embedder.embed_query(&query.raw).await?;
         let (index, filter) = (
             self.index.clone(),

@@ -9,9 +9,9 @@ use rag_text::{is_han, pinyin_key};
 use rustc_hash::FxHashMap;
 
 /// Weight of a same-pinyin correction, relative to an exact term.
-const HOMOPHONE_SIMILARITY: f32 = 0.9;
+pub const HOMOPHONE_SIMILARITY: f32 = 0.9;
 /// Corrections kept per unknown term.
-const MAX_CORRECTIONS: usize = 3;
+pub const MAX_CORRECTIONS: usize = 3;
 
 /// Trigram and pinyin look-up tables over the vocabulary.
 #[derive(Debug, Default)]
@@ -112,38 +112,23 @@ impl LexicalIndex {
 
     fn homophone_corrections(&self, normalized: &str) -> Vec<Correction> {
         let mut out = Vec::new();
-        let mut run: Vec<char> = Vec::new();
-        let flush = |run: &mut Vec<char>, out: &mut Vec<Correction>| {
-            for len in 2..=4usize {
-                for w in run.windows(len) {
-                    let window: String = w.iter().collect();
-                    if self.term_id(&window).is_some() {
-                        continue;
-                    }
-                    let Some(key) = pinyin_key(&window) else {
-                        continue;
-                    };
-                    if let Some(ids) = self.fuzzy.pinyin.get(&key) {
-                        for id in ids.iter().take(MAX_CORRECTIONS) {
-                            out.push(Correction {
-                                from: window.clone(),
-                                to: *id,
-                                similarity: HOMOPHONE_SIMILARITY,
-                            });
-                        }
-                    }
+        for window in han_windows(normalized) {
+            if self.term_id(&window).is_some() {
+                continue;
+            }
+            let Some(key) = pinyin_key(&window) else {
+                continue;
+            };
+            if let Some(ids) = self.fuzzy.pinyin.get(&key) {
+                for id in ids.iter().take(MAX_CORRECTIONS) {
+                    out.push(Correction {
+                        from: window.clone(),
+                        to: *id,
+                        similarity: HOMOPHONE_SIMILARITY,
+                    });
                 }
             }
-            run.clear();
-        };
-        for c in normalized.chars() {
-            if is_han(c) {
-                run.push(c);
-            } else {
-                flush(&mut run, &mut out);
-            }
         }
-        flush(&mut run, &mut out);
         out
     }
 
@@ -196,6 +181,31 @@ impl LexicalIndex {
         let scored = self.score_terms(&terms, params, filter, k);
         self.ranked(PathKind::Fuzzy, scored, &terms, notes)
     }
+}
+
+/// The windows of two to four characters of every run of Chinese characters
+/// in `normalized`, run by run, shorter windows first: where the typo path
+/// looks for homophones of words the vocabulary lacks.
+pub fn han_windows(normalized: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut run: Vec<char> = Vec::new();
+    let flush = |run: &mut Vec<char>, out: &mut Vec<String>| {
+        for len in 2..=4usize {
+            for w in run.windows(len) {
+                out.push(w.iter().collect());
+            }
+        }
+        run.clear();
+    };
+    for c in normalized.chars() {
+        if is_han(c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ mod synonyms;
 
 pub use bm25::idf;
 pub use filter::Filter;
+pub use fuzzy::{han_windows, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
 pub use highlight::highlight;
 pub use index::{passage_terms, LexicalIndex, PassageTerms};
 pub use substring::{SubstringMatch, SubstringPlan, MIN_COVERAGE};

@@ -129,37 +129,22 @@ impl LexicalIndex {
         params: &Bm25Params,
         filter: &Filter,
     ) -> RankedList {
-        let fired = self.synonyms.fired(q);
-        if fired.is_empty() {
+        let Some((expansion, notes)) = self.synonym_expansion(q) else {
             return RankedList {
                 path: PathKind::Synonym,
                 hits: vec![],
                 notes: vec!["no synonym fired".into()],
             };
-        }
+        };
         let mut terms = self.query_terms(q);
-        let mut notes = Vec::new();
-        for f in &fired {
-            notes.push(format!(
-                "{} → {}",
-                f.said.text,
-                f.others
-                    .iter()
-                    .map(|p| p.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            for p in &f.others {
-                for t in &p.tokens {
-                    if let Some(id) = self.term_id(t) {
-                        if !terms.iter().any(|w| w.id == id) {
-                            terms.push(WeightedTerm {
-                                id,
-                                weight: EXPANSION_WEIGHT,
-                                gram: false,
-                            });
-                        }
-                    }
+        for e in &expansion {
+            if let Some(id) = self.term_id(&e.text) {
+                if !terms.iter().any(|w| w.id == id) {
+                    terms.push(WeightedTerm {
+                        id,
+                        weight: e.weight,
+                        gram: e.gram,
+                    });
                 }
             }
         }

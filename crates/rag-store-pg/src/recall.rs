@@ -15,8 +15,8 @@ use rag_core::{
     CoreError, Hit, KbId, PassageId, PathKind, QueryTerm, RankedList, SearchCtx, StoreQuery,
     StoreRecall, TenantId, TokenKind, Viewer,
 };
-use rag_lexical::SubstringPlan;
-use rag_text::{is_han, pinyin_key};
+use rag_lexical::{han_windows, SubstringPlan, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
+use rag_text::pinyin_key;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Transaction;
 
@@ -30,10 +30,6 @@ pub const HNSW_EF_SEARCH: usize = 100;
 /// (which is what exact search is for).
 const HNSW_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true),
                                     set_config('enable_sort', 'off', true)";
-/// Typo corrections per unknown word.
-const MAX_CORRECTIONS: usize = 3;
-/// Similarity given to a homophone.
-const HOMOPHONE_SIMILARITY: f32 = 0.9;
 
 /// The filter every path applies, as SQL over `passages p` with parameters
 /// `$1`…`$7` (see [`FilterArgs`]).
@@ -451,29 +447,6 @@ async fn fuzzy_path(
         hits,
         notes,
     })
-}
-
-/// Windows of two to four characters of every run of Chinese characters, in order.
-fn han_windows(normalized: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut run: Vec<char> = Vec::new();
-    let flush = |run: &mut Vec<char>, out: &mut Vec<String>| {
-        for len in 2..=4usize {
-            for w in run.windows(len) {
-                out.push(w.iter().collect());
-            }
-        }
-        run.clear();
-    };
-    for c in normalized.chars() {
-        if is_han(c) {
-            run.push(c);
-        } else {
-            flush(&mut run, &mut out);
-        }
-    }
-    flush(&mut run, &mut out);
-    out
 }
 
 /// The query and its key terms as substrings, scored as the in-memory index

@@ -3,8 +3,8 @@
 use crate::cli::{eval_params, BenchArgs};
 use crate::eval::{load_corpus, read_corpus, read_qrels, read_queries};
 use crate::{core_err, App, UserFacing};
-use rag_core::{now, ChunkId, KbSettings, KbSnapshot, Passage, PassageId, QueryRequest};
-use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
+use rag_core::{now, ChunkId, KbSettings, KbSnapshot, Passage, PassageId};
+use rag_engine::{Components, Engine, EngineConfig};
 use rag_lexical::{Filter, LexicalIndex};
 use rag_store::{EmbeddedStore, OpenMode};
 use rag_text::Analyzer;
@@ -126,35 +126,8 @@ pub async fn run(app: &App, args: BenchArgs) -> anyhow::Result<()> {
     )
     .await?;
     engine.index(&app.tenant, &kb).await.map_err(core_err)?;
-    let mut pipeline_samples = Vec::new();
-    for round in 0..=rounds {
-        for q in &texts {
-            let request = QueryRequest {
-                kb: "bench".into(),
-                query: q.clone(),
-                params: Some(params.clone()),
-                filters: Default::default(),
-                generate: false,
-                conversation_id: None,
-            };
-            let t = Instant::now();
-            let _ = engine
-                .run(
-                    &app.tenant,
-                    request,
-                    QueryOptions {
-                        views: false,
-                        log: false,
-                        viewer: rag_core::Viewer::Everything,
-                    },
-                    &mut |_| {},
-                )
-                .await;
-            if round > 0 {
-                pipeline_samples.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
-        }
-    }
+    let pipeline_samples =
+        crate::bench_store::latencies(&engine, app, "bench", &texts, &params, rounds).await;
 
     let out = serde_json::json!({
         "engine": "ragscope",

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 /// Runs the query set `rounds + 1` times (the first round warms up) and
 /// returns the latencies of the measured rounds, in milliseconds.
-async fn latencies(
+pub(crate) async fn latencies(
     engine: &Engine,
     app: &App,
     kb: &str,
