@@ -561,28 +561,39 @@ async fn substring_path(
                 .collect()
         }
     };
-    // In snapshot order, so ties keep it.
-    let mut scored: Vec<(usize, f64, u64)> = Vec::new();
-    for (i, (_, text)) in texts.iter().enumerate() {
-        let m = plan.find(text);
-        if let Some(score) = plan.score(&weights, m, text.chars().count()) {
-            scored.push((i, score, m.bits));
+    // Matching the texts is CPU work: off the async runtime.
+    let k = q.k;
+    let (plan, hits) = tokio::task::spawn_blocking(move || {
+        // In snapshot order, so ties keep it.
+        let mut scored: Vec<(usize, f64, u64)> = Vec::new();
+        for (i, (_, text)) in texts.iter().enumerate() {
+            let m = plan.find(text);
+            if let Some(score) = plan.score(&weights, m, text.chars().count()) {
+                scored.push((i, score, m.bits));
+            }
         }
-    }
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored.truncate(q.k);
-    let hits = scored
-        .into_iter()
-        .enumerate()
-        .map(|(rank, (i, score, bits))| {
-            Ok(Hit {
-                id: passage_id(&texts[i].0)?,
-                rank: rank as u32 + 1,
-                score,
-                matched: plan.matched(bits),
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(k);
+        let hits = scored
+            .into_iter()
+            .enumerate()
+            .map(|(rank, (i, score, bits))| {
+                Ok(Hit {
+                    id: passage_id(&texts[i].0)?,
+                    rank: rank as u32 + 1,
+                    score,
+                    matched: plan.matched(bits),
+                })
             })
-        })
-        .collect::<Result<_, CoreError>>()?;
+            .collect::<Result<Vec<Hit>, CoreError>>();
+        (plan, hits)
+    })
+    .await
+    .map_err(|e| CoreError::Component {
+        component: "substring path".into(),
+        message: e.to_string(),
+    })?;
+    let hits = hits?;
     Ok(RankedList {
         path: PathKind::Substring,
         hits,
