@@ -215,7 +215,9 @@ mod tests {
             let s1 = saturate(tf as f32, len as f32, avg, k1, b);
             let s2 = saturate(tf as f32 + 1.0, len as f32, avg, k1, b);
             prop_assert!(s1.is_finite() && s1 >= 0.0);
-            prop_assert!(s2 >= s1);
+            // Monotone in exact arithmetic; near saturation (k1 → 0) both round
+            // to k1 + 1 within a few ulps.
+            prop_assert!(s2 >= s1 * (1.0 - 4.0 * f32::EPSILON), "{s1} {s2}");
         }
 
         #[test]

@@ -110,19 +110,20 @@ impl LexicalIndex {
         out
     }
 
-    fn homophone_corrections(&self, normalized: &str) -> Vec<Correction> {
+    fn homophone_corrections(&self, q: &AnalyzedQuery) -> Vec<Correction> {
+        let known = |w: &str| self.term_id(w).is_some();
         let mut out = Vec::new();
-        for window in han_windows(normalized) {
-            if self.term_id(&window).is_some() {
+        for window in han_windows(q) {
+            if !window.may_be_typo(known) {
                 continue;
             }
-            let Some(key) = pinyin_key(&window) else {
+            let Some(key) = pinyin_key(&window.text) else {
                 continue;
             };
             if let Some(ids) = self.fuzzy.pinyin.get(&key) {
                 for id in ids.iter().take(MAX_CORRECTIONS) {
                     out.push(Correction {
-                        from: window.clone(),
+                        from: window.text.clone(),
                         to: *id,
                         similarity: HOMOPHONE_SIMILARITY,
                     });
@@ -135,7 +136,8 @@ impl LexicalIndex {
     /// Typo-tolerant recall. Query terms missing from the vocabulary are read as
     /// the vocabulary terms most similar by character trigrams (similarity ≥
     /// `threshold`); windows of Chinese characters that are not words are read
-    /// as words with the same toneless pinyin. The query's known terms plus the
+    /// as words with the same toneless pinyin, unless they cut through a word
+    /// of the query that the knowledge base contains (see [`HanWindow`]). The query's known terms plus the
     /// corrections, weighted by similarity, are scored with BM25. When nothing
     /// looks like a typo the path returns no hits, so it never duplicates BM25.
     pub fn fuzzy(
@@ -155,7 +157,7 @@ impl LexicalIndex {
                 corrections.extend(self.trigram_corrections(&t.text, threshold));
             }
         }
-        corrections.extend(self.homophone_corrections(&q.normalized));
+        corrections.extend(self.homophone_corrections(q));
         if corrections.is_empty() {
             return RankedList {
                 path: PathKind::Fuzzy,
@@ -183,21 +185,90 @@ impl LexicalIndex {
     }
 }
 
+/// A window of two to four Chinese characters of a query: a possible typo
+/// that the typo path reads as the vocabulary words with the same pinyin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HanWindow {
+    /// The characters.
+    pub text: String,
+    /// The query's words (two characters or more, as the analyzer segmented
+    /// the query) that the window starts or ends inside of.
+    pub cuts: Vec<String>,
+    /// Whether a character of the window is one the analyzer dropped from
+    /// the query as a stop word (的, 是, 谁, 哪里…).
+    pub has_stop_word: bool,
+}
+
+impl HanWindow {
+    /// Whether the window may be a misspelt word, given which strings the
+    /// knowledge base contains: not when it is itself known, and not when it
+    /// cuts through a known word. A correctly typed question is mostly made of
+    /// known words, and a window straddling two of them (是一 of 是一个) is not
+    /// a typo; a pinyin typo leaves a string the segmenter cannot read as
+    /// known words (退宽 → 退 + 宽), and windows over those stay candidates.
+    /// Windows over stop words (队的, 谁为) are not read as typos either: the
+    /// search ignores those characters, and their homophones are noise.
+    pub fn may_be_typo(&self, known: impl Fn(&str) -> bool) -> bool {
+        !self.has_stop_word && !known(&self.text) && !self.cuts.iter().any(|w| known(w))
+    }
+}
+
 /// The windows of two to four characters of every run of Chinese characters
-/// in `normalized`, run by run, shorter windows first: where the typo path
-/// looks for homophones of words the vocabulary lacks.
-pub fn han_windows(normalized: &str) -> Vec<String> {
+/// of the query's normalised text, run by run, shorter windows first: where
+/// the typo path looks for homophones of words the vocabulary lacks. Each
+/// window lists the query words it cuts through, found by aligning the
+/// query's Chinese tokens, in order, with the runs (characters between them
+/// are stop words the analyzer dropped).
+pub fn han_windows(q: &AnalyzedQuery) -> Vec<HanWindow> {
+    let mut words = q
+        .tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Han)
+        .map(|t| t.text.chars().collect::<Vec<char>>())
+        .peekable();
     let mut out = Vec::new();
     let mut run: Vec<char> = Vec::new();
-    let flush = |run: &mut Vec<char>, out: &mut Vec<String>| {
+    let mut flush = |run: &mut Vec<char>, out: &mut Vec<HanWindow>| {
+        // For each character, the range of the multi-character word it is in.
+        let mut word_at: Vec<Option<(usize, usize)>> = vec![None; run.len()];
+        let mut in_word = vec![false; run.len()];
+        let mut p = 0;
+        while p < run.len() {
+            match words.peek() {
+                Some(w) if run[p..].starts_with(w) => {
+                    in_word[p..p + w.len()].fill(true);
+                    if w.len() > 1 {
+                        word_at[p..p + w.len()].fill(Some((p, p + w.len())));
+                    }
+                    p += w.len();
+                    words.next();
+                }
+                _ => p += 1,
+            }
+        }
         for len in 2..=4usize {
-            for w in run.windows(len) {
-                out.push(w.iter().collect());
+            for start in 0..run.len().saturating_sub(len - 1) {
+                let end = start + len;
+                let mut cut: Vec<(usize, usize)> = [word_at[start], word_at[end - 1]]
+                    .into_iter()
+                    .flatten()
+                    .filter(|&(s, e)| s < start || e > end)
+                    .collect();
+                cut.dedup();
+                let cuts = cut
+                    .iter()
+                    .map(|&(s, e)| run[s..e].iter().collect())
+                    .collect();
+                out.push(HanWindow {
+                    text: run[start..end].iter().collect(),
+                    cuts,
+                    has_stop_word: in_word[start..end].contains(&false),
+                });
             }
         }
         run.clear();
     };
-    for c in normalized.chars() {
+    for c in q.normalized.chars() {
         if is_han(c) {
             run.push(c);
         } else {
@@ -210,6 +281,86 @@ pub fn han_windows(normalized: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use rag_core::{FaqId, KbSnapshot, Passage, PassageId};
+    use rag_text::Analyzer;
+
+    fn index(texts: &[&str]) -> LexicalIndex {
+        let passages = texts
+            .iter()
+            .map(|t| Passage {
+                id: PassageId::Faq(FaqId::generate()),
+                title: String::new(),
+                body: (*t).into(),
+                tags: vec![],
+                aliases: vec![],
+                doc: None,
+                source: None,
+                span: None,
+                created_at: 0,
+                valid_from: None,
+                valid_until: None,
+                searchable: true,
+                owner: None,
+            })
+            .collect();
+        let snapshot = KbSnapshot {
+            passages,
+            ..Default::default()
+        };
+        LexicalIndex::build(&Analyzer::new(), &snapshot)
+    }
+
+    fn corrections(index: &LexicalIndex, query: &str) -> Vec<String> {
+        let q = index.analyze_query(query);
+        index
+            .fuzzy(&q, 10, 0.3, &Bm25Params::default(), &Filter::everything())
+            .notes
+    }
+
+    #[test]
+    fn windows_know_the_words_they_cut_and_the_stop_words_they_hold() {
+        let index = index(&["大学实验室的开放时间"]);
+        let q = index.analyze_query("实验室的门");
+        let windows = han_windows(&q);
+        let get = |t: &str| windows.iter().find(|w| w.text == t).unwrap();
+        assert_eq!(get("验室").cuts, vec!["实验室".to_owned()]);
+        assert!(get("实验室").cuts.is_empty());
+        assert!(get("室的").has_stop_word);
+        assert!(!get("验室").has_stop_word);
+        // Shorter windows first, run by run.
+        assert_eq!(windows[0].text, "实验");
+        assert_eq!(windows.len(), 4 + 3 + 2);
+    }
+
+    #[test]
+    fn homophone_typos_are_read_but_correctly_typed_words_are_left_alone() {
+        let index = index(&[
+            "在订单页申请退款",
+            "配送费按距离计算",
+            "大学实验室的开放时间",
+            "实际到账时间",
+            "对德贸易",
+        ]);
+        // Typos: strings the segmenter cannot read as known words.
+        assert!(corrections(&index, "退宽")
+            .iter()
+            .any(|n| n.starts_with("退宽 → 退款")));
+        assert!(corrections(&index, "陪送费多少")
+            .iter()
+            .any(|n| n.contains("→ 配送费")));
+        // 室几 sounds like 实际, but it cuts the known word 实验室.
+        assert_eq!(
+            corrections(&index, "实验室几点开放"),
+            vec!["no unknown term to correct".to_owned()]
+        );
+        // 队的 sounds like 对德, but 的 is a stop word.
+        assert_eq!(
+            corrections(&index, "球队的实验室"),
+            vec!["no unknown term to correct".to_owned()]
+        );
+    }
+
     #[test]
     fn trigram_similarity_of_a_typo() {
         let a = super::trigrams("refnd");

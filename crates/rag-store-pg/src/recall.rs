@@ -370,9 +370,14 @@ async fn fuzzy_path(
         })
         .map(|t| t.text.as_str())
         .collect();
-    let windows = han_windows(&q.query.normalized);
+    let windows = han_windows(q.query);
     let mut probe: Vec<&str> = words.clone();
-    probe.extend(windows.iter().map(String::as_str));
+    for w in &windows {
+        probe.push(&w.text);
+        probe.extend(w.cuts.iter().map(String::as_str));
+    }
+    probe.sort_unstable();
+    probe.dedup();
     let have = known(tx, kb, &probe).await?;
 
     // (from, to, similarity), in the in-memory index's order: words first, then windows.
@@ -399,8 +404,8 @@ async fn fuzzy_path(
     }
     let unknown_windows: Vec<(&String, String)> = windows
         .iter()
-        .filter(|w| !have.contains(w.as_str()))
-        .filter_map(|w| pinyin_key(w).map(|k| (w, k)))
+        .filter(|w| w.may_be_typo(|t| have.contains(t)))
+        .filter_map(|w| pinyin_key(&w.text).map(|k| (&w.text, k)))
         .collect();
     if !unknown_windows.is_empty() {
         let keys: Vec<&str> = unknown_windows.iter().map(|(_, k)| k.as_str()).collect();
