@@ -136,10 +136,11 @@ impl LexicalIndex {
     /// Typo-tolerant recall. Query terms missing from the vocabulary are read as
     /// the vocabulary terms most similar by character trigrams (similarity ≥
     /// `threshold`); windows of Chinese characters that are not words are read
-    /// as words with the same toneless pinyin, unless they cut through a word
-    /// of the query that the knowledge base contains (see [`HanWindow`]). The query's known terms plus the
-    /// corrections, weighted by similarity, are scored with BM25. When nothing
-    /// looks like a typo the path returns no hits, so it never duplicates BM25.
+    /// as words with the same toneless pinyin, unless they hold a stop word or
+    /// cut through a word of the query that the knowledge base contains (see
+    /// [`HanWindow`]). The query's known terms plus the corrections, weighted
+    /// by similarity, are scored with BM25. When nothing looks like a typo the
+    /// path returns no hits, so it never duplicates BM25.
     pub fn fuzzy(
         &self,
         q: &AnalyzedQuery,
