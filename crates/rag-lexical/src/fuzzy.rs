@@ -283,30 +283,13 @@ pub fn han_windows(q: &AnalyzedQuery) -> Vec<HanWindow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rag_core::{FaqId, KbSnapshot, Passage, PassageId};
+    use crate::index::tests::faq;
+    use rag_core::KbSnapshot;
     use rag_text::Analyzer;
 
     fn index(texts: &[&str]) -> LexicalIndex {
-        let passages = texts
-            .iter()
-            .map(|t| Passage {
-                id: PassageId::Faq(FaqId::generate()),
-                title: String::new(),
-                body: (*t).into(),
-                tags: vec![],
-                aliases: vec![],
-                doc: None,
-                source: None,
-                span: None,
-                created_at: 0,
-                valid_from: None,
-                valid_until: None,
-                searchable: true,
-                owner: None,
-            })
-            .collect();
         let snapshot = KbSnapshot {
-            passages,
+            passages: texts.iter().map(|t| faq("", t)).collect(),
             ..Default::default()
         };
         LexicalIndex::build(&Analyzer::new(), &snapshot)

@@ -386,11 +386,12 @@ fn corpus_language(texts: &[String]) -> rag_core::Language {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rag_core::{Bm25Params, FaqId};
 
-    fn faq(q: &str, a: &str) -> Passage {
+    /// A searchable FAQ passage (also used by the other modules' tests).
+    pub(crate) fn faq(q: &str, a: &str) -> Passage {
         Passage {
             id: PassageId::Faq(FaqId::generate()),
             title: q.into(),
