@@ -12,7 +12,7 @@ pub fn highlight(analyzer: &Analyzer, text: &str, matched: &[String]) -> Vec<(us
     let mut ranges: Vec<(usize, usize)> = analyzer
         .analyze(text, Mode::Index)
         .into_iter()
-        .filter(|t| matched.iter().any(|m| *m == t.text))
+        .filter(|t| matched.contains(&t.text))
         .map(|t| (t.start, t.end))
         .collect();
     // Substring patterns: find them in the normalised text and map back.
