@@ -504,7 +504,7 @@ fn hnsw_recall_at_10_against_exact_search_is_at_least_0_98() {
         const DIMS: usize = 384;
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let centers: Vec<Vec<f32>> = (0..60).map(|_| (0..DIMS).map(|_| rng.next()).collect()).collect();
-        let mut point = |rng: &mut Rng, spread: f32| {
+        let point = |rng: &mut Rng, spread: f32| {
             let c = &centers[((rng.next() + 1.0) * 30.0) as usize % centers.len()];
             normalised(c.iter().map(|x| x + spread * rng.next()).collect())
         };
