@@ -168,7 +168,7 @@ impl Engine {
         // Entries that stay: everything but the drafts being replaced.
         let staying: Vec<&FaqEntry> = existing
             .iter()
-            .filter(|f| !(f.source_doc == Some(document.id) && !f.edited))
+            .filter(|f| f.source_doc != Some(document.id) || f.edited)
             .collect();
         for pair in parsed.pairs {
             if staying

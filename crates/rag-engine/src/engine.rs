@@ -235,7 +235,7 @@ impl Engine {
         let (snapshot, vector_count) = self.store().index_snapshot(tenant, kb.id).await?;
         let analyzer = self.inner.analyzer.clone();
         let started = std::time::Instant::now();
-        let vector_params = self.inner.config.vectors.clone();
+        let vector_params = self.inner.config.vectors;
         let store_dense = self
             .store()
             .store_recall()

@@ -186,9 +186,9 @@ impl LexicalIndex {
             entries.sort_unstable_by_key(|e| e.0);
             for (id, tf) in entries {
                 let term = &mut terms[id as usize];
-                for f in 0..FIELDS {
-                    if tf[f] > 0 {
-                        term.df[f] += 1;
+                for (df, &n) in term.df.iter_mut().zip(&tf) {
+                    if n > 0 {
+                        *df += 1;
                     }
                 }
                 if tf[..WORD_FIELDS].iter().any(|t| *t > 0) {

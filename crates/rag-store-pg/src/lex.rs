@@ -329,8 +329,8 @@ impl LexRows {
         for text in order {
             let counts = tf[text];
             let add = self.terms.get_mut(text).expect("added above");
-            for f in 0..4 {
-                add.df[f] += i32::from(counts[f] > 0);
+            for (df, &n) in add.df.iter_mut().zip(&counts) {
+                *df += i32::from(n > 0);
             }
             add.word += i32::from(counts[..3].iter().any(|c| *c > 0));
             add.any += 1;

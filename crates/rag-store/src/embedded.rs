@@ -287,7 +287,7 @@ pub(crate) fn vector_bytes(v: &[f32]) -> Vec<u8> {
 
 /// The inverse of [`vector_bytes`].
 pub(crate) fn vector_from_bytes(b: &[u8]) -> Option<Vec<f32>> {
-    (b.len() % 4 == 0).then(|| {
+    b.len().is_multiple_of(4).then(|| {
         b.chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()

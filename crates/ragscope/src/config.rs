@@ -388,6 +388,18 @@ fn redact(v: &mut toml::Value, key: &str) {
     }
 }
 
+impl Config {
+    /// The embedding cache directory: configured, else $XDG_CACHE_HOME/ragscope, else ~/.cache/ragscope.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        self.embedder.cache_dir.clone().or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|d| d.join("ragscope"))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,17 +424,5 @@ mod tests {
         let out = c.redacted_toml().unwrap();
         assert!(!out.contains("very-secret"), "{out}");
         assert!(out.contains("redacted"));
-    }
-}
-
-impl Config {
-    /// The embedding cache directory: configured, else $XDG_CACHE_HOME/ragscope, else ~/.cache/ragscope.
-    pub fn cache_dir(&self) -> Option<PathBuf> {
-        self.embedder.cache_dir.clone().or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                .map(|d| d.join("ragscope"))
-        })
     }
 }
