@@ -68,6 +68,13 @@
 //! [`BertModel::embed_batch_parallel`] spreads a batch over scoped threads.
 //! The model is `Send + Sync`. Build with optimisations: unoptimised, the
 //! non-matrix parts (layer norms, softmax, GELU) dominate.
+//!
+//! Large products go through `matrixmultiply`, which picks AVX2/FMA kernels
+//! at run time. Products of at most 16 rows (short queries) skip its packing
+//! and dot each weight row with each input row, in code compiled for both the
+//! x86-64 baseline and AVX2 with FMA (`multiversion`): all-MiniLM-L6-v2 on
+//! this machine, median short query 8.6 ms against 10.5 ms for the baseline
+//! build alone (`cargo run --release -p rag-bert --example bench`).
 
 mod config;
 mod error;

@@ -87,16 +87,29 @@ impl Linear {
             .into_iter()
             .map(|r| r.to_slice().expect("standard layout"))
             .collect();
-        let out = self.bias.len();
-        let mut y = Array2::<f32>::zeros((rows.len(), out));
-        let y_slice = y.as_slice_mut().expect("standard layout");
-        for (j, w) in self.weight.rows().into_iter().enumerate() {
-            let w = w.to_slice().expect("standard layout");
-            for (i, row) in rows.iter().enumerate() {
-                y_slice[i * out + j] = dot8(row, w) + self.bias[j];
-            }
-        }
+        let mut y = Array2::<f32>::zeros((rows.len(), self.bias.len()));
+        let weight = self.weight.as_standard_layout();
+        few_rows(
+            weight.as_slice().expect("standard layout"),
+            self.bias.as_slice().expect("contiguous"),
+            &rows,
+            y.as_slice_mut().expect("standard layout"),
+        );
         y
+    }
+}
+
+/// `y[i][j] = <rows[i], weight[j]> + bias[j]` with `weight` row-major
+/// (`bias.len()` rows). Compiled twice, for the x86-64 baseline and for AVX2
+/// with FMA; the better one is picked at run time.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+fn few_rows(weight: &[f32], bias: &[f32], rows: &[&[f32]], y: &mut [f32]) {
+    let out = bias.len();
+    let width = weight.len() / out.max(1);
+    for (j, (w, b)) in weight.chunks_exact(width.max(1)).zip(bias).enumerate() {
+        for (i, row) in rows.iter().enumerate() {
+            y[i * out + j] = dot8(row, w) + b;
+        }
     }
 }
 
@@ -105,7 +118,8 @@ impl Linear {
 const SMALL_BATCH_ROWS: usize = 16;
 
 /// Dot product with eight independent accumulators, which the compiler turns
-/// into SIMD lanes.
+/// into SIMD lanes (eight wide where [`few_rows`] runs compiled for AVX2).
+#[inline(always)]
 fn dot8(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let chunks_a = a.chunks_exact(8);
