@@ -28,6 +28,19 @@ pub struct KnowledgeBase {
     pub settings: KbSettings,
 }
 
+impl KnowledgeBase {
+    /// A new knowledge base of `tenant`: a fresh id, created now.
+    pub fn new(tenant: &TenantId, name: &str, settings: KbSettings) -> Self {
+        KnowledgeBase {
+            id: KbId::generate(),
+            tenant: tenant.clone(),
+            name: name.to_owned(),
+            created_at: now(),
+            settings,
+        }
+    }
+}
+
 /// Per-knowledge-base settings. Request parameters override them.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -1076,13 +1076,7 @@ impl StoreWrite for PgStore {
         name: &str,
         settings: KbSettings,
     ) -> Result<KnowledgeBase, CoreError> {
-        let kb = KnowledgeBase {
-            id: KbId::generate(),
-            tenant: tenant.clone(),
-            name: name.to_owned(),
-            created_at: rag_core::now(),
-            settings,
-        };
+        let kb = KnowledgeBase::new(tenant, name, settings);
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         match tx

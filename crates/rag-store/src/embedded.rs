@@ -1063,13 +1063,7 @@ impl StoreWrite for EmbeddedStore {
         name: &str,
         settings: KbSettings,
     ) -> Result<KnowledgeBase, CoreError> {
-        let kb = KnowledgeBase {
-            id: KbId::generate(),
-            tenant: tenant.clone(),
-            name: name.to_owned(),
-            created_at: rag_core::now(),
-            settings,
-        };
+        let kb = KnowledgeBase::new(tenant, name, settings);
         let row = kb.clone();
         self.with_conn(move |c| {
             let settings = serde_json::to_string(&row.settings).unwrap_or_default();
