@@ -5,8 +5,10 @@
 //! which it does from `RAGSCOPE_FAILPOINTS=name=action;name=action`. Actions:
 //! `abort` (the process dies on the spot, as with a power cut or SIGKILL),
 //! `stall` (prints `failpoint <name> stalled` to stderr and blocks forever, so a
-//! test can kill the process at a known point) and `error` (the caller turns it
-//! into an error).
+//! test can kill the process at a known point), `spin` (burns CPU forever, as
+//! a parser caught in a loop), `hog` (allocates memory until an allocation
+//! fails, as a decompression bomb) and `error` (the caller turns it into an
+//! error).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +21,10 @@ pub enum Action {
     Abort,
     /// Announce on stderr and block forever.
     Stall,
+    /// Burn CPU forever.
+    Spin,
+    /// Allocate (and touch) memory until an allocation fails.
+    Hog,
     /// Return `true` from [`hit`] so the caller fails.
     Error,
 }
@@ -36,6 +42,8 @@ pub fn configure(spec: &str) -> Result<(), String> {
         let action = match action.trim() {
             "abort" => Action::Abort,
             "stall" => Action::Stall,
+            "spin" => Action::Spin,
+            "hog" => Action::Hog,
             "error" => Action::Error,
             other => return Err(format!("unknown failpoint action {other:?}")),
         };
@@ -60,6 +68,21 @@ pub fn hit(name: &str) -> bool {
         Some(Action::Abort) => {
             eprintln!("failpoint {name} aborting");
             std::process::abort()
+        }
+        Some(Action::Spin) => {
+            eprintln!("failpoint {name} spinning");
+            let mut x = 0u64;
+            loop {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        Some(Action::Hog) => {
+            eprintln!("failpoint {name} hogging memory");
+            let mut held: Vec<Vec<u8>> = Vec::new();
+            loop {
+                held.push(vec![1u8; 16 << 20]);
+                std::hint::black_box(&held);
+            }
         }
         Some(Action::Stall) => {
             eprintln!("failpoint {name} stalled");

@@ -245,13 +245,21 @@ impl Default for FusionParams {
     }
 }
 
+/// The largest fusion weight a request or a knowledge base may set: with
+/// RRF contributions of at most `w/(k+1)`, scores stay far from overflow.
+pub const MAX_WEIGHT: f64 = 1e3;
+
+/// The largest RRF `k`.
+pub const MAX_RRF_K: f64 = 1e6;
+
 impl FusionParams {
-    /// Checks ranges.
+    /// Checks ranges: `k` in (0, 1e6], every weight finite in [0, 1e3], λ
+    /// and `min_score` in [0, 1], `top_k` in 1..=1000.
     pub fn validate(&self) -> Result<(), UserError> {
-        if !(self.k.is_finite() && self.k >= 0.0) {
+        if !(self.k.is_finite() && self.k > 0.0 && self.k <= MAX_RRF_K) {
             return Err(UserError::InvalidParam {
                 name: "fusion.k",
-                reason: "must be a non-negative number".into(),
+                reason: format!("must be a number in (0, {MAX_RRF_K}]"),
             });
         }
         if let Some(l) = self.lexical_interpolation {
@@ -264,10 +272,10 @@ impl FusionParams {
         }
         for p in PathKind::ALL {
             let w = self.weights.of(p);
-            if !(w.is_finite() && w >= 0.0) {
+            if !(w.is_finite() && (0.0..=MAX_WEIGHT).contains(&w)) {
                 return Err(UserError::InvalidParam {
                     name: "weights",
-                    reason: format!("{p} weight must be >= 0"),
+                    reason: format!("{p} weight must be a number in [0, {MAX_WEIGHT}]"),
                 });
             }
         }

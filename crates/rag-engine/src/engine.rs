@@ -27,6 +27,10 @@ pub struct Components {
     pub generator: Option<Arc<dyn rag_core::Generator>>,
     /// Reads web pages for URL sources; `None`: URL sources cannot sync.
     pub fetcher: Option<Arc<dyn rag_core::Fetcher>>,
+    /// Turns uploaded and fetched files into text; `None`: in this process
+    /// ([`crate::InProcessExtractor`]). Servers reading untrusted files pass
+    /// an isolating one (`rag_sandbox::SandboxExtractor`).
+    pub extractor: Option<Arc<dyn crate::Extractor>>,
 }
 
 impl Components {
@@ -39,6 +43,7 @@ impl Components {
             cache: None,
             generator: None,
             fetcher: None,
+            extractor: None,
         }
     }
 }
@@ -162,6 +167,15 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&kb);
+    }
+
+    /// The extractor of uploaded and fetched files.
+    pub fn extractor(&self) -> Arc<dyn crate::Extractor> {
+        self.inner
+            .components
+            .extractor
+            .clone()
+            .unwrap_or_else(|| Arc::new(crate::InProcessExtractor))
     }
 
     /// The store.

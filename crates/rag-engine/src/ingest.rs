@@ -14,7 +14,7 @@ use rag_core::{
     chunk_title, now, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId,
     PassageId, PassageVector, SynonymGroup, TenantId, UserError, UserWord, WriteOp,
 };
-use rag_ingest::{check_size, extract, Content, Limits};
+use rag_ingest::{check_size, Content, Limits};
 use serde::Serialize;
 
 /// The refusal of a file whose job was cancelled before its write.
@@ -186,12 +186,15 @@ impl Engine {
             return Ok(Err(cancelled()));
         }
 
-        let (name, media) = (source.to_owned(), options.media_type.clone());
-        let extraction =
-            blocking(move || extract(&name, media.as_deref(), &bytes, &limits)).await?;
-        let extraction = match extraction {
+        let job = crate::ExtractJob {
+            name: source.to_owned(),
+            media_type: options.media_type.clone(),
+            bytes,
+            limits,
+        };
+        let extraction = match self.extractor().extract(job).await {
             Ok(x) => x,
-            Err(e) => return Ok(Err((e.code(), e.to_string()))),
+            Err(e) => return Ok(Err((e.code, e.reason))),
         };
         let format = extraction.format;
         match extraction.content {

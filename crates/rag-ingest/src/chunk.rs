@@ -225,6 +225,21 @@ fn trim_range(text: &str, a: usize, b: usize) -> Option<(usize, usize)> {
     (lead + trail < s.len()).then_some((a + lead, b - trail))
 }
 
+/// The longest piece cut from an over-long sentence, in bytes per token of
+/// the budget: well above what any tokenizer's tokens average (XLM-R's
+/// average 3–5 bytes of Latin text and 3–6 of Chinese), so the cut is still
+/// made by tokens; only a text whose tokens are longer (a counter that calls
+/// a long run one token) gets pieces shorter than the budget.
+const MAX_PIECE_BYTES_PER_TOKEN: usize = 24;
+
+/// The largest char boundary of `text` at or below `i`.
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
 /// Splits an over-long sentence into pieces that fit the budget.
 fn split_long(
     text: &str,
@@ -237,18 +252,24 @@ fn split_long(
 ) {
     let mut a = a;
     let mut first = block_start;
+    // Only a window at the front of what is left is looked at for each
+    // piece, so a sentence of any length is split in linear time.
+    let window = target.saturating_mul(MAX_PIECE_BYTES_PER_TOKEN).max(64);
     while let Some((s, e)) = trim_range(text, a, b) {
-        let tokens = counter.count_tokens(&text[s..e]);
-        if tokens <= target {
-            out.push(Atom {
-                start: s,
-                end: e,
-                tokens,
-                block_start: first,
-            });
-            return;
+        let w_end = floor_char_boundary(text, s.saturating_add(window).min(e));
+        if w_end == e {
+            let tokens = counter.count_tokens(&text[s..e]);
+            if tokens <= target {
+                out.push(Atom {
+                    start: s,
+                    end: e,
+                    tokens,
+                    block_start: first,
+                });
+                return;
+            }
         }
-        let points = cut_points(text, s, e);
+        let points = cut_points(text, s, w_end);
         let fits = |p: usize| {
             trim_range(text, s, p).is_some_and(|(x, y)| counter.count_tokens(&text[x..y]) <= target)
         };

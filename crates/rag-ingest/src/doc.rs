@@ -2,12 +2,12 @@
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::TextEncoding;
 
 /// The formats ragscope reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
     /// Plain text.
@@ -42,7 +42,7 @@ impl Format {
 }
 
 /// What a block of the extracted text is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum BlockKind {
     /// A heading; level 1 is outermost.
@@ -63,7 +63,7 @@ pub enum BlockKind {
 /// A block: a byte range of [`ExtractedDoc::text`]. Blocks are in order,
 /// do not overlap, never start or end with whitespace, and are separated by
 /// `"\n\n"`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
     /// What it is.
     #[serde(flatten)]
@@ -75,7 +75,7 @@ pub struct Block {
 }
 
 /// A document's text as extracted from its file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExtractedDoc {
     /// The format it was read as.
     pub format: Format,

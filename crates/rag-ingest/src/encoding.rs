@@ -3,12 +3,12 @@
 //! `chardetng`. The detected encoding is reported, never silently assumed.
 
 use encoding_rs::{Encoding, GB18030, UTF_16BE, UTF_16LE};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::IngestError;
 
 /// The encoding a text file was decoded from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "encoding", content = "name")]
 pub enum TextEncoding {
     /// UTF-8 without a byte-order mark.

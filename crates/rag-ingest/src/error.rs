@@ -69,10 +69,52 @@ impl IngestError {
         }
     }
 
+    /// Every code [`IngestError::code`] can return.
+    pub const CODES: &'static [&'static str] = &[
+        "unsupported_format",
+        "malformed_file",
+        "bad_record",
+        "no_text_layer",
+        "encoding_undecidable",
+        "too_large",
+        "empty_file",
+    ];
+
     pub(crate) fn malformed(format: &'static str, reason: impl Into<String>) -> Self {
         IngestError::Malformed {
             format,
             reason: reason.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_listed() {
+        let all = [
+            IngestError::Unsupported(String::new()),
+            IngestError::malformed("pdf", ""),
+            IngestError::BadRecord {
+                line: 1,
+                message: String::new(),
+            },
+            IngestError::NoTextLayer { pages: 1 },
+            IngestError::EncodingUndecidable {
+                tried: String::new(),
+            },
+            IngestError::TooLarge {
+                what: String::new(),
+                size: 1,
+                limit: 0,
+            },
+            IngestError::Empty,
+        ];
+        for e in &all {
+            assert!(IngestError::CODES.contains(&e.code()), "{}", e.code());
+        }
+        assert_eq!(all.len(), IngestError::CODES.len());
     }
 }

@@ -1,6 +1,6 @@
 //! Format detection and extraction entry points.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::doc::{ExtractedDoc, Format};
 use crate::faq::FaqRow;
@@ -39,7 +39,7 @@ pub fn check_size(len: u64, limits: &Limits) -> Result<(), IngestError> {
 }
 
 /// What a file turned out to hold.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type")]
 pub enum Content {
     /// A document to chunk.
@@ -54,7 +54,7 @@ pub enum Content {
 }
 
 /// The result of extracting one file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Extraction {
     /// The format it was read as.
     pub format: Format,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::IngestError;
 
 /// One FAQ entry as read from a table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaqRow {
     /// 1-based line of the record (CSV: counting the header as line 1).
     pub line: usize,

@@ -307,3 +307,52 @@ fn chunking_a_large_document_is_fast_enough() {
     check_chunks(&d, &chunks, &ChunkParams::default(), &ApproxTokenCounter);
     assert!(secs < 20.0, "{secs}s");
 }
+
+/// Counts the bytes it is asked to count: the work chunking does.
+struct MeteredCounter(std::sync::atomic::AtomicUsize);
+
+impl TokenCounter for MeteredCounter {
+    fn count_tokens(&self, text: &str) -> usize {
+        self.0
+            .fetch_add(text.len(), std::sync::atomic::Ordering::Relaxed);
+        ApproxTokenCounter.count_tokens(text)
+    }
+}
+
+/// Text without blank lines or sentence punctuation (one line of words, one
+/// run of Chinese) is chunked with work linear in its length: doubling the
+/// text at most doubles (plus a little) the bytes the counter reads. The
+/// former splitting re-read the whole rest of the text for every piece.
+#[test]
+fn chunking_work_is_linear_on_text_without_breaks() {
+    let words = ["alpha", "bravo", "charlie", "delta", "echo"];
+    let latin = |n: usize| {
+        let mut s = String::new();
+        let mut i = 0;
+        while s.len() < n {
+            s.push_str(words[i % words.len()]);
+            s.push(' ');
+            i += 1;
+        }
+        s
+    };
+    let han = |n: usize| "退款须在七天内申请配送费另计".repeat(n / 42 + 1);
+    for make in [&latin as &dyn Fn(usize) -> String, &han] {
+        let mut work = Vec::new();
+        for n in [256 << 10, 512 << 10] {
+            let d = doc("one-line.txt", &make(n)).unwrap();
+            let counter = MeteredCounter(Default::default());
+            let p = ChunkParams::default();
+            let chunks = chunk(&d, &p, &counter).unwrap();
+            check_chunks(&d, &chunks, &p, &ApproxTokenCounter);
+            work.push(counter.0.into_inner() as f64 / d.text.len() as f64);
+        }
+        assert!(
+            work[1] <= work[0] * 1.1,
+            "bytes counted per input byte grew from {:.1} to {:.1}",
+            work[0],
+            work[1]
+        );
+        assert!(work[1] < 100.0, "{:.1} bytes counted per byte", work[1]);
+    }
+}

@@ -90,7 +90,17 @@ impl QueryLogStore for PgStore {
             .await
             .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
-        rows.iter().map(decode).collect()
+        // One unreadable row never makes the listing fail.
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                decode(r)
+                    .map_err(
+                        |e| tracing::warn!(error = %e, "query log: skipping an unreadable row"),
+                    )
+                    .ok()
+            })
+            .collect())
     }
 
     async fn query_log_entry(

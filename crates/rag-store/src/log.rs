@@ -100,7 +100,11 @@ impl QueryLogStore for EmbeddedStore {
             let mut out = Vec::new();
             for row in rows {
                 let (json, feedback) = row.map_err(sql)?;
-                out.push(decode(json, feedback)?);
+                // One unreadable row never makes the listing fail.
+                match decode(json, feedback) {
+                    Ok(r) => out.push(r),
+                    Err(e) => tracing::warn!(error = %e, "query log: skipping an unreadable row"),
+                }
             }
             Ok(out)
         })

@@ -72,6 +72,7 @@ async fn one_store(
             cache,
             generator: None,
             fetcher: None,
+            extractor: None,
         },
         EngineConfig {
             max_query_bytes: 1 << 20,

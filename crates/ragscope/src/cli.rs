@@ -32,7 +32,7 @@ pub struct Cli {
     /// Log format: text or json.
     #[arg(long, global = true)]
     pub log_format: Option<String>,
-    /// Embedder of the dense path: e5, openai or none.
+    /// Embedder of the dense path: auto, e5, bert, openai or none.
     #[arg(long, global = true, env = "RAGSCOPE_EMBEDDER__KIND")]
     pub embedder: Option<String>,
     #[command(subcommand)]
@@ -46,7 +46,7 @@ pub enum Command {
         #[command(subcommand)]
         command: KbCommand,
     },
-    /// Add files to a knowledge base: .txt and .md documents, FAQ entries from .jsonl or .csv.
+    /// Add files to a knowledge base: TXT, Markdown, HTML, PDF and DOCX documents, FAQ entries from .jsonl or .csv.
     Ingest(IngestArgs),
     /// URL sources: add a web page (and its same-site links), sync, list, remove.
     Source {
@@ -94,7 +94,7 @@ pub enum Command {
         #[arg(long)]
         kb: String,
     },
-    /// Serve the HTTP API (and later the workbench) on 127.0.0.1:3210.
+    /// Serve the HTTP API and the workbench on 127.0.0.1:3210.
     Serve(ServeArgs),
 }
 
@@ -193,7 +193,7 @@ pub struct FaqArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct RetrievalFlags {
-    /// Paths to run, comma-separated (bm25,substring,fuzzy,synonym,fact).
+    /// Paths to run, comma-separated (bm25,substring,fuzzy,synonym,fact,dense).
     #[arg(long, value_delimiter = ',')]
     pub paths: Option<Vec<String>>,
     /// Candidates per path.

@@ -147,6 +147,12 @@ pub struct LimitsConfig {
     pub max_query_bytes: usize,
     /// Largest accepted input file, in bytes.
     pub max_file_bytes: usize,
+    /// Wall time of one file's extraction (in a worker process), in ms.
+    pub extract_wall_ms: u64,
+    /// CPU time of one file's extraction, in ms (counted in whole seconds).
+    pub extract_cpu_ms: u64,
+    /// Memory (address space) of one file's extraction worker, in MiB.
+    pub extract_memory_mb: u64,
 }
 
 /// The HTTP server.
@@ -229,6 +235,9 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_query_bytes: 4096,
             max_file_bytes: 64 * 1024 * 1024,
+            extract_wall_ms: 30_000,
+            extract_cpu_ms: 20_000,
+            extract_memory_mb: 512,
         }
     }
 }
@@ -328,8 +337,13 @@ impl Config {
         if !matches!(self.log.format.as_str(), "text" | "json") {
             anyhow::bail!("configuration: log.format must be \"text\" or \"json\"");
         }
-        if self.limits.max_query_bytes == 0 || self.limits.max_file_bytes == 0 {
-            anyhow::bail!("configuration: limits must be positive");
+        if self.limits.max_query_bytes == 0
+            || self.limits.max_file_bytes == 0
+            || self.limits.extract_wall_ms == 0
+            || self.limits.extract_cpu_ms == 0
+            || self.limits.extract_memory_mb < 64
+        {
+            anyhow::bail!("configuration: limits must be positive (extract_memory_mb at least 64)");
         }
         if !matches!(
             self.embedder.kind.as_str(),

@@ -245,6 +245,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             cache,
             generator: None,
             fetcher: None,
+            extractor: None,
         },
         EngineConfig {
             max_query_bytes: 1 << 20,

@@ -127,6 +127,7 @@ impl App {
                 cache,
                 generator: self.generator()?,
                 fetcher: Some(self.fetcher()?),
+                extractor: Some(self.extractor()?),
             },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
@@ -156,6 +157,25 @@ impl App {
         }
         let chat = rag_models::OpenAiChat::new(config).map_err(|e| UserFacing(e.to_string()))?;
         Ok(Some(Arc::new(chat)))
+    }
+
+    /// Extraction of uploaded and fetched files in worker processes of this
+    /// binary, within the configured limits.
+    pub(crate) fn extractor(&self) -> anyhow::Result<Arc<dyn rag_engine::Extractor>> {
+        let l = &self.config.limits;
+        let program = std::env::current_exe().context("locating the ragscope binary")?;
+        let mut x = rag_sandbox::SandboxExtractor::new(
+            program,
+            rag_sandbox::SandboxLimits {
+                wall_ms: l.extract_wall_ms,
+                cpu_ms: l.extract_cpu_ms,
+                memory_mb: l.extract_memory_mb,
+            },
+        );
+        if let Ok(spec) = std::env::var("RAGSCOPE_FAILPOINTS") {
+            x = x.with_env("RAGSCOPE_FAILPOINTS", spec);
+        }
+        Ok(Arc::new(x))
     }
 
     /// The fetcher of URL sources, within the configured limits.
@@ -459,13 +479,19 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
     if let Ok(spec) = std::env::var("RAGSCOPE_FAILPOINTS") {
         if let Err(e) = rag_core::failpoint::configure(&spec) {
             eprintln!("error: RAGSCOPE_FAILPOINTS: {e}");
             return ExitCode::from(2);
         }
     }
+    // The extraction worker that the binary starts for each untrusted file:
+    // before the command line, the configuration or any thread.
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(rag_sandbox::WORKER_ARG))
+    {
+        return rag_sandbox::run_worker(std::io::stdin().lock(), std::io::stdout().lock());
+    }
+    let cli = Cli::parse();
     let flags = FlagOverrides {
         data_dir: cli.data_dir.clone(),
         store: cli.store.clone(),

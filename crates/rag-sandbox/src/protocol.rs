@@ -1,0 +1,48 @@
+//! The worker protocol. The parent writes one JSON line ([`Request`]) and
+//! then the file's bytes to the child's stdin and closes it; the child
+//! writes [`REPLY_MARK`] and one JSON [`Reply`] to its stdout and exits 0.
+//! The mark holds a NUL byte, which JSON output never contains, so anything
+//! a library may print to stdout before the reply cannot be taken for it.
+
+use rag_ingest::Extraction;
+use serde::{Deserialize, Serialize};
+
+/// The first argument that turns the binary into an extraction worker.
+pub const WORKER_ARG: &str = "__extract-worker";
+
+/// Precedes the reply on the child's stdout.
+pub const REPLY_MARK: &[u8] = b"\0ragscope-extract-reply\n";
+
+/// What to extract, and the limits the child sets on itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    /// The file's name or URL.
+    pub name: String,
+    /// A media type, for fetched pages.
+    pub media_type: Option<String>,
+    /// `rag_ingest::Limits::max_file_bytes`.
+    pub max_file_bytes: u64,
+    /// `rag_ingest::Limits::max_decompressed_bytes`.
+    pub max_decompressed_bytes: u64,
+    /// CPU time, in milliseconds (the kernel counts whole seconds: rounded up).
+    pub cpu_ms: u64,
+    /// Address space, in MiB.
+    pub memory_mb: u64,
+    /// Number of bytes that follow the request line.
+    pub len: u64,
+}
+
+/// The child's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// The file's text and structure.
+    Extracted(Box<Extraction>),
+    /// The file was refused (`rag_ingest`'s code and message).
+    Refused {
+        /// `IngestError::code`, or `parse_crash` for a parser panic.
+        code: String,
+        /// The reason.
+        message: String,
+    },
+}

@@ -1,0 +1,378 @@
+//! Hostile files through the HTTP upload of a running `ragscope serve`:
+//! every one fails cleanly or is ingested, and the server answers queries
+//! throughout. The files are generated here, not committed.
+
+mod common;
+
+use common::{cmd, demo_dir, ok};
+use std::io::{BufRead, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server, killed when dropped.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    fn start(data: &std::path::Path, env: &[(&str, &str)]) -> Served {
+        let mut c = cmd(data);
+        c.env("RAGSCOPE_EMBEDDER__KIND", "none");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.args(["serve", "--open", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        let addr = loop {
+            line.clear();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "the server exited before listening"
+            );
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest
+                    .split(|c: char| c.is_whitespace() || c == '/')
+                    .next()
+                    .unwrap()
+                    .to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in out.lines() {});
+        Served { child, addr }
+    }
+
+    /// Whether the process is still running.
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// One HTTP/1.1 request; returns (status, body).
+    fn request(&self, method: &str, path: &str, ctype: &str, body: &[u8]) -> (u16, String) {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        s.write_all(body).unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_owned();
+        (status, body)
+    }
+
+    /// Uploads one file; returns the SSE body (every event of the upload).
+    fn upload(&self, kb: &str, name: &str, bytes: &[u8]) -> String {
+        let boundary = "ragscope-hostile-boundary-7f3a";
+        let mut body = Vec::new();
+        write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        .unwrap();
+        body.extend_from_slice(bytes);
+        write!(body, "\r\n--{boundary}--\r\n").unwrap();
+        let (status, text) = self.request(
+            "POST",
+            &format!("/api/v1/kbs/{kb}/documents"),
+            &format!("multipart/form-data; boundary={boundary}"),
+            &body,
+        );
+        assert_eq!(status, 200, "upload of {name}: {text}");
+        text
+    }
+
+    /// Asks a question; asserts the pipeline ran to `done`.
+    fn query_ok(&self, kb: &str, q: &str) {
+        let body = serde_json::json!({ "query": q }).to_string();
+        let (status, text) = self.request(
+            "POST",
+            &format!("/api/v1/kbs/{kb}/query"),
+            "application/json",
+            body.as_bytes(),
+        );
+        assert_eq!(status, 200, "query: {text}");
+        assert!(text.contains("event: done"), "query did not finish: {text}");
+    }
+}
+
+/// The outcome of an upload's one file: `indexed` or `failed` with its reason.
+fn outcome(sse: &str) -> (String, String) {
+    let mut kind = String::new();
+    for line in sse.lines() {
+        if let Some(k) = line.strip_prefix("event: ") {
+            kind = k.trim().to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            if kind == "indexed" || kind == "failed" || kind == "skipped" {
+                let v: serde_json::Value = serde_json::from_str(d).unwrap();
+                return (kind, v["reason"].as_str().unwrap_or("").to_owned());
+            }
+        }
+    }
+    panic!("no outcome in the upload's events:\n{sse}");
+}
+
+/// A PDF from numbered object bodies, with a correct cross-reference table.
+fn pdf(objects: &[String]) -> Vec<u8> {
+    let mut out = b"%PDF-1.7\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        write!(out, "{} 0 obj\n{o}\nendobj\n", i + 1).unwrap();
+    }
+    let xref = out.len();
+    write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
+    for off in offsets {
+        write!(out, "{off:010} 00000 n \n").unwrap();
+    }
+    write!(
+        out,
+        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+        objects.len() + 1
+    )
+    .unwrap();
+    out
+}
+
+fn stream(dict: &str, data: &str) -> String {
+    format!(
+        "<< {dict} /Length {} >>\nstream\n{data}\nendstream",
+        data.len()
+    )
+}
+
+const FONT: &str = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>";
+
+/// A Form XObject that draws itself: unbounded recursion in a naive extractor.
+fn self_drawing_xobject() -> Vec<u8> {
+    pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R >>".into(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".into(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X0 4 0 R >> >> /Contents 5 0 R >>".into(),
+        stream(
+            "/Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << /XObject << /X0 4 0 R >> >>",
+            "/X0 Do",
+        ),
+        stream("", "/X0 Do"),
+    ])
+}
+
+/// A page tree whose node lists itself among its kids.
+fn cyclic_page_tree() -> Vec<u8> {
+    pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R >>".into(),
+        "<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>".into(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>".into(),
+        stream("", "BT /F1 12 Tf 72 720 Td (cyclic tree) Tj ET"),
+        FONT.into(),
+    ])
+}
+
+/// Outlines whose item is its own next sibling and child.
+fn cyclic_outlines() -> Vec<u8> {
+    pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R /Outlines 6 0 R >>".into(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".into(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>".into(),
+        stream("", "BT /F1 12 Tf 72 720 Td (outlined page) Tj ET"),
+        FONT.into(),
+        "<< /Type /Outlines /First 7 0 R /Last 7 0 R /Count 1 >>".into(),
+        "<< /Title (loop) /Parent 6 0 R /Next 7 0 R /Prev 7 0 R /First 7 0 R /Last 7 0 R /Count 1 /Dest [3 0 R /Fit] >>".into(),
+    ])
+}
+
+/// An object stream that claims a hundred million objects.
+fn huge_object_stream() -> Vec<u8> {
+    pdf(&[
+        "<< /Type /Catalog /Pages 2 0 R >>".into(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".into(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>".into(),
+        stream("", "BT (x) Tj ET"),
+        stream("/Type /ObjStm /N 100000000 /First 4", "6 0 << >>"),
+    ])
+}
+
+/// A DOCX whose document part inflates to 400 MB of spaces.
+fn zip_bomb_docx() -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        z.start_file("[Content_Types].xml", opts).unwrap();
+        z.write_all(br#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>"#).unwrap();
+        z.start_file("word/document.xml", opts).unwrap();
+        z.write_all(br#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>"#).unwrap();
+        let spaces = vec![b' '; 1 << 20];
+        for _ in 0..400 {
+            z.write_all(&spaces).unwrap();
+        }
+        z.write_all(b"</w:t></w:r></w:p></w:body></w:document>")
+            .unwrap();
+        z.finish().unwrap();
+    }
+    buf.into_inner()
+}
+
+/// 20 MB of words on one line, without punctuation.
+fn one_line_text() -> Vec<u8> {
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let mut out = String::with_capacity(20 << 20);
+    let mut i = 0usize;
+    while out.len() < 20 << 20 {
+        out.push_str(words[i % words.len()]);
+        out.push_str(if i % 7 == 3 { "ly " } else { " " });
+        i += 1;
+    }
+    out.into_bytes()
+}
+
+fn nested_html() -> Vec<u8> {
+    let depth = 20_000;
+    let mut s = String::from("<!doctype html><html><body>");
+    for _ in 0..depth {
+        s.push_str("<div>");
+    }
+    s.push_str("deeply nested words");
+    for _ in 0..depth {
+        s.push_str("</div>");
+    }
+    s.push_str("</body></html>");
+    s.into_bytes()
+}
+
+fn nested_markdown() -> Vec<u8> {
+    let mut s = String::new();
+    s.push_str(&"> ".repeat(50_000));
+    s.push_str("quoted words\n\n");
+    for i in 0..20_000 {
+        s.push_str(&" ".repeat(2 * (i % 200)));
+        s.push_str("- item\n");
+    }
+    s.push_str(&"[".repeat(100_000));
+    s.push_str("brackets");
+    s.push_str(&"]".repeat(100_000));
+    s.push('\n');
+    s.into_bytes()
+}
+
+#[test]
+fn hostile_files_fail_cleanly_and_the_server_keeps_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_EMBEDDER__KIND", "none")
+        .args(["demo", "--dir"])
+        .arg(demo_dir());
+    ok(c);
+    let mut server = Served::start(&data, &[]);
+    let kb = "demo";
+    server.query_ok(kb, "怎么退款");
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("self-drawing.pdf", self_drawing_xobject()),
+        ("cyclic-pages.pdf", cyclic_page_tree()),
+        ("cyclic-outlines.pdf", cyclic_outlines()),
+        ("huge-objstm.pdf", huge_object_stream()),
+        ("bomb.docx", zip_bomb_docx()),
+        ("one-line.txt", one_line_text()),
+        ("nested.html", nested_html()),
+        ("nested.md", nested_markdown()),
+    ];
+    for (name, bytes) in &files {
+        let started = Instant::now();
+        let sse = server.upload(kb, name, bytes);
+        let (kind, reason) = outcome(&sse);
+        let took = started.elapsed();
+        eprintln!("{name}: {kind} in {took:?} {reason}");
+        assert!(server.alive(), "the server died on {name}");
+        assert!(
+            kind == "indexed" || kind == "failed",
+            "{name}: {kind} {reason}"
+        );
+        if kind == "failed" {
+            assert!(!reason.is_empty(), "{name} failed without a reason");
+        }
+        server.query_ok(kb, "how do I get a refund");
+    }
+    // The self-drawing form is the one the issue found: it must not be
+    // "indexed" by accident, and it must say why it failed.
+    let sse = server.upload(kb, "again.pdf", &self_drawing_xobject());
+    let (kind, reason) = outcome(&sse);
+    assert_eq!(kind, "failed", "{reason}");
+    let (status, _) = server.request("GET", "/healthz", "text/plain", b"");
+    assert_eq!(status, 200);
+}
+
+/// What a worker that runs over a limit, or dies, does to its file: the
+/// failpoint `extract.worker` makes every extraction spin, hog memory,
+/// stall or abort, and the limits are set low so the test is quick.
+#[test]
+fn extraction_limits_fail_the_file_and_nothing_else() {
+    let cases = [
+        ("spin", "CPU-time limit of 1000 ms"),
+        ("hog", "memory limit of 128 MiB"),
+        ("stall", "wall-time limit of 1500 ms"),
+        ("abort", "the parser crashed"),
+    ];
+    for (action, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let mut c = cmd(&data);
+        c.env("RAGSCOPE_EMBEDDER__KIND", "none")
+            .args(["demo", "--dir"])
+            .arg(demo_dir());
+        ok(c);
+        let spec = format!("extract.worker={action}");
+        let mut server = Served::start(
+            &data,
+            &[
+                ("RAGSCOPE_FAILPOINTS", &spec),
+                ("RAGSCOPE_LIMITS__EXTRACT_CPU_MS", "1000"),
+                ("RAGSCOPE_LIMITS__EXTRACT_WALL_MS", "1500"),
+                ("RAGSCOPE_LIMITS__EXTRACT_MEMORY_MB", "128"),
+            ],
+        );
+        let started = Instant::now();
+        let sse = server.upload("demo", "note.txt", "退款 refund note".as_bytes());
+        let (kind, reason) = outcome(&sse);
+        assert_eq!(kind, "failed", "{action}: {reason}");
+        assert!(
+            reason.contains(expected),
+            "{action}: expected {expected:?} in {reason:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{action} took {:?}",
+            started.elapsed()
+        );
+        assert!(server.alive());
+        server.query_ok("demo", "怎么退款");
+    }
+}
