@@ -14,9 +14,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode};
 use rag_core::{ApiKeyInfo, KeyStore, Role, TenantId};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
-use std::time::{Duration, Instant};
 
 /// Who is calling: resolved from the API key (or the open local mode).
 #[derive(Debug, Clone)]
@@ -147,89 +144,22 @@ fn bearer(parts: &Parts) -> Option<&str> {
 pub(crate) const SESSION_COOKIE: &str = "ragscope_session";
 /// Header a cookie-authenticated write must carry: the session's CSRF token.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
-/// A session ends after this long without a request.
-pub(crate) const SESSION_IDLE: Duration = Duration::from_secs(8 * 3600);
-/// A session ends this long after login, used or not.
-pub(crate) const SESSION_MAX: Duration = Duration::from_secs(24 * 3600);
-/// Most live sessions; the least recently used goes first.
-const SESSIONS_MAX: usize = 10_000;
-
-/// A browser session: the hash of the key it logged in with (resolved again on
-/// every request, so revoking the key ends the session) and its CSRF token.
-struct Session {
-    key_hash: String,
-    csrf: String,
-    created: Instant,
-    last_seen: Instant,
-}
-
-impl Session {
-    fn live(&self, now: Instant) -> bool {
-        now.duration_since(self.created) < SESSION_MAX
-            && now.duration_since(self.last_seen) < SESSION_IDLE
-    }
-}
-
-/// Sessions live in memory only: a restart logs everyone out. They hold key
-/// hashes, never keys; a session id is only honoured by a server whose key
-/// store knows that hash.
-static SESSIONS: LazyLock<Mutex<HashMap<String, Session>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-fn sessions() -> std::sync::MutexGuard<'static, HashMap<String, Session>> {
-    SESSIONS.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// 244 random bits, hex.
-fn random_token() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
 
 /// Starts a session for a key (already checked); returns (session id, CSRF token).
-pub(crate) fn start_session(key_hash: String) -> (String, String) {
-    let now = Instant::now();
-    let (id, csrf) = (random_token(), random_token());
-    let mut map = sessions();
-    map.retain(|_, s| s.live(now));
-    if map.len() >= SESSIONS_MAX {
-        if let Some(oldest) = map
-            .iter()
-            .min_by_key(|(_, s)| s.last_seen)
-            .map(|(k, _)| k.clone())
-        {
-            map.remove(&oldest);
-        }
-    }
-    map.insert(
-        id.clone(),
-        Session {
-            key_hash,
-            csrf: csrf.clone(),
-            created: now,
-            last_seen: now,
-        },
-    );
-    (id, csrf)
+pub(crate) fn start_session(state: &AppState, key_hash: String) -> (String, String) {
+    state.sessions.start(key_hash)
 }
 
 /// Ends the session named by the request's cookie, if any.
-pub(crate) fn end_session(headers: &HeaderMap) {
+pub(crate) fn end_session(state: &AppState, headers: &HeaderMap) {
     if let Some(id) = cookie(headers, SESSION_COOKIE) {
-        sessions().remove(id);
+        state.sessions.end(id);
     }
 }
 
 /// The CSRF token of the request's live session, if it has one.
-pub(crate) fn session_csrf(headers: &HeaderMap) -> Option<String> {
-    let id = cookie(headers, SESSION_COOKIE)?;
-    let map = sessions();
-    map.get(id)
-        .filter(|s| s.live(Instant::now()))
-        .map(|s| s.csrf.clone())
+pub(crate) fn session_csrf(state: &AppState, headers: &HeaderMap) -> Option<String> {
+    state.sessions.csrf(cookie(headers, SESSION_COOKIE)?)
 }
 
 /// A cookie's value from the `Cookie` headers.
@@ -304,21 +234,7 @@ async fn session_caller(parts: &Parts, state: &AppState) -> Result<Option<Caller
     let Some(id) = cookie(&parts.headers, SESSION_COOKIE) else {
         return Ok(None);
     };
-    let found = {
-        let now = Instant::now();
-        let mut map = sessions();
-        match map.get_mut(id) {
-            Some(s) if s.live(now) => {
-                s.last_seen = now;
-                Some((s.key_hash.clone(), s.csrf.clone()))
-            }
-            Some(_) => {
-                map.remove(id);
-                None
-            }
-            None => None,
-        }
-    };
+    let found = state.sessions.touch(id);
     let Some((hash, csrf)) = found else {
         // A stale cookie in open mode is no reason to refuse; elsewhere it is a clear 401.
         if state.config.open {
@@ -346,7 +262,7 @@ async fn session_caller(parts: &Parts, state: &AppState) -> Result<Option<Caller
     }
     let caller = caller_for_hash(state, &hash).await;
     if caller.is_err() {
-        sessions().remove(id);
+        state.sessions.end(id);
     }
     caller.map(Some)
 }
@@ -439,50 +355,6 @@ mod tests {
             "/api/v1/kbsshop",
         ] {
             assert!(!kb_path_allowed(p, "shop"), "{p}");
-        }
-    }
-
-    fn session(age: Duration, idle: Duration) -> Option<(Session, Instant)> {
-        let now = Instant::now();
-        let created = now.checked_sub(age)?;
-        let last_seen = now.checked_sub(idle)?;
-        Some((
-            Session {
-                key_hash: String::new(),
-                csrf: String::new(),
-                created,
-                last_seen,
-            },
-            now,
-        ))
-    }
-
-    #[test]
-    fn sessions_expire_when_idle_or_old() {
-        let cases = [
-            (Duration::from_secs(60), Duration::from_secs(1), true),
-            (
-                SESSION_MAX - Duration::from_secs(60),
-                Duration::from_secs(60),
-                true,
-            ),
-            (
-                SESSION_MAX + Duration::from_secs(1),
-                Duration::from_secs(1),
-                false,
-            ),
-            (
-                Duration::from_secs(9 * 3600),
-                SESSION_IDLE + Duration::from_secs(1),
-                false,
-            ),
-        ];
-        for (age, idle, live) in cases {
-            // Skip cases the machine's uptime cannot represent as an Instant in the past.
-            let Some((s, now)) = session(age, idle) else {
-                continue;
-            };
-            assert_eq!(s.live(now), live, "age {age:?}, idle {idle:?}");
         }
     }
 

@@ -17,6 +17,7 @@ mod error;
 mod extract;
 mod metrics;
 mod ops;
+mod sessions;
 mod sources;
 mod state;
 mod web;

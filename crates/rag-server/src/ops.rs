@@ -1,8 +1,8 @@
-//! Knowledge-ops routes: the query log (filters, feedback, replay under new
-//! settings), the FAQ tool for agents, and analytics (hit rates,
-//! never-retrieved entries, misses, score distribution), and conversations.
+//! Knowledge-ops routes: the query log (filters, feedback; replaying a logged
+//! question is a query, in `api/query.rs`), the FAQ tool for agents, and
+//! analytics (hit rates, never-retrieved entries, misses, score
+//! distribution), and conversations.
 
-use crate::api::{to_request, QueryBody, QueryEvents};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
@@ -10,8 +10,7 @@ use crate::state::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use futures::StreamExt;
-use rag_core::{ConversationSummary, LogFilter, PassageId, PipelineEvent, QueryLogRecord};
+use rag_core::{ConversationSummary, LogFilter, PassageId, QueryLogRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use utoipa::{IntoParams, ToSchema};
@@ -56,7 +55,12 @@ pub(crate) async fn list_log(
     ))
 }
 
-async fn entry(state: &AppState, caller: &Caller, id: &str) -> Result<QueryLogRecord, ApiError> {
+/// One query-log row the caller may see, or 404.
+pub(crate) async fn entry(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<QueryLogRecord, ApiError> {
     state
         .engine
         .store()
@@ -109,79 +113,6 @@ pub(crate) async fn feedback(
     } else {
         Err(ApiError::not_found(format!("query {id:?} not found")))
     }
-}
-
-/// Settings to replay a logged question under (absent fields: as logged).
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReplayBody {
-    /// Paths to run.
-    #[serde(default)]
-    pub paths: Option<Vec<rag_core::PathKind>>,
-    /// Per-path weights.
-    #[serde(default)]
-    pub weights: Option<rag_core::PathWeights>,
-    /// λ.
-    #[serde(default)]
-    pub lexical_interpolation: Option<f64>,
-    /// RRF k.
-    #[serde(default)]
-    pub k: Option<f64>,
-    /// Hits kept after fusion.
-    #[serde(default)]
-    pub top_k: Option<usize>,
-    /// Generate an answer.
-    #[serde(default)]
-    pub generate: Option<bool>,
-}
-
-/// Re-runs a logged question under new settings and returns its events.
-#[utoipa::path(post, path = "/log/{id}/replay", tag = "ops", params(("id" = String, Path)), request_body = ReplayBody,
-    responses((status = 200, body = QueryEvents), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 429, body = ErrorBody)))]
-pub(crate) async fn replay(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-    ApiJson(b): ApiJson<ReplayBody>,
-) -> Result<Json<QueryEvents>, ApiError> {
-    let _permit = state.query_slot(&caller.key_id)?;
-    let rec = entry(&state, &caller, &id).await?;
-    let kb = state
-        .engine
-        .store()
-        .list_kbs(&caller.tenant)
-        .await?
-        .into_iter()
-        .find(|k| k.id == rec.kb)
-        .ok_or_else(|| ApiError::not_found("the knowledge base of that query no longer exists"))?;
-    let body = QueryBody {
-        query: rec.rewritten_query.clone().unwrap_or(rec.query.clone()),
-        paths: Some(b.paths.unwrap_or(rec.params.paths.clone())),
-        per_path_k: Some(rec.params.per_path_k),
-        top_k: Some(b.top_k.unwrap_or(rec.params.fusion.top_k)),
-        rerank_top_k: Some(rec.params.rerank_top_k),
-        k: Some(b.k.unwrap_or(rec.params.fusion.k)),
-        weights: Some(b.weights.unwrap_or(rec.params.fusion.weights)),
-        lexical_interpolation: b
-            .lexical_interpolation
-            .or(rec.params.fusion.lexical_interpolation),
-        rerank: Some(rec.params.rerank),
-        filters: Some(crate::api::FilterBody {
-            tags: rec.filters.tags.clone(),
-            created_after: rec.filters.created_after,
-            created_before: rec.filters.created_before,
-        }),
-        generate: Some(b.generate.unwrap_or(rec.answer.is_some())),
-        conversation_id: None,
-    };
-    let request = to_request(&state, &caller, &kb.name, body, true).await?;
-    let events: Vec<PipelineEvent> = state
-        .engine
-        .query_with(&caller.tenant, request, caller.query_options())
-        .collect()
-        .await;
-    Ok(Json(QueryEvents { events }))
 }
 
 /// A question for the FAQ tool.

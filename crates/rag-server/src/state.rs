@@ -2,6 +2,8 @@
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::sessions::Sessions;
+use crate::web::pca::MapCache;
 use rag_core::{KeyStore, RankedList};
 use rag_engine::Engine;
 use std::collections::HashMap;
@@ -92,6 +94,10 @@ pub struct AppState {
     pub(crate) ready: Arc<AtomicBool>,
     slots: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
     pub(crate) candidates: Arc<Mutex<HashMap<String, CachedCandidates>>>,
+    /// Browser login sessions.
+    pub(crate) sessions: Arc<Sessions>,
+    /// Embedding-map projections, by knowledge base and commit sequence.
+    pub(crate) maps: Arc<MapCache>,
 }
 
 /// How long cached candidate lists stay available for re-fusion.
@@ -110,6 +116,8 @@ impl AppState {
             ready: Arc::new(AtomicBool::new(false)),
             slots: Arc::new(Mutex::new(HashMap::new())),
             candidates: Arc::new(Mutex::new(HashMap::new())),
+            sessions: Arc::new(Sessions::default()),
+            maps: Arc::new(MapCache::default()),
         }
     }
 

@@ -1,0 +1,340 @@
+//! Documents: list, read with chunks, delete, and the multipart upload that
+//! streams each file's progress.
+
+use super::SseEvent;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
+use axum::extract::{Multipart, Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, Sse};
+use axum::Json;
+use futures::{Stream, StreamExt};
+use rag_core::{Chunk, DocId, Document, DocumentInfo};
+use serde::Serialize;
+use std::convert::Infallible;
+use utoipa::ToSchema;
+
+/// Document metadata.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentSummary {
+    /// Id.
+    pub id: DocId,
+    /// Title.
+    pub title: String,
+    /// Source (file name or URL).
+    pub source: String,
+    /// sha256 of the source bytes.
+    pub content_hash: String,
+    /// Number of chunks.
+    pub chunks: usize,
+    /// The owner it is restricted to, if any.
+    pub owner: Option<String>,
+}
+
+impl From<DocumentInfo> for DocumentSummary {
+    fn from(d: DocumentInfo) -> Self {
+        DocumentSummary {
+            id: d.id,
+            title: d.title,
+            source: d.source,
+            content_hash: d.content_hash,
+            chunks: d.chunks,
+            owner: d.owner,
+        }
+    }
+}
+
+/// A document with its chunks.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentWithChunks {
+    /// The document with its extracted text.
+    pub document: Document,
+    /// Its chunks; offsets point into `document.text`.
+    pub chunks: Vec<Chunk>,
+}
+
+fn parse_doc(id: &str) -> Result<DocId, ApiError> {
+    DocId::parse(id).ok_or_else(|| ApiError::not_found(format!("document {id:?} not found")))
+}
+
+/// Documents of a knowledge base.
+#[utoipa::path(get, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
+    responses((status = 200, body = Vec<DocumentSummary>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(super) async fn list_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+) -> Result<Json<Vec<DocumentSummary>>, ApiError> {
+    Ok(Json(
+        state
+            .engine
+            .documents(&caller.tenant, &kb, &caller.viewer())
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+    ))
+}
+
+/// A document with its text and chunk boundaries.
+#[utoipa::path(get, path = "/kbs/{kb}/documents/{id}", tag = "documents", params(("kb" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = DocumentWithChunks), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(super) async fn get_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<Json<DocumentWithChunks>, ApiError> {
+    let (document, chunks) = state
+        .engine
+        .document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer())
+        .await?;
+    Ok(Json(DocumentWithChunks { document, chunks }))
+}
+
+/// Deletes a document with its chunks, vectors and index entries.
+#[utoipa::path(delete, path = "/kbs/{kb}/documents/{id}", tag = "documents", params(("kb" = String, Path), ("id" = String, Path)),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(super) async fn delete_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((kb, id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_write()?;
+    state
+        .engine
+        .delete_document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A progress event of an upload.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "stage", rename_all = "snake_case")]
+pub enum UploadEvent {
+    /// A file arrived.
+    Received {
+        /// File name.
+        file: String,
+        /// Size in bytes.
+        bytes: usize,
+    },
+    /// A file passed a stage: extracted (format, encoding, characters),
+    /// chunked (chunks, largest in tokens), embedded (vectors, cached,
+    /// computed) or drafted (FAQ entries drafted by the LLM for a knowledge
+    /// base with `drafts.auto`: added, replaced, dropped, or the error).
+    Stage {
+        /// File name.
+        file: String,
+        /// Stage name.
+        step: String,
+        /// The stage's figures.
+        detail: serde_json::Value,
+    },
+    /// A file was indexed.
+    Indexed {
+        /// File name.
+        file: String,
+        /// Chunks stored (documents).
+        chunks: usize,
+        /// FAQ entries added (tables).
+        faqs_added: usize,
+    },
+    /// Nothing to do for the file.
+    Skipped {
+        /// File name.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+    /// The file was rejected; nothing of it was stored.
+    Failed {
+        /// File name.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+    /// All files were processed.
+    Summary {
+        /// Files received.
+        files: usize,
+        /// Files indexed.
+        indexed: usize,
+        /// Files skipped.
+        skipped: usize,
+        /// Files that failed.
+        failed: usize,
+    },
+}
+
+/// Uploads files (multipart, field name `file`, several allowed) and streams
+/// progress per file as Server-Sent Events; one bad file does not stop the others.
+/// A text field `owner` restricts the documents to that owner; documents
+/// uploaded with a key issued for an owner are always restricted to it.
+#[utoipa::path(post, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
+    request_body(content_type = "multipart/form-data", content = String),
+    responses((status = 200, description = "Progress events (`data` is an UploadEvent)", content_type = "text/event-stream", body = SseEvent),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
+pub(super) async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+    mut multipart: Multipart,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    caller.require_write()?;
+    state.engine.kb(&caller.tenant, &kb).await?;
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut owner_field: Option<String> = None;
+    loop {
+        let field = multipart.next_field().await.map_err(|e| {
+            let status = e.status();
+            let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                "body_too_large"
+            } else {
+                "bad_multipart"
+            };
+            ApiError::new(status, code, e.body_text())
+        })?;
+        let Some(field) = field else { break };
+        if field.name() == Some("owner") && field.file_name().is_none() {
+            let text = field
+                .text()
+                .await
+                .map_err(|e| ApiError::new(e.status(), "bad_multipart", e.body_text()))?;
+            let text = text.trim().to_owned();
+            if !text.is_empty() {
+                owner_field = Some(text);
+            }
+            continue;
+        }
+        if files.len() >= state.config.limits.max_files_per_upload {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_many_files",
+                format!(
+                    "at most {} files per upload",
+                    state.config.limits.max_files_per_upload
+                ),
+            ));
+        }
+        let name = field
+            .file_name()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("upload-{}", files.len() + 1));
+        let bytes = field
+            .bytes()
+            .await
+            .map_err(|e| ApiError::new(e.status(), "bad_multipart", e.body_text()))?;
+        files.push((name, bytes.to_vec()));
+    }
+    if files.is_empty() {
+        return Err(ApiError::bad_request(
+            "no_files",
+            "send at least one file in a multipart field",
+        ));
+    }
+    let owner = crate::sources::owner_for(&caller, owner_field)?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<UploadEvent>();
+    let (engine, tenant) = (state.engine.clone(), caller.tenant.clone());
+    tokio::spawn(async move {
+        let (mut indexed, mut skipped, mut failed) = (0, 0, 0);
+        let n = files.len();
+        for (file, bytes) in files {
+            if tx
+                .send(UploadEvent::Received {
+                    file: file.clone(),
+                    bytes: bytes.len(),
+                })
+                .is_err()
+            {
+                return;
+            }
+            let (stage_tx, stage_file) = (tx.clone(), file.clone());
+            let mut progress = move |p: rag_engine::IngestProgress| {
+                let detail = serde_json::to_value(&p).unwrap_or_default();
+                let stage = detail
+                    .get("stage")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                if matches!(
+                    stage.as_str(),
+                    "extracted" | "chunked" | "embedded" | "drafted"
+                ) {
+                    let _ = stage_tx.send(UploadEvent::Stage {
+                        file: stage_file.clone(),
+                        step: stage,
+                        detail,
+                    });
+                }
+            };
+            let options = rag_engine::IngestOptions {
+                owner: owner.clone(),
+                ..Default::default()
+            };
+            let event = match engine
+                .ingest_with(&tenant, &kb, &file, bytes, &options, &mut progress)
+                .await
+            {
+                Ok(o) => match o.status {
+                    rag_engine::IngestStatus::Document { chunks, .. } => {
+                        indexed += 1;
+                        UploadEvent::Indexed {
+                            file,
+                            chunks,
+                            faqs_added: 0,
+                        }
+                    }
+                    rag_engine::IngestStatus::Faqs { added, .. } => {
+                        indexed += 1;
+                        UploadEvent::Indexed {
+                            file,
+                            chunks: 0,
+                            faqs_added: added,
+                        }
+                    }
+                    rag_engine::IngestStatus::Skipped { reason } => {
+                        skipped += 1;
+                        UploadEvent::Skipped { file, reason }
+                    }
+                    rag_engine::IngestStatus::Failed { reason } => {
+                        failed += 1;
+                        UploadEvent::Failed { file, reason }
+                    }
+                },
+                Err(e) => {
+                    failed += 1;
+                    tracing::warn!(error = %e, "upload: file failed");
+                    UploadEvent::Failed {
+                        file,
+                        reason: crate::error::ApiError::from(e).message,
+                    }
+                }
+            };
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(UploadEvent::Summary {
+            files: n,
+            indexed,
+            skipped,
+            failed,
+        });
+    });
+    let stream = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(|e| {
+        let kind = match &e {
+            UploadEvent::Received { .. } => "received",
+            UploadEvent::Stage { .. } => "stage",
+            UploadEvent::Indexed { .. } => "indexed",
+            UploadEvent::Skipped { .. } => "skipped",
+            UploadEvent::Failed { .. } => "failed",
+            UploadEvent::Summary { .. } => "summary",
+        };
+        Ok(Event::default()
+            .event(kind)
+            .data(serde_json::to_string(&e).unwrap_or_default()))
+    });
+    Ok(Sse::new(stream))
+}

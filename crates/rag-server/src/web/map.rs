@@ -1,0 +1,225 @@
+//! The embedding map: a knowledge base's vectors projected to 2-D (cached in
+//! the application state by commit sequence), with a query placed on it.
+
+use super::pca::{dot, pca2, project, unit, MapPoint, Projection};
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use rag_core::{PassageId, TenantId};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use utoipa::ToSchema;
+
+/// The projection of the passages `viewer` may see: owner-restricted
+/// documents appear on their owner's map only (one cached map per owner).
+async fn projection(
+    state: &AppState,
+    tenant: &TenantId,
+    kb: &rag_core::KnowledgeBase,
+    viewer: &rag_core::Viewer,
+) -> Result<Option<Arc<Projection>>, ApiError> {
+    let key = (
+        tenant.0.clone(),
+        format!("{}/{}", kb.id, viewer.row_owner().unwrap_or_default()),
+    );
+    // The commit sequence first: a cached projection needs no vectors loaded.
+    let seq = state.engine.store().kb_seq(tenant, kb.id).await?;
+    if let Some(p) = state.maps.get(&key, seq) {
+        return Ok(Some(p));
+    }
+    let snapshot = state.engine.store().snapshot(tenant, kb.id).await?;
+    let viewer = viewer.clone();
+    let Some(space) = snapshot.space.clone() else {
+        return Ok(None);
+    };
+    let computed = tokio::task::spawn_blocking(move || {
+        let vectors: HashMap<PassageId, &rag_core::PassageVector> =
+            snapshot.vectors.iter().map(|v| (v.id, v)).collect();
+        let mut rows = Vec::new();
+        let mut points = Vec::new();
+        for p in snapshot
+            .passages
+            .iter()
+            .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()))
+        {
+            let Some(v) = vectors.get(&p.id) else {
+                continue;
+            };
+            if v.vector.len() != space.dims {
+                continue;
+            }
+            rows.push(unit(&v.vector));
+            let kind = match p.id {
+                PassageId::Chunk(_) => "chunk",
+                PassageId::Faq(_) => "faq",
+                PassageId::Fact(_) => "fact",
+            }
+            .to_owned();
+            let group = match (&p.source, kind.as_str()) {
+                (_, "faq") => "FAQ".to_owned(),
+                (Some(s), _) => s.clone(),
+                (None, k) => k.to_owned(),
+            };
+            let language = match rag_text::detect_language(&format!("{} {}", p.title, p.body)) {
+                rag_core::Language::Zh => "zh",
+                rag_core::Language::En => "en",
+                rag_core::Language::Mixed => "mixed",
+                _ => "other",
+            }
+            .to_owned();
+            points.push(MapPoint {
+                id: p.id,
+                kind,
+                title: p.title.clone(),
+                group,
+                language,
+                x: 0.0,
+                y: 0.0,
+            });
+        }
+        if rows.is_empty() {
+            return None;
+        }
+        let (mean, axes, explained) = pca2(&rows, space.dims);
+        let mut proj = Projection {
+            seq: snapshot.seq,
+            model_id: space.model_id.clone(),
+            mean,
+            axes,
+            explained,
+            vectors: rows,
+            points,
+        };
+        let coords: Vec<(f32, f32)> = proj.vectors.iter().map(|v| project(&proj, v)).collect();
+        for (pt, (x, y)) in proj.points.iter_mut().zip(coords) {
+            pt.x = x;
+            pt.y = y;
+        }
+        Some(Arc::new(proj))
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    if let Some(p) = &computed {
+        state.maps.put(key, p.clone());
+    }
+    Ok(computed)
+}
+
+/// A nearest passage of the query.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MapNeighbour {
+    /// Index into `points`.
+    pub point: usize,
+    /// Cosine similarity.
+    pub cosine: f64,
+}
+
+/// The query on the map.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MapQueryPoint {
+    /// First principal coordinate.
+    pub x: f32,
+    /// Second principal coordinate.
+    pub y: f32,
+    /// Its nearest passages by cosine, best first.
+    pub nearest: Vec<MapNeighbour>,
+}
+
+/// A 2-D projection of a knowledge base's vectors.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmbeddingMap {
+    /// The embedding model of the vectors (none when the knowledge base has none).
+    pub model_id: Option<String>,
+    /// Share of the variance along each axis.
+    pub explained: [f64; 2],
+    /// Every passage with a vector.
+    pub points: Vec<MapPoint>,
+    /// The query, when one was given and an embedder is configured.
+    pub query: Option<MapQueryPoint>,
+    /// Why something is missing.
+    pub notes: Vec<String>,
+}
+
+/// Optional query for the map.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct MapParams {
+    /// A query to place on the map with lines to its nearest passages.
+    pub query: Option<String>,
+    /// How many nearest passages (default 5, at most 50).
+    pub k: Option<usize>,
+}
+
+/// The knowledge base's vectors projected to 2-D by PCA (cached; recomputed
+/// when the knowledge base changes), with an optional query placed on it.
+#[utoipa::path(get, path = "/kbs/{kb}/map", tag = "workbench", params(("kb" = String, Path), MapParams),
+    responses((status = 200, body = EmbeddingMap), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
+pub(super) async fn embedding_map(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kb): Path<String>,
+    Query(params): Query<MapParams>,
+) -> Result<Json<EmbeddingMap>, ApiError> {
+    let kb_row = state.engine.kb(&caller.tenant, &kb).await?;
+    let Some(p) = projection(&state, &caller.tenant, &kb_row, &caller.viewer()).await? else {
+        return Ok(Json(EmbeddingMap {
+            model_id: None,
+            explained: [0.0, 0.0],
+            points: vec![],
+            query: None,
+            notes: vec!["this knowledge base has no vectors (no embedder was configured when it was ingested)".into()],
+        }));
+    };
+    let mut notes = Vec::new();
+    let mut query = None;
+    if let Some(q) = params
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    {
+        state.engine.check_query(q)?;
+        match state.engine.embedder() {
+            None => notes.push("no embedder is configured: the query cannot be placed".into()),
+            Some(e) => {
+                // A failing provider is reported, not turned into a server error.
+                match e.embed_query(q).await.map(|v| unit(&v)) {
+                    Err(err) => notes.push(format!("the query could not be embedded: {err}")),
+                    Ok(v) if v.len() != p.mean.len() => notes.push(format!(
+                        "the embedder's vectors ({}) do not match the stored ones ({})",
+                        v.len(),
+                        p.mean.len()
+                    )),
+                    Ok(v) => {
+                        let (x, y) = project(&p, &v);
+                        let k = params.k.unwrap_or(5).clamp(1, 50);
+                        let mut scored: Vec<(usize, f64)> = p
+                            .vectors
+                            .iter()
+                            .enumerate()
+                            .map(|(i, r)| (i, dot(r, &v)))
+                            .collect();
+                        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+                        let nearest = scored
+                            .into_iter()
+                            .take(k)
+                            .map(|(point, cosine)| MapNeighbour { point, cosine })
+                            .collect();
+                        query = Some(MapQueryPoint { x, y, nearest });
+                    }
+                }
+            }
+        }
+    }
+    Ok(Json(EmbeddingMap {
+        model_id: Some(p.model_id.clone()),
+        explained: p.explained,
+        points: p.points.clone(),
+        query,
+        notes,
+    }))
+}
