@@ -91,6 +91,41 @@ pub enum CoreError {
 }
 
 impl CoreError {
+    /// The stable snake_case code of this error: the one name it has in
+    /// events, API responses (`rag-server` maps codes to statuses) and the
+    /// CLI.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CoreError::User(u) => match u {
+                UserError::EmptyQuery => "empty_query",
+                UserError::QueryTooLong { .. } => "query_too_long",
+                UserError::UnknownKb { .. } => "unknown_kb",
+                UserError::KbExists { .. } => "kb_exists",
+                UserError::InvalidParam { .. } => "invalid_param",
+                UserError::EmbeddingSpaceMismatch { .. } => "embedding_space_mismatch",
+                UserError::NotFound { .. } => "not_found",
+                UserError::PathUnavailable { .. } => "path_unavailable",
+            },
+            CoreError::Store(_) => "store_error",
+            CoreError::Component { .. } => "internal",
+            CoreError::Cancelled => "cancelled",
+        }
+    }
+
+    /// The message a caller may see: the whole message for the caller's
+    /// own mistakes, a generic one for failures inside the server (whose
+    /// details — SQL, paths, provider addresses — go to the server log only).
+    pub fn public_message(&self) -> String {
+        match self {
+            CoreError::User(u) => u.to_string(),
+            CoreError::Cancelled => "cancelled".into(),
+            CoreError::Store(_) => "the store failed; the details are in the server log".into(),
+            CoreError::Component { component, .. } => {
+                format!("{component} failed; the details are in the server log")
+            }
+        }
+    }
+
     /// Whether this error is the caller's fault.
     pub fn is_user_error(&self) -> bool {
         matches!(self, CoreError::User(_))

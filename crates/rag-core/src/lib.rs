@@ -22,6 +22,7 @@ pub mod log;
 pub mod model;
 pub mod params;
 pub mod query;
+pub mod redact;
 pub mod seams;
 pub mod source;
 

@@ -70,7 +70,7 @@ impl Engine {
         sources: &[ContextSource],
         settings: &AnswerSettings,
         warnings: &mut Vec<String>,
-        emit: &mut (dyn FnMut(PipelineEvent) + Send),
+        emit: &mut crate::emit::EventSink<'_>,
     ) -> Result<AnswerOutcome, CoreError> {
         let started = std::time::Instant::now();
         let language = language_of(analyzed, index.lexical.language());
@@ -133,9 +133,10 @@ impl Engine {
             out.generator = "miss".into();
             out.kb_miss = true;
             let reply = rag_answer::miss_reply(language).to_owned();
-            emit(PipelineEvent::AnswerToken {
+            emit.emit(PipelineEvent::AnswerToken {
                 text: reply.clone(),
-            });
+            })
+            .await;
             (reply, &[])
         } else {
             miss_reasons.clear();
@@ -189,7 +190,7 @@ impl Engine {
                     out.generator = rag_answer::EXTRACTIVE_NAME.into();
                     for ev in ans.events() {
                         if let GenEvent::Delta(t) = ev {
-                            emit(PipelineEvent::AnswerToken { text: t });
+                            emit.emit(PipelineEvent::AnswerToken { text: t }).await;
                         }
                     }
                     ans.text
@@ -223,7 +224,7 @@ impl Engine {
         } else {
             self.support(&checked.text, sources_used, warnings).await?
         };
-        emit(PipelineEvent::Answered {
+        emit.emit(PipelineEvent::Answered {
             text: out.text.clone(),
             generator: out.generator.clone(),
             model: out.model.clone(),
@@ -238,7 +239,8 @@ impl Engine {
             support,
             usage: out.usage,
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
-        });
+        })
+        .await;
         Ok(out)
     }
 
@@ -249,7 +251,7 @@ impl Engine {
         language: AnswerLanguage,
         sources: &[ContextSource],
         settings: &AnswerSettings,
-        emit: &mut (dyn FnMut(PipelineEvent) + Send),
+        emit: &mut crate::emit::EventSink<'_>,
     ) -> Result<(String, Option<String>, Option<TokenUsage>), CoreError> {
         let messages = template(settings)
             .messages(question, language, sources)
@@ -269,7 +271,7 @@ impl Engine {
             match ev? {
                 GenEvent::Delta(t) => {
                     text.push_str(&t);
-                    emit(PipelineEvent::AnswerToken { text: t });
+                    emit.emit(PipelineEvent::AnswerToken { text: t }).await;
                 }
                 GenEvent::Usage {
                     model: m,

@@ -27,6 +27,7 @@ mod chunk;
 mod dense;
 mod drafts;
 mod embed;
+mod emit;
 mod engine;
 mod export;
 mod extractor;

@@ -376,8 +376,8 @@ impl Engine {
             log: false,
             viewer: viewer.clone(),
         };
-        let mut sink = |_e: rag_core::PipelineEvent| {};
-        let out = self.run(tenant, request, options, &mut sink).await?;
+        let mut sink = crate::emit::EventSink::Discard;
+        let out = self.run_into(tenant, request, options, &mut sink).await?;
         let index = self.index(tenant, &kb).await?;
         let min = kb.settings.answer.min_fused.unwrap_or(0.0);
         let hits: Vec<rag_answer::FaqToolHit> = out

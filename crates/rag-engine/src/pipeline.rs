@@ -261,20 +261,7 @@ fn ms(since: Instant) -> f64 {
 
 /// The stable code of an error, as carried by the `error` event.
 pub fn error_code(e: &CoreError) -> &'static str {
-    match e {
-        CoreError::User(u) => match u {
-            UserError::EmptyQuery => "empty_query",
-            UserError::QueryTooLong { .. } => "query_too_long",
-            UserError::UnknownKb { .. } => "unknown_kb",
-            UserError::KbExists { .. } => "kb_exists",
-            UserError::InvalidParam { .. } => "invalid_param",
-            UserError::PathUnavailable { .. } => "path_unavailable",
-            _ => "bad_request",
-        },
-        CoreError::Store(_) => "store_error",
-        CoreError::Cancelled => "cancelled",
-        _ => "internal",
-    }
+    e.code()
 }
 
 /// Whether the question is in one of the two languages and the knowledge base in the other.
@@ -376,15 +363,15 @@ impl Engine {
         let engine = self.clone();
         let tenant = tenant.clone();
         tokio::spawn(async move {
-            let sender = tx.clone();
-            let mut emit = move |e: PipelineEvent| {
-                // A closed channel means the consumer went away; the run stops at the next check.
-                let _ = sender.try_send(e);
-            };
+            // Sends wait for room: a slow reader slows the run, never loses events.
+            let mut emit = crate::emit::EventSink::Channel(tx.clone());
             tokio::select! {
-                result = engine.run(&tenant, request, options, &mut emit) => {
+                result = engine.run_into(&tenant, request, options, &mut emit) => {
                     if let Err(e) = result {
-                        let _ = tx.send(PipelineEvent::Error { code: error_code(&e).into(), message: e.to_string() }).await;
+                        if !e.is_user_error() {
+                            tracing::error!(error = %e, "query failed");
+                        }
+                        let _ = tx.send(PipelineEvent::Error { code: e.code().into(), message: e.public_message() }).await;
                     }
                 }
                 _ = tx.closed() => tracing::debug!("query consumer went away; run cancelled"),
@@ -400,14 +387,18 @@ impl Engine {
         request: QueryRequest,
     ) -> Vec<PipelineEvent> {
         let mut events = Vec::new();
-        let mut emit = |e: PipelineEvent| events.push(e);
-        if let Err(e) = self
-            .run(tenant, request, QueryOptions::default(), &mut emit)
-            .await
-        {
+        let mut emit = crate::emit::EventSink::Collect(&mut events);
+        let result = self
+            .run_into(tenant, request, QueryOptions::default(), &mut emit)
+            .await;
+        drop(emit);
+        if let Err(e) = result {
+            if !e.is_user_error() {
+                tracing::error!(error = %e, "query failed");
+            }
             events.push(PipelineEvent::Error {
-                code: error_code(&e).into(),
-                message: e.to_string(),
+                code: e.code().into(),
+                message: e.public_message(),
             });
         }
         events
@@ -441,7 +432,8 @@ impl Engine {
         Ok(params)
     }
 
-    /// The pipeline. `emit` receives each event as its stage completes.
+    /// The pipeline, handing each event to `emit` as its stage completes
+    /// (for callers that consume events synchronously: evaluation, benchmarks).
     pub async fn run(
         &self,
         tenant: &TenantId,
@@ -449,18 +441,36 @@ impl Engine {
         options: QueryOptions,
         emit: &mut (dyn FnMut(PipelineEvent) + Send),
     ) -> Result<PipelineOutput, CoreError> {
+        self.run_into(
+            tenant,
+            request,
+            options,
+            &mut crate::emit::EventSink::Callback(emit),
+        )
+        .await
+    }
+
+    /// The pipeline. `emit` receives each event as its stage completes.
+    pub(crate) async fn run_into(
+        &self,
+        tenant: &TenantId,
+        request: QueryRequest,
+        options: QueryOptions,
+        emit: &mut crate::emit::EventSink<'_>,
+    ) -> Result<PipelineOutput, CoreError> {
         let started = Instant::now();
         let mut timings = Vec::new();
         let mut warnings = Vec::new();
         let kb = self.kb(tenant, &request.kb).await?;
         let params = self.validate(&request, &kb.settings.retrieval)?;
         let query_id = uuid_like();
-        emit(PipelineEvent::QueryReceived {
+        emit.emit(PipelineEvent::QueryReceived {
             query_id: query_id.clone(),
             kb: kb.name.clone(),
             query: request.query.clone(),
             paths: params.paths.clone(),
-        });
+        })
+        .await;
 
         let index = self.index(tenant, &kb).await?;
         timings.push(StageTiming {
@@ -538,7 +548,7 @@ impl Engine {
             stage: "query_analyzed".into(),
             ms: elapsed,
         });
-        emit(PipelineEvent::QueryAnalyzed {
+        emit.emit(PipelineEvent::QueryAnalyzed {
             normalized: analyzed.normalized.clone(),
             language: analyzed.language,
             tokens: analyzed.tokens.clone(),
@@ -547,7 +557,8 @@ impl Engine {
             suggested_lexical_interpolation: lambda,
             suggestion_reason: reason.into(),
             elapsed_ms: elapsed,
-        });
+        })
+        .await;
 
         // Recall: every path in parallel.
         let ctx = SearchCtx {
@@ -563,10 +574,11 @@ impl Engine {
                     let message =
                         "no embedder is configured; the dense path did not run".to_owned();
                     warnings.push(format!("dense path failed: {message}"));
-                    emit(PipelineEvent::RecallFailed {
+                    emit.emit(PipelineEvent::RecallFailed {
                         path: PathKind::Dense,
                         message,
-                    });
+                    })
+                    .await;
                     continue;
                 }
                 retrievers.push(Arc::new(StoreRetriever {
@@ -594,10 +606,11 @@ impl Engine {
                 // Never silently empty: the reader sees why the dense path did not run.
                 let message = "no embedder is configured; the dense path did not run".to_owned();
                 warnings.push(format!("dense path failed: {message}"));
-                emit(PipelineEvent::RecallFailed {
+                emit.emit(PipelineEvent::RecallFailed {
                     path: PathKind::Dense,
                     message,
-                });
+                })
+                .await;
             }
         }
         let runs = retrievers.iter().map(|r| {
@@ -629,19 +642,21 @@ impl Engine {
                     } else {
                         Vec::new()
                     };
-                    emit(PipelineEvent::Recall {
+                    emit.emit(PipelineEvent::Recall {
                         list: list.clone(),
                         passages,
                         elapsed_ms: elapsed,
-                    });
+                    })
+                    .await;
                     lists.push(list);
                 }
                 Err(e) => {
                     warnings.push(format!("{path} path failed: {e}"));
-                    emit(PipelineEvent::RecallFailed {
+                    emit.emit(PipelineEvent::RecallFailed {
                         path,
                         message: e.to_string(),
-                    });
+                    })
+                    .await;
                 }
             }
         }
@@ -679,7 +694,7 @@ impl Engine {
             stage: "fused".into(),
             ms: elapsed,
         });
-        emit(PipelineEvent::Fused {
+        emit.emit(PipelineEvent::Fused {
             hits: fused.hits.clone(),
             dropped: fused.dropped.clone(),
             max_score: fused.max_score,
@@ -687,7 +702,8 @@ impl Engine {
             lexical_interpolation: fusion.lexical_interpolation,
             interpolation_reason,
             elapsed_ms: elapsed,
-        });
+        })
+        .await;
 
         let t = Instant::now();
         let reranker: Arc<dyn rag_core::Reranker> = if params.rerank {
@@ -762,13 +778,14 @@ impl Engine {
             stage: "reranked".into(),
             ms: elapsed,
         });
-        emit(PipelineEvent::Reranked {
+        emit.emit(PipelineEvent::Reranked {
             reranker: reranker.name().into(),
             hits: reranked.clone(),
             skipped,
             moves,
             elapsed_ms: elapsed,
-        });
+        })
+        .await;
 
         // Context: numbered sources within the knowledge base's budget.
         let t = Instant::now();
@@ -816,7 +833,7 @@ impl Engine {
             stage: "context_assembled".into(),
             ms: elapsed,
         });
-        emit(PipelineEvent::ContextAssembled {
+        emit.emit(PipelineEvent::ContextAssembled {
             sources: packed.sources.clone(),
             profile: packed.profile.name.clone(),
             dropped: packed
@@ -829,7 +846,8 @@ impl Engine {
                 })
                 .collect(),
             elapsed_ms: elapsed,
-        });
+        })
+        .await;
 
         let answer = if request.generate {
             let t = Instant::now();
@@ -913,15 +931,24 @@ impl Engine {
                 owner: options.viewer.row_owner(),
             };
             if let Err(e) = self.store().log_query(&record).await {
-                warnings.push(format!("the query log could not be written: {e}"));
+                tracing::error!(error = %e, "the query log could not be written");
+                warnings.push(
+                    "the query log could not be written; the details are in the server log".into(),
+                );
             }
         }
-        emit(PipelineEvent::Done {
+        // Warnings quote components' errors: no credential in a URL goes out.
+        let warnings = warnings
+            .iter()
+            .map(|w| rag_core::redact::redact_text(w))
+            .collect();
+        emit.emit(PipelineEvent::Done {
             timings,
             paths: path_timings,
             total_ms,
             warnings,
-        });
+        })
+        .await;
         Ok(PipelineOutput {
             analyzed,
             lists,

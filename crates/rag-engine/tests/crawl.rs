@@ -206,6 +206,7 @@ async fn a_site_is_crawled_within_limits_and_re_synced_by_content_hash() {
         max_bytes: 1024 * 1024,
         max_redirects: 4,
         allow_private: true, // the test site is on loopback
+        proxy: None,
     })
     .unwrap();
     components.fetcher = Some(Arc::new(fetcher));

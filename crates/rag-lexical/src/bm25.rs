@@ -181,7 +181,7 @@ impl LexicalIndex {
         let unknown: Vec<&str> = q
             .tokens
             .iter()
-            .filter(|t| self.term_id(&t.text).is_none())
+            .filter(|t| self.visible_term_id(&t.text, filter).is_none())
             .map(|t| t.text.as_str())
             .collect();
         if !unknown.is_empty() {

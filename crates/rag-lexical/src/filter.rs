@@ -41,6 +41,16 @@ impl Filter {
         }
     }
 
+    /// Whether the viewer sees every owner's passages.
+    pub fn sees_everything(&self) -> bool {
+        matches!(self.viewer, Viewer::Everything)
+    }
+
+    /// Whether the viewer may see the passage's owner (whatever the other filters).
+    pub fn sees_owner_of(&self, p: &Passage) -> bool {
+        self.viewer.sees(p.owner.as_deref())
+    }
+
     /// Whether the passage passes.
     pub fn allows(&self, p: &Passage) -> bool {
         if !p.searchable || !self.viewer.sees(p.owner.as_deref()) {

@@ -72,7 +72,7 @@ struct Correction {
 }
 
 impl LexicalIndex {
-    fn trigram_corrections(&self, word: &str, threshold: f32) -> Vec<Correction> {
+    fn trigram_corrections(&self, word: &str, threshold: f32, filter: &Filter) -> Vec<Correction> {
         let tg = trigrams(word);
         let mut shared: FxHashMap<u32, u16> = FxHashMap::default();
         for g in &tg {
@@ -87,7 +87,7 @@ impl LexicalIndex {
             .filter_map(|(id, s)| {
                 let other = *self.fuzzy.trigram_len.get(&id)? as f32;
                 let sim = s as f32 / (tg.len() as f32 + other - s as f32);
-                (sim >= threshold).then(|| Correction {
+                (sim >= threshold && self.term_visible(id, filter)).then(|| Correction {
                     from: word.to_owned(),
                     to: id,
                     similarity: sim,
@@ -110,8 +110,8 @@ impl LexicalIndex {
         out
     }
 
-    fn homophone_corrections(&self, q: &AnalyzedQuery) -> Vec<Correction> {
-        let known = |w: &str| self.term_id(w).is_some();
+    fn homophone_corrections(&self, q: &AnalyzedQuery, filter: &Filter) -> Vec<Correction> {
+        let known = |w: &str| self.visible_term_id(w, filter).is_some();
         let mut out = Vec::new();
         for window in han_windows(q) {
             if !window.may_be_typo(known) {
@@ -121,7 +121,8 @@ impl LexicalIndex {
                 continue;
             };
             if let Some(ids) = self.fuzzy.pinyin.get(&key) {
-                for id in ids.iter().take(MAX_CORRECTIONS) {
+                let visible = ids.iter().filter(|id| self.term_visible(**id, filter));
+                for id in visible.take(MAX_CORRECTIONS) {
                     out.push(Correction {
                         from: window.text.clone(),
                         to: *id,
@@ -153,12 +154,12 @@ impl LexicalIndex {
         for t in &q.tokens {
             if matches!(t.kind, TokenKind::Word | TokenKind::Ident)
                 && t.text.chars().count() >= 3
-                && self.term_id(&t.text).is_none()
+                && self.visible_term_id(&t.text, filter).is_none()
             {
-                corrections.extend(self.trigram_corrections(&t.text, threshold));
+                corrections.extend(self.trigram_corrections(&t.text, threshold, filter));
             }
         }
-        corrections.extend(self.homophone_corrections(q));
+        corrections.extend(self.homophone_corrections(q, filter));
         if corrections.is_empty() {
             return RankedList {
                 path: PathKind::Fuzzy,
@@ -293,6 +294,48 @@ mod tests {
             ..Default::default()
         };
         LexicalIndex::build(&Analyzer::new(), &snapshot)
+    }
+
+    /// Another owner's words are not revealed: not as known words (BM25's
+    /// note), not as corrections of a near miss (trigram or homophone).
+    #[test]
+    fn another_owners_words_stay_hidden_from_notes_and_corrections() {
+        let mut secret = faq("", "zebrafish 配送费 genome");
+        secret.owner = Some("alice".into());
+        let snapshot = KbSnapshot {
+            passages: vec![faq("", "public refund policy 退款"), secret],
+            ..Default::default()
+        };
+        let index = LexicalIndex::build(&Analyzer::new(), &snapshot);
+        let bob = Filter::new(
+            &Default::default(),
+            0,
+            &rag_core::Viewer::Owner("bob".into()),
+        );
+        let alice = Filter::new(
+            &Default::default(),
+            0,
+            &rag_core::Viewer::Owner("alice".into()),
+        );
+        let p = Bm25Params::default();
+        let q = index.analyze_query("zebrafish");
+        let note = |f: &Filter| index.bm25(&q, 10, &p, f).notes.join(" ");
+        assert!(
+            note(&bob).contains("not in the vocabulary: zebrafish"),
+            "{}",
+            note(&bob)
+        );
+        assert!(!note(&alice).contains("zebrafish"), "{}", note(&alice));
+        for typo in ["zebrafsh", "陪送费"] {
+            let q = index.analyze_query(typo);
+            let seen = |f: &Filter| index.fuzzy(&q, 10, 0.3, &p, f).notes.join(" ");
+            assert!(
+                !seen(&bob).contains("zebrafish") && !seen(&bob).contains("配送费"),
+                "{typo}: {}",
+                seen(&bob)
+            );
+            assert!(seen(&alice).contains("→"), "{typo}: {}", seen(&alice));
+        }
     }
 
     fn corrections(index: &LexicalIndex, query: &str) -> Vec<String> {

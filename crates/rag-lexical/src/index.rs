@@ -1,5 +1,6 @@
 //! The in-memory inverted index of one knowledge base.
 
+use crate::filter::Filter;
 use crate::fuzzy::FuzzyVocab;
 use crate::ngram::NgramIndex;
 use crate::synonyms::SynonymTable;
@@ -58,6 +59,9 @@ pub struct LexicalIndex {
     pub(crate) facts: Vec<u32>,
     /// The language most of the text is written in.
     language: rag_core::Language,
+    /// Whether some passage is restricted to an owner (else every viewer
+    /// sees the whole vocabulary).
+    owned: bool,
     seq: u64,
 }
 
@@ -224,6 +228,7 @@ impl LexicalIndex {
             .enumerate()
             .map(|(i, p)| (p.id, i as u32))
             .collect();
+        let owned = passages.iter().any(|p| p.owner.is_some());
         LexicalIndex {
             analyzer,
             passages,
@@ -239,6 +244,7 @@ impl LexicalIndex {
             synonyms,
             facts,
             language,
+            owned,
             seq: snapshot.seq,
         }
     }
@@ -310,6 +316,25 @@ impl LexicalIndex {
 
     pub(crate) fn term_id(&self, text: &str) -> Option<u32> {
         self.vocab.get(text).copied()
+    }
+
+    /// The term, if some passage the filter's viewer may see contains it:
+    /// what notes and typo look-ups consult, so that the words of another
+    /// owner's documents are never revealed (as "known", or as a correction).
+    pub(crate) fn visible_term_id(&self, text: &str, filter: &Filter) -> Option<u32> {
+        let id = self.term_id(text)?;
+        self.term_visible(id, filter).then_some(id)
+    }
+
+    /// Whether a passage the filter's viewer may see contains term `id`.
+    pub(crate) fn term_visible(&self, id: u32, filter: &Filter) -> bool {
+        if !self.owned || filter.sees_everything() {
+            return true;
+        }
+        self.terms[id as usize]
+            .postings
+            .iter()
+            .any(|p| filter.sees_owner_of(&self.passages[p.ord as usize]))
     }
 }
 

@@ -91,7 +91,7 @@ impl ChatConfig {
 impl std::fmt::Debug for ChatConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChatConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &rag_core::redact::redact_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("temperature", &self.temperature)
@@ -210,7 +210,7 @@ impl OpenAiChat {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
             return Err(ModelError::Config(format!(
                 "base_url {:?} must start with http:// or https://",
-                config.base_url
+                rag_core::redact::redact_url(&config.base_url)
             )));
         }
         if config.model.trim().is_empty() {
@@ -234,7 +234,11 @@ impl OpenAiChat {
             .map_err(|e| ModelError::Config(e.to_string()))?;
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/chat/completions");
-        let name = format!("openai-compatible:{}@{}", config.model, base);
+        let name = format!(
+            "openai-compatible:{}@{}",
+            config.model,
+            rag_core::redact::redact_url(base)
+        );
         Ok(OpenAiChat {
             config,
             client,

@@ -22,6 +22,12 @@ pub struct FetchConfig {
     pub max_redirects: usize,
     /// Allow loopback, private and link-local addresses (tests, intranets).
     pub allow_private: bool,
+    /// A proxy for URL sources (`http://proxy:3128`). Without one, no proxy
+    /// is used, whatever `HTTP_PROXY` and friends say: the address check
+    /// needs to see the address actually dialled. With one, host names are
+    /// resolved by the proxy, which must then enforce its own policy; IP
+    /// literals and redirects to them are still checked here.
+    pub proxy: Option<String>,
 }
 
 impl Default for FetchConfig {
@@ -31,12 +37,17 @@ impl Default for FetchConfig {
             max_bytes: 10 * 1024 * 1024,
             max_redirects: 5,
             allow_private: false,
+            proxy: None,
         }
     }
 }
 
 /// Whether an address is loopback, private, link-local, unspecified,
-/// carrier-grade NAT or otherwise not on the public internet.
+/// carrier-grade NAT, multicast, reserved or otherwise not on the public
+/// internet. IPv6 forms that carry an IPv4 address (mapped, compatible,
+/// translated, NAT64, 6to4) are judged by that address; local-use NAT64
+/// and Teredo, which tunnel to addresses that cannot be checked here, are
+/// refused outright.
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -46,18 +57,50 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || v4.is_link_local()
                 || v4.is_unspecified()
                 || v4.is_broadcast()
-                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || v4.is_multicast()
+                || v4.is_documentation()
                 || o[0] == 0
+                || o[0] >= 240
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || (o[0] == 198 && (18..20).contains(&o[1]))
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
-            }
             let s = v6.segments();
+            let v4_at = |hi: u16, lo: u16| {
+                IpAddr::V4(std::net::Ipv4Addr::new(
+                    (hi >> 8) as u8,
+                    hi as u8,
+                    (lo >> 8) as u8,
+                    lo as u8,
+                ))
+            };
+            // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible, and :: and ::1).
+            if s[..5] == [0; 5] && (s[5] == 0xffff || s[5] == 0) {
+                return s[5] == 0 && s[6] == 0 && s[7] <= 1 || is_private(v4_at(s[6], s[7]));
+            }
+            // ::ffff:0:a.b.c.d (IPv4-translated).
+            if s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+                return is_private(v4_at(s[6], s[7]));
+            }
+            // 64:ff9b::a.b.c.d (well-known NAT64 prefix).
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return is_private(v4_at(s[6], s[7]));
+            }
+            // 2002:a.b.c.d::/48 (6to4).
+            if s[0] == 0x2002 {
+                return is_private(v4_at(s[1], s[2]));
+            }
             v6.is_loopback()
                 || v6.is_unspecified()
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] & 0xffc0) == 0xfe80
+                || v6.is_multicast()
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // 64:ff9b:1::/48 local-use NAT64
+                || (s[0] == 0x2001 && s[1] == 0) // 2001::/32 Teredo
+                || (s[0] == 0x2001 && s[1] == 0xdb8) // documentation
+                || (s[0] == 0x100 && s[1..4] == [0, 0, 0]) // 100::/64 discard
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
         }
     }
 }
@@ -161,6 +204,13 @@ impl HttpFetcher {
                 env!("CARGO_PKG_VERSION"),
                 " (+url source sync)"
             ));
+        builder = match &config.proxy {
+            Some(p) => builder.proxy(
+                reqwest::Proxy::all(p)
+                    .map_err(|e| crate::ModelError::Config(format!("sources proxy: {e}")))?,
+            ),
+            None => builder.no_proxy(),
+        };
         if !config.allow_private {
             builder = builder.dns_resolver(Arc::new(PublicOnly));
         }
@@ -288,10 +338,34 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            // Every IPv6 form of a private or loopback IPv4 address.
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "::ffff:0:127.0.0.1",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::10.1.2.3",
+            "64:ff9b:1::8.8.8.8",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "ff02::1",
+            "2001:db8::1",
+            "224.0.0.1",
+            "240.0.0.1",
+            "198.18.0.1",
+            "192.0.0.8",
         ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "100.128.0.1"] {
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "100.128.0.1",
+            "::ffff:8.8.8.8",
+            "64:ff9b::8.8.8.8",
+            "2002:808:808::1",
+        ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
         }
     }

@@ -56,7 +56,7 @@ impl Default for OpenAiEmbedderConfig {
 impl std::fmt::Debug for OpenAiEmbedderConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiEmbedderConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &rag_core::redact::redact_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("query_model", &self.query_model)
@@ -111,7 +111,7 @@ impl OpenAiEmbedder {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
             return Err(ModelError::Config(format!(
                 "base_url {:?} must start with http:// or https://",
-                config.base_url
+                rag_core::redact::redact_url(&config.base_url)
             )));
         }
         if config.batch_size == 0 || config.batch_size > 2048 {
@@ -132,7 +132,7 @@ impl OpenAiEmbedder {
         let model_id = format!(
             "openai-compatible:{}@{}",
             config.model,
-            config.base_url.trim_end_matches('/')
+            rag_core::redact::redact_url(config.base_url.trim_end_matches('/'))
         );
         let dimensions = OnceLock::new();
         if let Some(d) = config.dimensions {

@@ -64,7 +64,7 @@ impl Default for HttpRerankerConfig {
 impl std::fmt::Debug for HttpRerankerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpRerankerConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &rag_core::redact::redact_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("timeout_ms", &self.timeout_ms)
@@ -115,7 +115,7 @@ impl HttpReranker {
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
             return Err(ModelError::Config(format!(
                 "base_url {:?} must start with http:// or https://",
-                config.base_url
+                rag_core::redact::redact_url(&config.base_url)
             )));
         }
         if config.model.trim().is_empty() {

@@ -50,6 +50,9 @@ pub struct SourcesConfig {
     /// a local test site). Off by default: a server that fetches URLs for its
     /// users must not become a way into the network it runs in.
     pub allow_private: bool,
+    /// A proxy for fetching URL sources (`http://proxy:3128`). Without it,
+    /// sources never go through a proxy, whatever `HTTP_PROXY` says.
+    pub proxy: Option<String>,
 }
 
 impl Default for SourcesConfig {
@@ -59,6 +62,7 @@ impl Default for SourcesConfig {
             max_page_bytes: 10 * 1024 * 1024,
             max_redirects: 5,
             allow_private: false,
+            proxy: None,
         }
     }
 }
@@ -173,6 +177,8 @@ pub struct ServerConfig {
     pub max_top_k: usize,
     /// Queries one key may run at once.
     pub max_concurrent_queries_per_key: usize,
+    /// Ingests (uploads, URL-source syncs) one key may run at once.
+    pub max_concurrent_ingests_per_key: usize,
     /// Web origins whose pages may call the API from the browser (the chat
     /// widget on a customer's site), e.g. ["https://shop.example"].
     pub cors_origins: Vec<String>,
@@ -253,6 +259,7 @@ impl Default for ServerConfig {
             max_files_per_upload: l.max_files_per_upload,
             max_top_k: l.max_top_k,
             max_concurrent_queries_per_key: l.max_concurrent_queries_per_key,
+            max_concurrent_ingests_per_key: l.max_concurrent_ingests_per_key,
             cors_origins: Vec::new(),
         }
     }
@@ -373,17 +380,9 @@ fn is_secret_key(key: &str) -> bool {
 }
 
 /// `scheme://user:password@host/…` with the password replaced.
+/// A URL as printed: credentials and secret parameters removed.
 pub(crate) fn redact_url_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
-        None => url.to_owned(),
-    }
+    rag_core::redact::redact_url(url)
 }
 
 fn redact(v: &mut toml::Value, key: &str) {
@@ -397,7 +396,9 @@ fn redact(v: &mut toml::Value, key: &str) {
         toml::Value::String(s) if is_secret_key(key) => {
             *s = format!("<redacted, {} characters>", s.chars().count());
         }
-        toml::Value::String(s) if key == "store" => *s = redact_url_password(s),
+        toml::Value::String(s) if key == "store" || key.ends_with("url") => {
+            *s = redact_url_password(s)
+        }
         _ => {}
     }
 }
@@ -422,11 +423,11 @@ mod tests {
     fn store_urls_lose_their_password_when_printed() {
         assert_eq!(
             redact_url_password("postgres://app:s3cr@t@db:5432/r"),
-            "postgres://app:<redacted>@db:5432/r"
+            "postgres://***@db:5432/r"
         );
         assert_eq!(
-            redact_url_password("postgres://app@db/r"),
-            "postgres://app@db/r"
+            redact_url_password("http://llm:8000/v1?api_key=k"),
+            "http://llm:8000/v1?api_key=***"
         );
         assert_eq!(redact_url_password("not a url"), "not a url");
     }

@@ -186,6 +186,7 @@ impl App {
             max_bytes: s.max_page_bytes,
             max_redirects: s.max_redirects,
             allow_private: s.allow_private,
+            proxy: s.proxy.clone(),
         })
         .map_err(|e| UserFacing(e.to_string()))?;
         Ok(Arc::new(f))
@@ -540,7 +541,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(app, cli.command)) {
+    let result = runtime.block_on(dispatch(app, cli.command));
+    // Blocking work still running (a chunking or an index build of a
+    // request that was stopped) is not waited for: the process exits.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -39,6 +39,7 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
             max_files_per_upload: c.max_files_per_upload,
             max_top_k: c.max_top_k,
             max_concurrent_queries_per_key: c.max_concurrent_queries_per_key,
+            max_concurrent_ingests_per_key: c.max_concurrent_ingests_per_key,
         },
         cors_origins: c.cors_origins.clone(),
     };
@@ -56,12 +57,40 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
         }
     );
     let state = rag_server::AppState::new(engine, keys, config);
-    rag_server::serve(listener, state, shutdown_signal())
-        .await
-        .context("server failed")?;
+    // On SIGTERM or SIGINT in-flight requests get a grace period; then the
+    // server stops whatever is still running (streams, uploads): their
+    // futures are dropped, extraction workers killed, and `main` does not
+    // wait for blocking work, so the process (and its data-directory lock)
+    // is gone within seconds. Every store write is one transaction, so
+    // nothing is half-written.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let mut graceful = stop_rx.clone();
+    let server = rag_server::serve(listener, state, async move {
+        let _ = graceful.wait_for(|s| *s).await;
+    });
+    let mut deadline = stop_rx;
+    tokio::select! {
+        r = server => r.context("server failed")?,
+        _ = async {
+            let _ = deadline.wait_for(|s| *s).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            eprintln!(
+                "ragscope: in-flight requests did not finish within {} s; stopping them",
+                SHUTDOWN_GRACE.as_secs()
+            );
+        }
+    }
     println!("ragscope stopped");
     Ok(())
 }
+
+/// How long in-flight requests may run on after a stop signal.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 async fn shutdown_signal() {
     let ctrl_c = async {

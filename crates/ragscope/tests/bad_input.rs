@@ -143,7 +143,7 @@ fn configuration_layers_and_redaction() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let file = dir.path().join("ragscope.toml");
-    std::fs::write(&file, "tenant = \"from-file\"\n[retrieval]\nper_path_k = 33\n[providers]\nllm_api_key = \"sk-file-secret\"\n").unwrap();
+    std::fs::write(&file, "tenant = \"from-file\"\n[retrieval]\nper_path_k = 33\n[providers]\nllm_api_key = \"sk-file-secret\"\nllm_base_url = \"http://u:pw-secret@llm.local/v1?api_key=qs-secret\"\n").unwrap();
 
     let mut c = cmd(&data);
     c.arg("--config")
@@ -159,7 +159,10 @@ fn configuration_layers_and_redaction() {
         r.stdout
     );
     assert!(
-        !r.stdout.contains("sk-file-secret") && !r.stdout.contains("sk-or-env-secret"),
+        !r.stdout.contains("sk-file-secret")
+            && !r.stdout.contains("sk-or-env-secret")
+            && !r.stdout.contains("pw-secret")
+            && !r.stdout.contains("qs-secret"),
         "{}",
         r.stdout
     );

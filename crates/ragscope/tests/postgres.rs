@@ -99,7 +99,7 @@ fn migrate_then_ingest_and_query_through_postgres() {
     c.arg("check-config");
     let r = ok(c);
     assert!(
-        r.stdout.contains("<redacted>") && !r.stdout.contains("app-secret"),
+        r.stdout.contains("***@") && !r.stdout.contains("app-secret"),
         "{}",
         r.stdout
     );
