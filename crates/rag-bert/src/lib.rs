@@ -80,7 +80,6 @@ mod config;
 mod error;
 mod model;
 mod tokenizer;
-mod unigram;
 mod weights;
 
 use std::path::{Path, PathBuf};

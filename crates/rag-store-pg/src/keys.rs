@@ -10,7 +10,7 @@
 //! `ragscope_auth`, and they never return key hashes.
 
 use crate::error::pg;
-use crate::store::{begin, PgStore};
+use crate::open::{begin, PgStore};
 use async_trait::async_trait;
 use rag_core::{ApiKeyInfo, CoreError, KeyStore, Role, TenantId, Timestamp};
 use tokio_postgres::Row;

@@ -7,7 +7,7 @@
 //! frequencies and its field lengths, adding one adds them.
 
 use crate::error::pg;
-use crate::store::{passages_of, user_words, Scope};
+use crate::snapshot::{passages_of, user_words, Scope};
 use rag_core::{CoreError, KbId, Passage, PassageKind, TenantId, TokenKind, WriteOp};
 use rag_lexical::{passage_terms, PassageTerms};
 use rag_text::Analyzer;

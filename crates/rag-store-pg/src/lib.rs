@@ -34,22 +34,33 @@
 //! scripts/pg/stop.sh
 //! ```
 
+// The modules mirror rag-store's, so the two stores can be read side by
+// side: open (connecting, the role and schema checks, transactions and the
+// tenant check), rows (stored values to domain types), write (the atomic
+// writes), snapshot (index snapshots), read (the other reads), sources, keys
+// and log. Only here: migrate, pool, lex (the recall tables), recall and
+// vector; only there: cache, lock and schema.
 mod error;
 mod keys;
 mod lex;
 mod log;
 mod migrate;
+mod open;
 mod pool;
+mod read;
 mod recall;
-mod store;
+mod rows;
+mod snapshot;
+mod sources;
 mod vector;
+mod write;
 
 pub use error::PgStoreError;
 pub use migrate::{
     latest_version, migrate, set_app_password, Migration, MigrationReport, MIGRATIONS,
 };
+pub use open::{parse_config, PgStore, DEFAULT_POOL_SIZE};
 pub use recall::HNSW_EF_SEARCH;
-pub use store::{parse_config, PgStore, DEFAULT_POOL_SIZE};
 pub use tokio_postgres::Config;
 
 /// The role the application connects as (created by the first migration).

@@ -2,7 +2,7 @@
 //! whole record as JSON; rows filtered by the viewer in SQL.
 
 use crate::error::{corrupt, describe, pg};
-use crate::store::{begin, PgStore};
+use crate::open::{begin, PgStore};
 use async_trait::async_trait;
 use rag_core::{
     ConversationSummary, CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId,

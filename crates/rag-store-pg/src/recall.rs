@@ -8,7 +8,7 @@
 
 use crate::error::pg;
 use crate::lex;
-use crate::store::{begin, owned, PgStore};
+use crate::open::{begin, owned, PgStore};
 use crate::vector::VectorRef;
 use async_trait::async_trait;
 use rag_core::{

@@ -1,8 +1,8 @@
 //! [`SqliteEmbeddingCache`]: embeddings by model id and text hash, in a
 //! database of their own that many data directories and processes share.
 
-use crate::embedded::{vector_bytes, vector_from_bytes};
 use crate::error::StoreError;
+use crate::rows::{vector_bytes, vector_from_bytes};
 use crate::schema::CACHE_SCHEMA;
 use async_trait::async_trait;
 use rag_core::{CoreError, EmbeddingCache};

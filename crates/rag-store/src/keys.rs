@@ -1,6 +1,7 @@
 //! Tenants and hashed API keys in the embedded store.
 
-use crate::embedded::{sql, EmbeddedStore};
+use crate::open::EmbeddedStore;
+use crate::rows::sql;
 use async_trait::async_trait;
 use rag_core::{ApiKeyInfo, CoreError, KeyStore, Role, TenantId, Timestamp};
 use rusqlite::{params, OptionalExtension};

@@ -23,16 +23,25 @@
 //! # }
 //! ```
 
+// The modules mirror rag-store-pg's, so the two stores can be read side by
+// side: open (opening, schema, lock, the tenant check), rows (stored values
+// to domain types), write (the atomic writes), snapshot (index snapshots),
+// read (the other reads), sources, keys and log. Only here: cache, lock and
+// schema; only there: migrate, pool, lex, recall and vector.
 mod cache;
-mod embedded;
 mod error;
 mod keys;
 mod lock;
 mod log;
+mod open;
+mod read;
+mod rows;
 mod schema;
+mod snapshot;
 mod sources;
+mod write;
 
 pub use cache::SqliteEmbeddingCache;
-pub use embedded::{EmbeddedStore, OpenMode, StoreInfo};
 pub use error::StoreError;
+pub use open::{EmbeddedStore, OpenMode, StoreInfo};
 pub use schema::FORMAT_VERSION;

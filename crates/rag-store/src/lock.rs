@@ -15,17 +15,16 @@ pub(crate) struct DirLock {
 impl DirLock {
     pub(crate) fn acquire(dir: &Path) -> Result<Self, StoreError> {
         let path = dir.join("LOCK");
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|source| StoreError::Io {
-                op: "open",
-                path: path.clone(),
-                source,
-            })?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        // A new lock file is its owner's only; an existing one keeps its mode.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).map_err(|source| StoreError::Io {
+            op: "open",
+            path: path.clone(),
+            source,
+        })?;
         match FileExt::try_lock_exclusive(&file) {
             Ok(true) => {}
             Ok(false) => {

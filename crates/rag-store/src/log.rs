@@ -1,8 +1,9 @@
 //! The query log in the embedded store: indexed columns for filtering, the
 //! whole record as JSON.
 
-use crate::embedded::{sql, EmbeddedStore};
 use crate::error::StoreError;
+use crate::open::EmbeddedStore;
+use crate::rows::sql;
 use async_trait::async_trait;
 use rag_core::{
     ConversationSummary, CoreError, KbId, LogFilter, QueryLogRecord, QueryLogStore, TenantId,

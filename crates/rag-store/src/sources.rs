@@ -1,8 +1,8 @@
 //! URL sources in the embedded store: one row per source, its pages of the
 //! last sync as JSON.
 
-use crate::embedded::sql;
 use crate::error::StoreError;
+use crate::rows::sql;
 use rag_core::{CoreError, KbId, Source, SourceId, SourceStatus};
 use rusqlite::{params, Connection, Transaction};
 

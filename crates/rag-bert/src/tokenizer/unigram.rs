@@ -8,9 +8,9 @@
 use rustc_hash::FxHashMap;
 use unicode_segmentation::UnicodeSegmentation;
 
+use super::base64::base64_decode;
+use super::json::FILE;
 use crate::error::BertError;
-
-const FILE: &str = "tokenizer.json";
 
 /// SentencePiece's precompiled character map.
 #[derive(Debug, Clone)]
@@ -105,31 +105,6 @@ impl Precompiled {
         }
         out
     }
-}
-
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for b in text.bytes() {
-        let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => break,
-            b'\n' | b'\r' => continue,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
 }
 
 /// When the Metaspace pre-tokeniser puts a word mark before the text.
@@ -289,13 +264,6 @@ impl Unigram {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_round_trip() {
-        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
-        assert_eq!(base64_decode("aGVsbG8h").unwrap(), b"hello!");
-        assert!(base64_decode("a*b").is_none());
-    }
 
     #[test]
     fn metaspace_marks_and_splits_words() {

@@ -1,0 +1,185 @@
+//! Connecting the PostgreSQL store: the pool, the checks of the role and the
+//! schema version, and the transactions every operation runs in (the
+//! tenant setting row-level security reads, the tenant check).
+
+use crate::error::{pg, PgStoreError};
+use crate::migrate::latest_version;
+use crate::pool::{Conn, Pool};
+use rag_core::{CoreError, KbId, TenantId, UserError};
+use std::sync::Arc;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Config, IsolationLevel, Transaction};
+
+/// How many connections a store opens at most unless told otherwise.
+pub const DEFAULT_POOL_SIZE: usize = 8;
+
+/// The PostgreSQL store. Cheap to clone; clones share one pool.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Arc<Pool>,
+    /// The analysis behind the stored term statistics (the engine's own).
+    pub(crate) analyzer: rag_text::Analyzer,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+/// Parses a `postgres://…` URL or a `key=value` connection string.
+pub fn parse_config(url: &str) -> Result<Config, PgStoreError> {
+    url.parse::<Config>()
+        .map_err(|e| PgStoreError::Url(crate::error::describe(&e)))
+}
+
+impl PgStore {
+    /// Connects as the application role named in `url`; see [`PgStore::connect_with`].
+    pub async fn connect(url: &str) -> Result<Self, PgStoreError> {
+        Self::connect_with(parse_config(url)?, DEFAULT_POOL_SIZE).await
+    }
+
+    /// Connects with at most `pool_size` connections. Refuses a role that is
+    /// a superuser, may bypass row-level security or owns the schema's tables
+    /// (row-level security would then protect nothing), and a schema older or
+    /// newer than this build's migrations.
+    pub async fn connect_with(mut config: Config, pool_size: usize) -> Result<Self, PgStoreError> {
+        let options = match config.get_options() {
+            Some(o) if !o.is_empty() => format!("{o} -c search_path=ragscope,public"),
+            _ => "-c search_path=ragscope,public".to_owned(),
+        };
+        config.options(&options);
+        let pool = Pool::new(config, pool_size);
+        {
+            let conn = pool.get().await?;
+            check_role(&conn).await?;
+            check_schema(&conn).await?;
+        }
+        Ok(PgStore {
+            pool: Arc::new(pool),
+            analyzer: rag_text::Analyzer::new(),
+        })
+    }
+
+    pub(crate) async fn conn(&self) -> Result<Conn<'_>, CoreError> {
+        Ok(self.pool.get().await?)
+    }
+}
+
+async fn check_role(conn: &Conn<'_>) -> Result<(), PgStoreError> {
+    let row = conn.query_one("SELECT current_user::text, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user", &[]).await?;
+    let (role, superuser, bypass): (String, bool, bool) = (row.get(0), row.get(1), row.get(2));
+    let unsafe_role = |reason: &str| {
+        Err(PgStoreError::UnsafeRole {
+            role: role.clone(),
+            reason: reason.to_owned(),
+        })
+    };
+    if superuser {
+        return unsafe_role("it is a superuser, which bypasses row-level security");
+    }
+    if bypass {
+        return unsafe_role("it has BYPASSRLS");
+    }
+    let owns: i64 = conn
+        .query_one(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'ragscope' AND pg_has_role(current_user, c.relowner, 'USAGE')",
+            &[],
+        )
+        .await?
+        .get(0);
+    if owns > 0 {
+        return unsafe_role("it owns (or is a member of the owner of) the ragscope tables");
+    }
+    // The definer roles read across tenants (their functions confine them).
+    let definer: bool = conn
+        .query_one(
+            "SELECT coalesce(bool_or(pg_has_role(current_user, r.oid, 'USAGE')), false)
+             FROM pg_roles r WHERE r.rolname IN ('ragscope_auth', 'ragscope_search')",
+            &[],
+        )
+        .await?
+        .get(0);
+    if definer {
+        return unsafe_role(
+            "it is a member of ragscope_auth or ragscope_search, which read across tenants",
+        );
+    }
+    Ok(())
+}
+
+async fn check_schema(conn: &Conn<'_>) -> Result<(), PgStoreError> {
+    let found: i32 = match conn
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM ragscope.schema_migrations",
+            &[],
+        )
+        .await
+    {
+        Ok(row) => row.get(0),
+        Err(e)
+            if e.code() == Some(&SqlState::UNDEFINED_TABLE)
+                || e.code() == Some(&SqlState::INVALID_SCHEMA_NAME) =>
+        {
+            0
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let wanted = latest_version();
+    if found < wanted {
+        return Err(PgStoreError::SchemaBehind { found, wanted });
+    }
+    if found > wanted {
+        return Err(PgStoreError::NewerSchema {
+            found,
+            supported: wanted,
+        });
+    }
+    Ok(())
+}
+
+/// Starts a transaction in which row-level security sees `tenant` only.
+pub(crate) async fn begin<'c>(
+    conn: &'c mut Conn<'_>,
+    tenant: &str,
+    snapshot: bool,
+) -> Result<Transaction<'c>, CoreError> {
+    let tx = if snapshot {
+        conn.build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+    } else {
+        conn.transaction().await
+    }
+    .map_err(pg)?;
+    tx.execute("SELECT set_config('ragscope.tenant', $1, true)", &[&tenant])
+        .await
+        .map_err(pg)?;
+    Ok(tx)
+}
+
+/// Checks that `kb` belongs to `tenant` (the application's own scoping; row
+/// level security holds beneath it).
+pub(crate) async fn owned(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    kb: KbId,
+) -> Result<(), CoreError> {
+    match tx
+        .query_opt(
+            "SELECT 1 FROM kbs WHERE id = $1 AND tenant = $2",
+            &[&kb.0, &tenant.0],
+        )
+        .await
+        .map_err(pg)?
+    {
+        Some(_) => Ok(()),
+        None => Err(UserError::UnknownKb {
+            name: kb.to_string(),
+        }
+        .into()),
+    }
+}

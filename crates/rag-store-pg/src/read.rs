@@ -1,0 +1,217 @@
+//! The reads other than snapshots: [`StoreRead`] for PostgreSQL.
+
+use crate::error::pg;
+use crate::open::{begin, owned, PgStore};
+use crate::rows::{json, read_faqs, space_of, to_kb};
+use async_trait::async_trait;
+use rag_core::{
+    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbId,
+    KbSnapshot, KnowledgeBase, Source, StoreRead, TenantId, UserError,
+};
+use std::sync::Arc;
+
+#[async_trait]
+impl StoreRead for PgStore {
+    fn store_recall(&self) -> Option<Arc<dyn rag_core::StoreRecall>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    async fn list_kbs(&self, tenant: &TenantId) -> Result<Vec<KnowledgeBase>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        let rows = tx
+            .query("SELECT id, tenant, name, created_at, settings FROM kbs WHERE tenant = $1 ORDER BY name", &[&tenant.0])
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        rows.iter().map(to_kb).collect()
+    }
+
+    async fn kb_by_name(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Option<KnowledgeBase>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        let row = tx
+            .query_opt("SELECT id, tenant, name, created_at, settings FROM kbs WHERE tenant = $1 AND name = $2", &[&tenant.0, &name])
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        row.as_ref().map(to_kb).transpose()
+    }
+
+    async fn kb_seq(&self, tenant: &TenantId, kb: KbId) -> Result<u64, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        let row = tx
+            .query_opt(
+                "SELECT seq FROM kbs WHERE id = $1 AND tenant = $2",
+                &[&kb.0, &tenant.0],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        row.map(|r| r.get::<_, i64>(0) as u64).ok_or_else(|| {
+            UserError::UnknownKb {
+                name: kb.to_string(),
+            }
+            .into()
+        })
+    }
+
+    async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot, CoreError> {
+        crate::snapshot::snapshot(self, tenant, kb).await
+    }
+
+    async fn index_snapshot(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<(KbSnapshot, usize), CoreError> {
+        crate::snapshot::index_snapshot(self, tenant, kb).await
+    }
+
+    async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let rows = tx
+            .query(
+                "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner
+                 FROM documents d WHERE d.kb_id = $1 ORDER BY d.created_at, d.id",
+                &[&kb.0],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(rows
+            .iter()
+            .map(|r| DocumentInfo {
+                id: DocId(r.get(0)),
+                title: r.get(1),
+                source: r.get(2),
+                content_hash: r.get(3),
+                chunks: r.get::<_, i64>(4) as usize,
+                owner: r.get(5),
+            })
+            .collect())
+    }
+
+    async fn document(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        doc: DocId,
+    ) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let Some(r) = tx
+            .query_opt(
+                "SELECT title, source, content_hash, tags, created_at, updated_at, text, owner FROM documents WHERE id = $1 AND kb_id = $2",
+                &[&doc.0, &kb.0],
+            )
+            .await
+            .map_err(pg)?
+        else {
+            tx.commit().await.map_err(pg)?;
+            return Ok(None);
+        };
+        let document = Document {
+            id: doc,
+            kb,
+            title: r.get(0),
+            source: r.get(1),
+            content_hash: r.get(2),
+            tags: r.get(3),
+            created_at: r.get(4),
+            updated_at: r.get(5),
+            text: r.get(6),
+            owner: r.get(7),
+        };
+        let rows = tx
+            .query("SELECT id, ordinal, heading_path, text, start_byte, end_byte FROM chunks WHERE doc_id = $1 ORDER BY ordinal", &[&doc.0])
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        let chunks = rows
+            .iter()
+            .map(|r| {
+                Ok(Chunk {
+                    id: ChunkId(r.get(0)),
+                    doc,
+                    ordinal: r.get::<_, i32>(1) as u32,
+                    heading_path: json(r, 2, "chunks", "heading_path")?,
+                    text: r.get(3),
+                    start: r.get::<_, i64>(4) as usize,
+                    end: r.get::<_, i64>(5) as usize,
+                })
+            })
+            .collect::<Result<Vec<_>, CoreError>>()?;
+        Ok(Some((document, chunks)))
+    }
+
+    async fn document_by_hash(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        hash: &str,
+        owner: Option<&str>,
+    ) -> Result<Option<DocId>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let row = tx
+            .query_opt(
+                "SELECT id FROM documents WHERE kb_id = $1 AND content_hash = $2 AND owner IS NOT DISTINCT FROM $3 ORDER BY id LIMIT 1",
+                &[&kb.0, &hash, &owner],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(row.map(|r| DocId(r.get(0))))
+    }
+
+    async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let out = read_faqs(&tx, kb).await?;
+        tx.commit().await.map_err(pg)?;
+        Ok(out)
+    }
+
+    async fn sources(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<Source>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let out = crate::sources::read(&tx, kb).await?;
+        tx.commit().await.map_err(pg)?;
+        Ok(out)
+    }
+
+    async fn embedding_space(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<Option<EmbeddingSpace>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        let row = tx
+            .query_opt(
+                "SELECT embed_model, embed_dims FROM kbs WHERE id = $1 AND tenant = $2",
+                &[&kb.0, &tenant.0],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        let row = row.ok_or_else(|| {
+            CoreError::from(UserError::UnknownKb {
+                name: kb.to_string(),
+            })
+        })?;
+        Ok(space_of(row.get(0), row.get(1)))
+    }
+}

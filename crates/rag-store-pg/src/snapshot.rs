@@ -1,0 +1,221 @@
+//! Index snapshots: the passages, vectors and vocabulary of a knowledge
+//! base, read in one repeatable-read transaction so they match its commit
+//! sequence; and the passage loader the recall tables share.
+
+use crate::error::{corrupt, pg};
+use crate::open::{begin, owned, PgStore};
+use crate::rows::{json, read_faqs, space_of};
+use crate::vector::VectorOwned;
+use rag_core::{
+    ChunkId, CoreError, DocId, FactId, KbId, KbSnapshot, Passage, PassageId, PassageVector,
+    SynonymGroup, TenantId, UserWord,
+};
+use tokio_postgres::Transaction;
+
+/// Which passages [`passages_of`] loads.
+#[derive(Debug, Default)]
+pub(crate) struct Scope {
+    /// Every passage of the knowledge base.
+    pub all: bool,
+    /// Chunks of these documents.
+    pub docs: Vec<uuid::Uuid>,
+    /// These FAQ entries.
+    pub faqs: Vec<uuid::Uuid>,
+    /// These facts.
+    pub facts: Vec<uuid::Uuid>,
+}
+
+/// Passages of a knowledge base in snapshot order (chunks by document
+/// creation, document and ordinal; FAQ entries by creation; facts by id),
+/// each with its chunk ordinal (0 for others).
+pub(crate) async fn passages_of(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    scope: &Scope,
+) -> Result<Vec<(Passage, i32)>, CoreError> {
+    let mut passages = Vec::new();
+    let all = scope.all;
+    if all || !scope.docs.is_empty() {
+        let rows = tx
+            .query(
+                "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner, c.ordinal
+                 FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = $1 AND ($2 OR c.doc_id = ANY($3))
+                 ORDER BY d.created_at, d.id, c.ordinal",
+                &[&kb.0, &all, &scope.docs],
+            )
+            .await
+            .map_err(pg)?;
+        for r in &rows {
+            let headings: Vec<String> = json(r, 3, "chunks", "heading_path")?;
+            let title: String = r.get(2);
+            let passage = Passage {
+                id: PassageId::Chunk(ChunkId(r.get(0))),
+                title: rag_core::chunk_title(&title, &headings),
+                body: r.get(4),
+                tags: r.get(5),
+                aliases: Vec::new(),
+                doc: Some(DocId(r.get(1))),
+                source: Some(r.get(6)),
+                span: Some((r.get::<_, i64>(7) as usize, r.get::<_, i64>(8) as usize)),
+                created_at: r.get(9),
+                valid_from: None,
+                valid_until: None,
+                searchable: true,
+                owner: r.get(10),
+            };
+            passages.push((passage, r.get::<_, i32>(11)));
+        }
+    }
+    if all || !scope.faqs.is_empty() {
+        let faqs = read_faqs(tx, kb).await?;
+        passages.extend(
+            faqs.into_iter()
+                .filter(|f| all || scope.faqs.contains(&f.id.0))
+                .map(|f| (Passage::from(f), 0)),
+        );
+    }
+    if all || !scope.facts.is_empty() {
+        let rows = tx
+            .query("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = $1 AND ($2 OR id = ANY($3)) ORDER BY id", &[&kb.0, &all, &scope.facts])
+            .await
+            .map_err(pg)?;
+        for r in &rows {
+            let fact = rag_core::Fact {
+                id: FactId(r.get(0)),
+                kb,
+                key: r.get(1),
+                value: r.get(2),
+                key_synonyms: r.get(3),
+            };
+            passages.push((Passage::from(fact), 0));
+        }
+    }
+    Ok(passages)
+}
+
+/// The user dictionary of a knowledge base.
+pub(crate) async fn user_words(tx: &Transaction<'_>, kb: KbId) -> Result<Vec<UserWord>, CoreError> {
+    tx.query(
+        "SELECT word, freq FROM user_words WHERE kb_id = $1 ORDER BY word",
+        &[&kb.0],
+    )
+    .await
+    .map_err(pg)?
+    .iter()
+    .map(|r| {
+        let freq: Option<i64> = r.get(1);
+        Ok(UserWord {
+            word: r.get(0),
+            freq: freq
+                .map(|f| u32::try_from(f).map_err(|_| corrupt("user_words", "freq", f.to_string())))
+                .transpose()?,
+        })
+    })
+    .collect()
+}
+
+/// [`rag_core::StoreRead::snapshot`].
+pub(crate) async fn snapshot(
+    store: &PgStore,
+    tenant: &TenantId,
+    kb: KbId,
+) -> Result<KbSnapshot, CoreError> {
+    let mut conn = store.conn().await?;
+    // One repeatable-read transaction: the snapshot is consistent with its seq.
+    let tx = begin(&mut conn, &tenant.0, true).await?;
+    owned(&tx, tenant, kb).await?;
+    let snap = load_snapshot(&tx, kb, true).await?;
+    tx.commit().await.map_err(pg)?;
+    Ok(snap)
+}
+
+/// [`rag_core::StoreRead::index_snapshot`].
+pub(crate) async fn index_snapshot(
+    store: &PgStore,
+    tenant: &TenantId,
+    kb: KbId,
+) -> Result<(KbSnapshot, usize), CoreError> {
+    // Vectors are searched here (pgvector): the engine needs only their number.
+    let mut conn = store.conn().await?;
+    let tx = begin(&mut conn, &tenant.0, true).await?;
+    owned(&tx, tenant, kb).await?;
+    let snap = load_snapshot(&tx, kb, false).await?;
+    let count: i64 = tx
+        .query_one("SELECT count(*) FROM vectors WHERE kb_id = $1", &[&kb.0])
+        .await
+        .map_err(pg)?
+        .get(0);
+    tx.commit().await.map_err(pg)?;
+    Ok((snap, count as usize))
+}
+
+async fn load_snapshot(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    with_vectors: bool,
+) -> Result<KbSnapshot, CoreError> {
+    let kb_row = tx
+        .query_one(
+            "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?;
+    let seq: i64 = kb_row.get(0);
+    let space = space_of(kb_row.get(1), kb_row.get(2));
+    let passages = passages_of(
+        tx,
+        kb,
+        &Scope {
+            all: true,
+            ..Default::default()
+        },
+    )
+    .await?
+    .into_iter()
+    .map(|(p, _)| p)
+    .collect();
+    let synonyms = tx
+        .query(
+            "SELECT terms FROM synonyms WHERE kb_id = $1 ORDER BY position",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(|r| SynonymGroup { terms: r.get(0) })
+        .collect();
+    let user_words = user_words(tx, kb).await?;
+    let mut vectors = Vec::new();
+    let rows = if with_vectors {
+        tx.query(
+            "SELECT passage, text_hash, vector FROM vectors WHERE kb_id = $1 ORDER BY passage",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?
+    } else {
+        Vec::new()
+    };
+    for r in rows {
+        let passage: String = r.get(0);
+        let id = PassageId::parse(&passage)
+            .ok_or_else(|| corrupt("vectors", "passage", passage.clone()))?;
+        let vector: VectorOwned = r
+            .try_get(2)
+            .map_err(|e| corrupt("vectors", "vector", crate::error::describe(&e)))?;
+        vectors.push(PassageVector {
+            id,
+            text_hash: r.get(1),
+            vector: vector.0,
+        });
+    }
+    Ok(KbSnapshot {
+        seq: seq as u64,
+        passages,
+        synonyms,
+        user_words,
+        space,
+        vectors,
+    })
+}

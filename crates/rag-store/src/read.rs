@@ -1,0 +1,244 @@
+//! The reads other than snapshots: [`StoreRead`] for the embedded store.
+
+use crate::open::{owned, EmbeddedStore};
+use crate::rows::{json_vec, kb_from_row, parse_id, read_faqs, sql, to_kb};
+use async_trait::async_trait;
+use rag_core::{
+    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbId,
+    KbSnapshot, KnowledgeBase, StoreRead, TenantId, UserError,
+};
+use rusqlite::{params, OptionalExtension};
+
+#[async_trait]
+impl StoreRead for EmbeddedStore {
+    async fn list_kbs(&self, tenant: &TenantId) -> Result<Vec<KnowledgeBase>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            let mut stmt = c
+                .prepare("SELECT id, tenant, name, created_at, settings FROM kbs WHERE tenant = ?1 ORDER BY name")
+                .map_err(sql)?;
+            let rows = stmt.query_map([&tenant.0], kb_from_row).map_err(sql)?;
+            rows.map(|r| r.map_err(sql).and_then(to_kb)).collect()
+        })
+        .await
+    }
+
+    async fn kb_by_name(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+    ) -> Result<Option<KnowledgeBase>, CoreError> {
+        let (tenant, name) = (tenant.clone(), name.to_owned());
+        self.with_conn(move |c| {
+            c.query_row(
+                "SELECT id, tenant, name, created_at, settings FROM kbs WHERE tenant = ?1 AND name = ?2",
+                params![tenant.0, name],
+                kb_from_row,
+            )
+            .optional()
+            .map_err(sql)?
+            .map(to_kb)
+            .transpose()
+        })
+        .await
+    }
+
+    async fn kb_seq(&self, tenant: &TenantId, kb: KbId) -> Result<u64, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            let seq: Option<i64> = c
+                .query_row(
+                    "SELECT seq FROM kbs WHERE id = ?1 AND tenant = ?2",
+                    params![kb.to_string(), tenant.0],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            seq.map(|s| s as u64).ok_or_else(|| {
+                UserError::UnknownKb {
+                    name: kb.to_string(),
+                }
+                .into()
+            })
+        })
+        .await
+    }
+
+    async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot, CoreError> {
+        crate::snapshot::snapshot(self, tenant, kb).await
+    }
+
+    async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let mut stmt = c
+                .prepare(
+                    "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner
+                     FROM documents d WHERE d.kb_id = ?1 ORDER BY d.created_at, d.id",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map([kb.to_string()], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)?, r.get(5)?))
+                })
+                .map_err(sql)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (id, title, source, content_hash, chunks, owner) = row.map_err(sql)?;
+                out.push(DocumentInfo {
+                    id: parse_id(&id, "documents", DocId::parse)?,
+                    title,
+                    source,
+                    content_hash,
+                    chunks: chunks as usize,
+                    owner,
+                });
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn document(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        doc: DocId,
+    ) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let row = c
+                .query_row(
+                    "SELECT title, source, content_hash, tags, created_at, updated_at, text, owner FROM documents WHERE id = ?1 AND kb_id = ?2",
+                    params![doc.to_string(), kb.to_string()],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, String>(3)?,
+                            r.get::<_, i64>(4)?,
+                            r.get::<_, i64>(5)?,
+                            r.get::<_, String>(6)?,
+                            r.get::<_, Option<String>>(7)?,
+                        ))
+                    },
+                )
+                .optional()
+                .map_err(sql)?;
+            let Some((title, source, content_hash, tags, created_at, updated_at, text, owner)) = row else { return Ok(None) };
+            let document = Document {
+                id: doc,
+                kb,
+                title,
+                source,
+                content_hash,
+                tags: json_vec(&tags, "documents", "tags")?,
+                created_at,
+                updated_at,
+                text,
+                owner,
+            };
+            let mut stmt = c
+                .prepare("SELECT id, ordinal, heading_path, text, start_byte, end_byte FROM chunks WHERE doc_id = ?1 ORDER BY ordinal")
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map([doc.to_string()], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                })
+                .map_err(sql)?;
+            let mut chunks = Vec::new();
+            for row in rows {
+                let (id, ordinal, heading_path, text, start, end) = row.map_err(sql)?;
+                chunks.push(Chunk {
+                    id: parse_id(&id, "chunks", ChunkId::parse)?,
+                    doc,
+                    ordinal: ordinal as u32,
+                    heading_path: json_vec(&heading_path, "chunks", "heading_path")?,
+                    text,
+                    start: start as usize,
+                    end: end as usize,
+                });
+            }
+            Ok(Some((document, chunks)))
+        })
+        .await
+    }
+
+    async fn document_by_hash(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        hash: &str,
+        owner: Option<&str>,
+    ) -> Result<Option<DocId>, CoreError> {
+        let (tenant, hash, owner) = (tenant.clone(), hash.to_owned(), owner.map(str::to_owned));
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let id: Option<String> = c
+                .query_row(
+                    "SELECT id FROM documents WHERE kb_id = ?1 AND content_hash = ?2 AND owner IS ?3 LIMIT 1",
+                    params![kb.to_string(), hash, owner],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            id.map(|s| parse_id(&s, "documents", DocId::parse)).transpose()
+        })
+        .await
+    }
+
+    async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            read_faqs(c, kb)
+        })
+        .await
+    }
+
+    async fn sources(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<Vec<rag_core::Source>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            crate::sources::read(c, kb)
+        })
+        .await
+    }
+
+    async fn embedding_space(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<Option<EmbeddingSpace>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let (model, dims): (Option<String>, Option<i64>) = c
+                .query_row(
+                    "SELECT embed_model, embed_dims FROM kbs WHERE id = ?1",
+                    [kb.to_string()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            Ok(model.zip(dims).map(|(model_id, dims)| EmbeddingSpace {
+                model_id,
+                dims: dims as usize,
+            }))
+        })
+        .await
+    }
+}
