@@ -44,6 +44,17 @@ pub enum RewriteMethod {
     AppendTerms,
 }
 
+impl RewriteMethod {
+    /// The method's wire name (`replace_topic`, `add_qualifier`, `append_terms`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RewriteMethod::ReplaceTopic => "replace_topic",
+            RewriteMethod::AddQualifier => "add_qualifier",
+            RewriteMethod::AppendTerms => "append_terms",
+        }
+    }
+}
+
 /// A standalone query made from a follow-up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rewrite {
@@ -455,6 +466,17 @@ fn rewrite_en(analyzer: &Analyzer, previous: &str, f: &str) -> Option<Rewrite> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn method_names_are_the_wire_names() {
+        for m in [
+            RewriteMethod::ReplaceTopic,
+            RewriteMethod::AddQualifier,
+            RewriteMethod::AppendTerms,
+        ] {
+            assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
+        }
+    }
 
     fn rw(previous: &str, followup: &str) -> Option<Rewrite> {
         rewrite_followup(

@@ -20,6 +20,7 @@ pub mod failpoint;
 pub mod ids;
 pub mod log;
 pub mod model;
+pub mod overrides;
 pub mod params;
 pub mod query;
 pub mod redact;
@@ -34,6 +35,7 @@ pub use event::{
 pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, SourceId, TenantId};
 pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
 pub use model::*;
+pub use overrides::{Origin, Provenance, RetrievalOverrides};
 pub use params::*;
 pub use query::*;
 pub use seams::*;

@@ -96,8 +96,12 @@ pub struct QueryRequest {
     pub kb: String,
     /// The question.
     pub query: String,
-    /// Parameters; `None` uses the knowledge base's settings.
+    /// The base parameters; `None` uses the knowledge base's settings (a
+    /// replay passes the logged run's, so it ranks as that run did).
     pub params: Option<RetrievalParams>,
+    /// Changes to the base for this request only, merged once by the engine.
+    #[serde(default)]
+    pub overrides: crate::RetrievalOverrides,
     /// Filters.
     #[serde(default)]
     pub filters: Filters,

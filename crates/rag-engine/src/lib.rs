@@ -16,7 +16,7 @@
 //! ```no_run
 //! # async fn demo(engine: rag_engine::Engine) {
 //! use rag_core::{QueryRequest, TenantId};
-//! let request = QueryRequest { kb: "demo".into(), query: "怎么退款".into(), params: None, filters: Default::default(), generate: false, conversation_id: None };
+//! let request = QueryRequest { kb: "demo".into(), query: "怎么退款".into(), params: None, overrides: Default::default(), filters: Default::default(), generate: false, conversation_id: None };
 //! let events = engine.query_collect(&TenantId::default_tenant(), request).await;
 //! assert_eq!(events.last().unwrap().kind(), "done");
 //! # }
@@ -33,18 +33,21 @@ mod export;
 mod extractor;
 mod ingest;
 mod job;
+mod lambda;
 mod manage;
 pub mod parse;
 pub mod pipeline;
+mod retrievers;
 mod sources;
+mod stages;
 
 pub use chunk::ChunkParams;
 pub use dense::DenseIndex;
 pub use drafts::{DraftFailure, DraftOutcome, DRAFT_BUDGET_CHARS};
 pub use embed::{text_hash, CachedEmbedder, EmbedStats};
 pub use engine::{Components, Engine, EngineConfig, KbIndex, ReembedReport};
-pub use extractor::{ExtractFailure, ExtractJob, Extractor, InProcessExtractor};
 pub use export::{ExportCounts, ExportLine, EXPORT_FORMAT, EXPORT_VERSION};
+pub use extractor::{ExtractFailure, ExtractJob, Extractor, InProcessExtractor};
 pub use ingest::{IngestOutcome, IngestStatus};
 pub use job::{FailedFile, IngestOptions, IngestProgress, IngestSummary, NotDrafted, TokenCountFn};
 pub use manage::{FaqPatch, Lexicon, NewFaq};

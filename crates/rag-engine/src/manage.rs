@@ -367,6 +367,7 @@ impl Engine {
             kb: kb_name.to_owned(),
             query: query.to_owned(),
             params: None,
+            overrides: Default::default(),
             filters: Default::default(),
             generate: false,
             conversation_id: None,

@@ -75,6 +75,7 @@ async fn a_stalled_reader_gets_every_event_and_done() {
             kb: "kb".into(),
             query: "怎么退款".into(),
             params: None,
+            overrides: Default::default(),
             filters: Default::default(),
             generate: true,
             conversation_id: None,

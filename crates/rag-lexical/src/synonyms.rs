@@ -154,6 +154,20 @@ impl LexicalIndex {
 }
 
 impl LexicalIndex {
+    /// The synonym groups the query fires, each as the phrase the query said
+    /// followed by the group's other members (what the query log records).
+    pub fn fired_synonym_groups(&self, q: &AnalyzedQuery) -> Vec<Vec<String>> {
+        self.synonyms
+            .fired(q)
+            .iter()
+            .map(|f| {
+                std::iter::once(f.said.text.clone())
+                    .chain(f.others.iter().map(|p| p.text.clone()))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The synonym path's expansion for a store that scores terms itself: the
     /// other members' terms of every group the query fired (each once, none
     /// of the query's own), with the path's notes; `None` when no group fired.

@@ -44,6 +44,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     end_byte     INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_kb ON chunks (kb_id, doc_id, ordinal);
+-- Per-document reads (chunk counts of the documents listing, a document's
+-- chunks, deletes by document): without it each is a scan of every chunk.
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
 CREATE TABLE IF NOT EXISTS faqs (
     id          TEXT PRIMARY KEY,
     kb_id       TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,

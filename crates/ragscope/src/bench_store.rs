@@ -30,6 +30,7 @@ pub(crate) async fn latencies(
                 kb: kb.to_owned(),
                 query: q.clone(),
                 params: Some(params.clone()),
+                overrides: Default::default(),
                 filters: Default::default(),
                 generate: false,
                 conversation_id: None,

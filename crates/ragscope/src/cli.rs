@@ -9,6 +9,8 @@ use rag_engine::{parse_facts_tsv, parse_synonyms_tsv};
 use rag_store::OpenMode;
 use std::path::{Path, PathBuf};
 
+pub use crate::retrieval_flags::RetrievalFlags;
+
 /// ragscope: bilingual hybrid-retrieval RAG with every step visible.
 #[derive(Debug, Parser)]
 #[command(name = "ragscope", version, about)]
@@ -189,129 +191,6 @@ pub struct FaqArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct RetrievalFlags {
-    /// Paths to run, comma-separated (bm25,substring,fuzzy,synonym,fact,dense).
-    #[arg(long, value_delimiter = ',')]
-    pub paths: Option<Vec<String>>,
-    /// Candidates per path.
-    #[arg(long)]
-    pub per_path_k: Option<usize>,
-    /// Hits kept after fusion.
-    #[arg(long)]
-    pub top_k: Option<usize>,
-    /// Hits kept after rerank.
-    #[arg(long)]
-    pub rerank_top_k: Option<usize>,
-    /// RRF k.
-    #[arg(long)]
-    pub rrf_k: Option<f64>,
-    /// λ in [0,1]: 0 = vector only, 1 = lexical only.
-    #[arg(long)]
-    pub lexical_interpolation: Option<f64>,
-    /// Per-path weights, e.g. bm25=1,substring=0.3.
-    #[arg(long, value_delimiter = ',')]
-    pub weights: Option<Vec<String>>,
-    /// BM25 k1.
-    #[arg(long)]
-    pub k1: Option<f32>,
-    /// BM25 b.
-    #[arg(long)]
-    pub b: Option<f32>,
-    /// Weight of the Chinese character-bigram field (0 = off).
-    #[arg(long)]
-    pub ngram_weight: Option<f32>,
-    /// BM25 fields: "flat" or "multi:TITLE,BODY,TAGS" weights.
-    #[arg(long)]
-    pub fields: Option<String>,
-    /// Fuzzy path trigram threshold.
-    #[arg(long)]
-    pub fuzzy_threshold: Option<f32>,
-    /// Minimum normalised fused score.
-    #[arg(long)]
-    pub min_score: Option<f64>,
-}
-
-impl RetrievalFlags {
-    /// Applies the flags to `base`.
-    pub fn apply(&self, mut p: RetrievalParams) -> anyhow::Result<RetrievalParams> {
-        let bad = |m: String| -> anyhow::Error { UserFacing(m).into() };
-        if let Some(paths) = &self.paths {
-            p.paths = paths
-                .iter()
-                .map(|s| {
-                    PathKind::parse(s.trim()).ok_or_else(|| bad(format!("unknown path {s:?}")))
-                })
-                .collect::<anyhow::Result<_>>()?;
-        }
-        if let Some(k) = self.per_path_k {
-            p.per_path_k = k;
-        }
-        if let Some(k) = self.top_k {
-            p.fusion.top_k = k;
-        }
-        if let Some(k) = self.rerank_top_k {
-            p.rerank_top_k = k;
-        }
-        if let Some(k) = self.rrf_k {
-            p.fusion.k = k;
-        }
-        if let Some(l) = self.lexical_interpolation {
-            p.fusion.lexical_interpolation = Some(l);
-        }
-        if let Some(ws) = &self.weights {
-            for w in ws {
-                let (name, value) = w
-                    .split_once('=')
-                    .ok_or_else(|| bad(format!("weight {w:?} is not path=number")))?;
-                let path = PathKind::parse(name.trim())
-                    .ok_or_else(|| bad(format!("unknown path {name:?}")))?;
-                let value: f64 = value
-                    .trim()
-                    .parse()
-                    .map_err(|_| bad(format!("weight {w:?} is not a number")))?;
-                p.fusion.weights.set(path, value);
-            }
-        }
-        if let Some(k1) = self.k1 {
-            p.bm25.k1 = k1;
-        }
-        if let Some(b) = self.b {
-            p.bm25.b = b;
-        }
-        if let Some(w) = self.ngram_weight {
-            p.bm25.ngram_weight = w;
-        }
-        if let Some(f) = &self.fields {
-            p.bm25.fields = parse_fields(f)
-                .ok_or_else(|| bad(format!("--fields {f:?}: expected flat or multi:T,B,G")))?;
-        }
-        if let Some(t) = self.fuzzy_threshold {
-            p.fuzzy_threshold = t;
-        }
-        if let Some(m) = self.min_score {
-            p.fusion.min_score = m;
-        }
-        p.validate().map_err(|e| bad(e.to_string()))?;
-        Ok(p)
-    }
-}
-
-fn parse_fields(s: &str) -> Option<rag_core::FieldMode> {
-    if s == "flat" {
-        return Some(rag_core::FieldMode::Flat);
-    }
-    let w: Vec<f32> = s
-        .strip_prefix("multi:")?
-        .split(',')
-        .map(|x| x.trim().parse().ok())
-        .collect::<Option<_>>()?;
-    match w[..] {
-        [title, body, tags] => Some(rag_core::FieldMode::MultiField { title, body, tags }),
-        _ => None,
-    }
 }
 
 #[derive(Debug, Args)]
@@ -598,11 +477,12 @@ pub fn time_flag(name: &str, v: &Option<String>) -> anyhow::Result<Option<i64>> 
 pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
     let engine = app.engine(OpenMode::ReadOnly)?;
     let kb = engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
-    let params = args.retrieval.apply(kb.settings.retrieval)?;
+    let overrides = args.retrieval.overrides(&kb.settings.retrieval)?;
     let request = QueryRequest {
         kb: args.kb.clone(),
         query: args.query.clone(),
-        params: Some(params),
+        params: None,
+        overrides,
         filters: Filters {
             tags: args.tags.clone(),
             created_after: time_flag("since", &args.since)?,
@@ -697,6 +577,7 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
         kb: args.kb.clone(),
         query: args.question.clone(),
         params: None,
+        overrides: Default::default(),
         filters: Filters::default(),
         generate: true,
         conversation_id: args.conversation.clone(),

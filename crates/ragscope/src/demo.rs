@@ -61,6 +61,7 @@ pub async fn run(app: &App, args: DemoArgs) -> anyhow::Result<()> {
         kb: args.kb.clone(),
         query: args.query.clone(),
         params: None,
+        overrides: Default::default(),
         filters: Default::default(),
         generate: true,
         conversation_id: None,

@@ -361,6 +361,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             kb: kb_name.clone(),
             query: text.clone(),
             params: Some(params.clone()),
+            overrides: Default::default(),
             filters: Default::default(),
             generate: false,
             conversation_id: None,

@@ -14,6 +14,7 @@ mod demo;
 mod eval;
 mod ingest_cmd;
 mod render;
+mod retrieval_flags;
 mod serve;
 mod source_cmd;
 

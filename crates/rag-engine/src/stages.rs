@@ -1,0 +1,438 @@
+//! The stages of one query run, each a function over the run's context
+//! ([`Run`]): the follow-up rewrite, recall on every path, fusion, rerank,
+//! context packing and the query-log row. `Engine::run_into` calls them in
+//! order; each emits its own event.
+
+use crate::emit::EventSink;
+use crate::engine::{Engine, KbIndex};
+use crate::lambda::lambda_after_recall;
+use crate::pipeline::QueryOptions;
+use crate::retrievers::{DenseRetriever, LexicalRetriever, StoreRetriever};
+use rag_core::{
+    AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, KnowledgeBase, PathKind, PipelineEvent,
+    QueryRequest, RankedList, RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId,
+};
+use rag_fusion::RrfFuser;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What every stage of one run reads, and the timings and warnings they add to.
+pub(crate) struct Run<'r> {
+    pub(crate) tenant: &'r TenantId,
+    pub(crate) request: &'r QueryRequest,
+    pub(crate) options: &'r QueryOptions,
+    pub(crate) kb: KnowledgeBase,
+    pub(crate) params: RetrievalParams,
+    /// Where λ came from.
+    pub(crate) provenance: rag_core::Provenance,
+    pub(crate) index: Arc<KbIndex>,
+    pub(crate) timings: Vec<StageTiming>,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// A follow-up's standalone query and how it was obtained (`llm`, or the
+/// heuristic's method).
+pub(crate) type Rewrite = Option<(String, String)>;
+
+pub(crate) fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+impl Engine {
+    /// A follow-up in a conversation, rewritten into a standalone query from
+    /// the earlier turns in the query log.
+    pub(crate) async fn rewrite_stage(&self, run: &mut Run<'_>) -> Result<Rewrite, CoreError> {
+        // A follow-up in a conversation is rewritten into a standalone query
+        // from the earlier turns in the query log.
+        // (standalone query, how it was obtained)
+        let mut rewrite: Option<(String, String)> = None;
+        if let Some(conv) = &run.request.conversation_id {
+            let filter = rag_core::LogFilter {
+                conversation_id: Some(conv.clone()),
+                limit: 4,
+                viewer: run.options.viewer.clone(),
+                ..Default::default()
+            };
+            let mut turns: Vec<rag_answer::Turn> = self
+                .store()
+                .query_log(run.tenant, run.kb.id, &filter)
+                .await?
+                .into_iter()
+                .map(|r| rag_answer::Turn {
+                    query: r.rewritten_query.unwrap_or(r.query),
+                    answer: r.answer,
+                })
+                .collect();
+            turns.reverse();
+            if !turns.is_empty() {
+                if let Some(generator) = self.inner.components.generator.clone() {
+                    match crate::answer::llm_rewrite(generator.as_ref(), &turns, &run.request.query)
+                        .await
+                    {
+                        Ok(Some(q)) => rewrite = Some((q, "llm".to_owned())),
+                        Ok(None) => {}
+                        Err(e) => run.warnings.push(format!(
+                            "the LLM could not rewrite the follow-up, the heuristic did: {e}"
+                        )),
+                    }
+                }
+                if rewrite.is_none() {
+                    let (engine, q) = (self.clone(), run.request.query.clone());
+                    rewrite = tokio::task::spawn_blocking(move || {
+                        rag_answer::rewrite_followup(&engine.inner.analyzer, &turns, &q)
+                    })
+                    .await
+                    .map_err(|e| CoreError::Component {
+                        component: "follow-up rewrite".into(),
+                        message: e.to_string(),
+                    })?
+                    .map(|r| (r.query, r.method.as_str().to_owned()));
+                }
+            }
+        }
+        Ok(rewrite)
+    }
+
+    /// Recall: every path in parallel, each path's event as soon as it
+    /// finishes; the lists in the request's path order, and each path's time.
+    pub(crate) async fn recall_stage(
+        &self,
+        run: &mut Run<'_>,
+        analyzed: &AnalyzedQuery,
+        emit: &mut EventSink<'_>,
+    ) -> (Vec<RankedList>, Vec<StageTiming>) {
+        // Recall: every path in parallel.
+        let ctx = SearchCtx {
+            filters: run.request.filters.clone(),
+            now: rag_core::now(),
+            viewer: run.options.viewer.clone(),
+        };
+        let mut retrievers: Vec<Arc<dyn Retriever>> = Vec::new();
+        let store_recall = self.store().store_recall();
+        for p in &run.params.paths {
+            if let Some(recall) = store_recall.as_ref().filter(|r| r.serves(*p)) {
+                if *p == PathKind::Dense && self.embedder().is_none() {
+                    let message =
+                        "no embedder is configured; the dense path did not run".to_owned();
+                    run.warnings.push(format!("dense path failed: {message}"));
+                    emit.emit(PipelineEvent::RecallFailed {
+                        path: PathKind::Dense,
+                        message,
+                    })
+                    .await;
+                    continue;
+                }
+                retrievers.push(Arc::new(StoreRetriever {
+                    recall: recall.clone(),
+                    tenant: run.tenant.clone(),
+                    kb: run.kb.id,
+                    index: run.index.clone(),
+                    path: *p,
+                    params: run.params.clone(),
+                    embedder: self.embedder(),
+                    hnsw_threshold: self.config().vectors.hnsw_threshold,
+                }));
+            } else if *p != PathKind::Dense {
+                retrievers.push(Arc::new(LexicalRetriever {
+                    index: run.index.clone(),
+                    path: *p,
+                    params: run.params.clone(),
+                }));
+            } else if let Some(embedder) = self.embedder() {
+                retrievers.push(Arc::new(DenseRetriever {
+                    index: run.index.clone(),
+                    embedder,
+                }));
+            } else {
+                // Never silently empty: the reader sees why the dense path did not run.
+                let message = "no embedder is configured; the dense path did not run".to_owned();
+                run.warnings.push(format!("dense path failed: {message}"));
+                emit.emit(PipelineEvent::RecallFailed {
+                    path: PathKind::Dense,
+                    message,
+                })
+                .await;
+            }
+        }
+        let k = run.params.per_path_k;
+        let runs = retrievers.iter().map(|r| {
+            let ctx = &ctx;
+            async move {
+                let t = Instant::now();
+                let result = r.retrieve(analyzed, k, ctx).await;
+                (r.path(), result, ms(t))
+            }
+        });
+        // Each path's event goes out as soon as that path finishes; the recall
+        // phase as a whole is timed once (the paths overlap).
+        let recall_started = Instant::now();
+        let mut pending: futures::stream::FuturesUnordered<_> = runs.collect();
+        let mut lists = Vec::new();
+        let mut path_timings = Vec::new();
+        while let Some((path, result, elapsed)) = futures::StreamExt::next(&mut pending).await {
+            path_timings.push(StageTiming {
+                stage: format!("recall:{path}"),
+                ms: elapsed,
+            });
+            match result {
+                Ok(list) => {
+                    let passages = if run.options.views {
+                        list.hits
+                            .iter()
+                            .filter_map(|h| run.index.lexical.view(h.id, &h.matched))
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    emit.emit(PipelineEvent::Recall {
+                        list: list.clone(),
+                        passages,
+                        elapsed_ms: elapsed,
+                    })
+                    .await;
+                    lists.push(list);
+                }
+                Err(e) => {
+                    run.warnings.push(format!("{path} path failed: {e}"));
+                    emit.emit(PipelineEvent::RecallFailed {
+                        path,
+                        message: e.to_string(),
+                    })
+                    .await;
+                }
+            }
+        }
+
+        drop(pending);
+        run.timings.push(StageTiming {
+            stage: "recall".into(),
+            ms: ms(recall_started),
+        });
+        // Fusion sees the lists in the request's path order, whatever order they finished in.
+        lists.sort_by_key(|l| run.params.paths.iter().position(|p| *p == l.path));
+
+        (lists, path_timings)
+    }
+
+    /// Fusion, with λ applied (as the request or the knowledge base set it,
+    /// or as suggested and checked against recall).
+    pub(crate) async fn fuse_stage(
+        &self,
+        run: &mut Run<'_>,
+        analyzed: &AnalyzedQuery,
+        (lambda, reason): (f64, &'static str),
+        lists: &[RankedList],
+        emit: &mut EventSink<'_>,
+    ) -> Fused {
+        let t = Instant::now();
+        let mut fusion = run.params.fusion;
+        let dense_took_part = lists
+            .iter()
+            .any(|l| l.path == PathKind::Dense && !l.hits.is_empty());
+        let interpolation_reason = if fusion.lexical_interpolation.is_some() {
+            Some(match run.provenance.lexical_interpolation {
+                rag_core::Origin::Request => "set by the request".to_owned(),
+                _ if run.request.params.is_some() => {
+                    "set by the parameters the request supplied (a replay: the logged run's)"
+                        .to_owned()
+                }
+                _ => "set in the knowledge base's settings".to_owned(),
+            })
+        } else if fusion.auto_interpolation && dense_took_part {
+            let (applied, why) = lambda_after_recall(
+                (lambda, reason),
+                &analyzed,
+                run.index.lexical.language(),
+                &lists,
+            );
+            fusion.lexical_interpolation = Some(applied);
+            Some(why)
+        } else {
+            None
+        };
+        let fused = RrfFuser::new(fusion).fuse(&lists);
+        let elapsed = ms(t);
+        run.timings.push(StageTiming {
+            stage: "fused".into(),
+            ms: elapsed,
+        });
+        emit.emit(PipelineEvent::Fused {
+            hits: fused.hits.clone(),
+            dropped: fused.dropped.clone(),
+            max_score: fused.max_score,
+            k: fusion.k,
+            lexical_interpolation: fusion.lexical_interpolation,
+            interpolation_reason,
+            elapsed_ms: elapsed,
+        })
+        .await;
+
+        fused
+    }
+
+    /// Rerank (or the fused order when it is off or fails).
+    pub(crate) async fn rerank_stage(
+        &self,
+        run: &mut Run<'_>,
+        analyzed: &AnalyzedQuery,
+        fused: &Fused,
+        emit: &mut EventSink<'_>,
+    ) -> Vec<FusedHit> {
+        let t = Instant::now();
+        let reranker: Arc<dyn rag_core::Reranker> = if run.params.rerank {
+            self.inner.components.reranker.clone()
+        } else {
+            Arc::new(rag_core::IdentityReranker)
+        };
+        let candidates: Vec<rag_core::RerankCandidate> = fused
+            .hits
+            .iter()
+            .map(|h| rag_core::RerankCandidate {
+                hit: h.clone(),
+                text: run
+                    .index
+                    .lexical
+                    .view(h.id, &[])
+                    .map(|v| format!("{}\n{}", v.title, v.body))
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let mut skipped = None;
+        let mut moves = Vec::new();
+        let reranked = if !run.params.rerank {
+            skipped = Some("rerank skipped: turned off for this request".to_owned());
+            fused
+                .hits
+                .iter()
+                .take(run.params.rerank_top_k)
+                .cloned()
+                .collect()
+        } else {
+            match reranker
+                .rerank(&analyzed, candidates, run.params.rerank_top_k)
+                .await
+            {
+                Ok(r) => {
+                    moves = r
+                        .iter()
+                        .enumerate()
+                        .map(|(i, h)| rag_core::RerankMove {
+                            id: h.hit.id,
+                            from: h.hit.rank,
+                            to: i as u32 + 1,
+                            score: h.score,
+                        })
+                        .collect();
+                    r.into_iter()
+                        .enumerate()
+                        .map(|(i, h)| FusedHit {
+                            rank: i as u32 + 1,
+                            ..h.hit
+                        })
+                        .collect::<Vec<_>>()
+                }
+                Err(e) => {
+                    let reason = format!(
+                        "rerank skipped: {} failed: {e}; the fused order is kept",
+                        reranker.name()
+                    );
+                    run.warnings.push(reason.clone());
+                    skipped = Some(reason);
+                    fused
+                        .hits
+                        .iter()
+                        .take(run.params.rerank_top_k)
+                        .cloned()
+                        .collect()
+                }
+            }
+        };
+        let elapsed = ms(t);
+        run.timings.push(StageTiming {
+            stage: "reranked".into(),
+            ms: elapsed,
+        });
+        emit.emit(PipelineEvent::Reranked {
+            reranker: reranker.name().into(),
+            hits: reranked.clone(),
+            skipped,
+            moves,
+            elapsed_ms: elapsed,
+        })
+        .await;
+
+        reranked
+    }
+
+    /// Context: numbered sources within the knowledge base's budget.
+    pub(crate) async fn pack_stage(
+        &self,
+        run: &mut Run<'_>,
+        lists: &[RankedList],
+        reranked: &[FusedHit],
+        emit: &mut EventSink<'_>,
+    ) -> rag_answer::Packed {
+        // Context: numbered sources within the knowledge base's budget.
+        let t = Instant::now();
+        let packed = if run.options.views || run.request.generate {
+            let candidates: Vec<rag_answer::PackCandidate> = reranked
+                .iter()
+                .filter_map(|h| {
+                    let matched: Vec<String> = lists
+                        .iter()
+                        .flat_map(|l| {
+                            l.hits
+                                .iter()
+                                .filter(|x| x.id == h.id)
+                                .flat_map(|x| x.matched.iter().cloned())
+                        })
+                        .collect();
+                    run.index.lexical.view(h.id, &matched).map(|passage| {
+                        rag_answer::PackCandidate {
+                            hit: h.clone(),
+                            passage,
+                        }
+                    })
+                })
+                .collect();
+            let profile = match run.kb.settings.answer.profile.as_str() {
+                "auto" => {
+                    let faq_like = candidates
+                        .first()
+                        .is_some_and(|c| c.passage.kind != rag_core::PassageKind::Chunk);
+                    if faq_like {
+                        rag_answer::PackProfile::faq()
+                    } else {
+                        rag_answer::PackProfile::document()
+                    }
+                }
+                name => rag_answer::PackProfile::named(name).unwrap_or_default(),
+            };
+            rag_answer::pack(&candidates, &profile)
+        } else {
+            rag_answer::pack(&[], &rag_answer::PackProfile::default())
+        };
+        let elapsed = ms(t);
+        run.timings.push(StageTiming {
+            stage: "context_assembled".into(),
+            ms: elapsed,
+        });
+        emit.emit(PipelineEvent::ContextAssembled {
+            sources: packed.sources.clone(),
+            profile: packed.profile.name.clone(),
+            dropped: packed
+                .dropped
+                .iter()
+                .map(|d| rag_core::ContextDropped {
+                    id: d.id,
+                    rank: d.rank,
+                    reason: d.reason.to_string(),
+                })
+                .collect(),
+            elapsed_ms: elapsed,
+        })
+        .await;
+
+        packed
+    }
+}
