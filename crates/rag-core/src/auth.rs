@@ -14,12 +14,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
-    /// Everything, including creating tenants and keys.
+    /// Everything, including creating tenants and keys: global, over every
+    /// tenant (its own tenant is where its knowledge-base calls act). An
+    /// admin key is never created for another tenant.
     Admin,
     /// Read and write the tenant's knowledge.
     ReadWrite,
     /// Query and read only.
     ReadOnly,
+    /// For a public web page (the chat widget): asks and queries its one
+    /// knowledge base and leaves feedback on the answers given to it;
+    /// reads nothing else (no query log, conversations or analytics).
+    Widget,
 }
 
 impl Role {
@@ -29,6 +35,7 @@ impl Role {
             Role::Admin => "admin",
             Role::ReadWrite => "read_write",
             Role::ReadOnly => "read_only",
+            Role::Widget => "widget",
         }
     }
     /// Parses the stored text form.
@@ -37,12 +44,18 @@ impl Role {
             "admin" => Some(Role::Admin),
             "read_write" => Some(Role::ReadWrite),
             "read_only" => Some(Role::ReadOnly),
+            "widget" => Some(Role::Widget),
             _ => None,
         }
     }
     /// Whether the role may change knowledge.
     pub fn can_write(self) -> bool {
         matches!(self, Role::Admin | Role::ReadWrite)
+    }
+    /// Whether the role is bound to one knowledge base (a key of it must
+    /// name one).
+    pub fn needs_kb(self) -> bool {
+        matches!(self, Role::Widget)
     }
 }
 
@@ -116,7 +129,8 @@ pub struct ApiKeyInfo {
     /// owner are visible to keys of that owner only.
     pub owner: Option<String>,
     /// The one knowledge base the key may reach (by name), when scoped: a
-    /// widget's public read-only key reaches nothing else of its tenant.
+    /// scoped key reaches nothing else of its tenant; a widget key always
+    /// has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kb: Option<String>,
     /// A label for people.
@@ -148,4 +162,23 @@ pub trait KeyStore: Send + Sync {
     async fn keys(&self, tenant: Option<&TenantId>) -> crate::error::Result<Vec<ApiKeyInfo>>;
     /// Revokes a key of `tenant`; `false` when no such key exists there.
     async fn revoke_key(&self, tenant: &TenantId, id: &str) -> crate::error::Result<bool>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_round_trip_through_their_stored_form() {
+        for r in [Role::Admin, Role::ReadWrite, Role::ReadOnly, Role::Widget] {
+            assert_eq!(Role::parse(r.as_str()), Some(r));
+            assert_eq!(
+                serde_json::to_value(r).unwrap(),
+                serde_json::Value::String(r.as_str().to_owned())
+            );
+        }
+        assert!(!Role::Widget.can_write() && Role::Widget.needs_kb());
+        assert!(!Role::ReadOnly.needs_kb());
+        assert_eq!(Role::parse("tenant_admin"), None);
+    }
 }

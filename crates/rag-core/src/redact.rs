@@ -20,13 +20,39 @@ const SECRET_PARAMS: &[&str] = &[
     "sig",
     "credential",
     "credentials",
+    "refresh_token",
+    "id_token",
+    "auth_token",
+    "client_secret",
 ];
 
 /// What replaces a secret.
 pub const REDACTED: &str = "***";
 
+/// A query parameter's name with `%XX` escapes decoded (`api%5Fkey` is `api_key`).
+fn decode_name(name: &str) -> String {
+    let b = name.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if b[i] == b'+' { b' ' } else { b[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn is_secret_param(name: &str) -> bool {
-    let n = name.to_ascii_lowercase().replace('-', "_");
+    let n = decode_name(name.trim())
+        .to_ascii_lowercase()
+        .replace('-', "_");
     SECRET_PARAMS
         .iter()
         .any(|s| n == *s || n.ends_with(&format!("_{s}")))
@@ -47,8 +73,9 @@ pub fn redact_url(url: &str) -> String {
     {
         return url.to_owned();
     }
-    // The authority ends at the first '/', '?' or '#'.
-    let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // The authority ends at the first '/', '?', '#' or '\\' (a path
+    // separator to browsers and the URL standard).
+    let auth_end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(auth_end);
     let authority = match authority.rsplit_once('@') {
         Some((_, host)) => format!("{REDACTED}@{host}"),
@@ -63,7 +90,9 @@ pub fn redact_url(url: &str) -> String {
             let query: Vec<String> = query
                 .split('&')
                 .map(|pair| match pair.split_once('=') {
-                    Some((k, _)) if is_secret_param(k) => format!("{k}={REDACTED}"),
+                    Some((k, v)) if !v.is_empty() && is_secret_param(k) => {
+                        format!("{k}={REDACTED}")
+                    }
                     _ => pair.to_owned(),
                 })
                 .collect();
@@ -138,5 +167,23 @@ mod tests {
             "openai-compatible:m@https://***@h/v1 and \"https://h2/?token=***\""
         );
         assert_eq!(redact_text("plain text"), "plain text");
+        assert_eq!(
+            redact_text(
+                "https://h/?key=k&secret=s&password=p&access_token=a&api-key=b&api%5Fkey=c"
+            ),
+            "https://h/?key=***&secret=***&password=***&access_token=***&api-key=***&api%5Fkey=***"
+        );
+        assert_eq!(redact_text("https://u:p@ss@h/"), "https://***@h/");
+        for same in [
+            "",
+            "identity",
+            "openai-compatible:gpt-4o@https://api.example.com/v1",
+            "rerank:bge@http://127.0.0.1:8080",
+            "https://h/p?q=1&keyword=x&monkey=2",
+            "mailto:someone@example.com",
+            "https://example.com\\@evil",
+        ] {
+            assert_eq!(redact_text(same), same);
+        }
     }
 }

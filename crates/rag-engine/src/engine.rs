@@ -128,19 +128,27 @@ pub(crate) struct Inner {
     build: tokio::sync::Mutex<()>,
 }
 
-/// Knowledge-base names: 1–64 characters, no control characters or slashes.
+/// Knowledge-base names: 1–64 characters, no control characters or slashes,
+/// no bidirectional-control marks (which make a name display as another),
+/// and not `.` or `..` (which a path or a URL would read as a directory).
 fn validate_kb_name(name: &str) -> Result<(), UserError> {
     let n = name.chars().count();
+    // U+202A–U+202E (embeddings, overrides), U+2066–U+2069 (isolates),
+    // U+200E, U+200F and U+061C (marks).
+    let bidi =
+        |c: char| matches!(c as u32, 0x202A..=0x202E | 0x2066..=0x2069 | 0x200E | 0x200F | 0x061C);
     if n == 0
         || n > 64
         || name.trim() != name
+        || name == "."
+        || name == ".."
         || name
             .chars()
-            .any(|c| c.is_control() || c == '/' || c == '\\')
+            .any(|c| c.is_control() || bidi(c) || c == '/' || c == '\\')
     {
         return Err(UserError::InvalidParam {
             name: "kb",
-            reason: "a knowledge-base name has 1 to 64 characters, no surrounding spaces, slashes or control characters".into(),
+            reason: "a knowledge-base name has 1 to 64 characters, is not \".\" or \"..\", and has no surrounding spaces, slashes, control or bidirectional-control characters".into(),
         });
     }
     Ok(())
@@ -393,5 +401,48 @@ impl Engine {
             progress(done, todo.len());
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_kb_name;
+
+    #[test]
+    fn knowledge_base_names_refuse_dot_names_controls_and_bidi_marks() {
+        for ok in [
+            "shop",
+            "商店",
+            "faq-2024",
+            "a.b",
+            "...",
+            "Ünïcödé name",
+            "שלום",
+        ] {
+            assert!(validate_kb_name(ok).is_ok(), "{ok:?}");
+        }
+        let long = "x".repeat(65);
+        let mut bad = vec![
+            "",
+            ".",
+            "..",
+            " shop",
+            "shop ",
+            "a/b",
+            "a\\b",
+            "a\nb",
+            "a\u{7f}b",
+            "a\u{85}b",
+            long.as_str(),
+        ];
+        let bidi: Vec<String> = ('\u{202A}'..='\u{202E}')
+            .chain('\u{2066}'..='\u{2069}')
+            .chain(['\u{200E}', '\u{200F}', '\u{061C}'])
+            .map(|c| format!("shop{c}txt"))
+            .collect();
+        bad.extend(bidi.iter().map(String::as_str));
+        for name in bad {
+            assert!(validate_kb_name(name).is_err(), "{name:?} was accepted");
+        }
     }
 }

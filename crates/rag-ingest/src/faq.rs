@@ -139,21 +139,47 @@ fn row(r: JsonRecord, line: usize) -> Result<FaqRow, IngestError> {
     };
     let valid_from = time_field(r.valid_from, line, "valid_from")?;
     let valid_until = time_field(r.valid_until, line, "valid_until")?;
+    let source_url = r
+        .source_url
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    if let Some(u) = &source_url {
+        if !is_web_link(u) {
+            return Err(IngestError::BadRecord {
+                line,
+                message: format!(
+                    "source_url {:?} is not an http or https link",
+                    u.chars().take(80).collect::<String>()
+                ),
+            });
+        }
+    }
     let hash = crate::sha256_hex(format!("{question}: {answer}").as_bytes());
     Ok(FaqRow {
         line,
         question,
         answer,
         tags,
-        source_url: r
-            .source_url
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty()),
+        source_url,
         status,
         valid_from,
         valid_until,
         hash,
     })
+}
+
+/// Whether a stored link may be shown as a citation link: `http` or `https`
+/// with a host, and no control characters (`java\tscript:` is not a way
+/// around it).
+fn is_web_link(u: &str) -> bool {
+    if u.chars().any(char::is_control) {
+        return false;
+    }
+    let lower = u.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"));
+    rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'))
 }
 
 /// FAQ entries from JSON lines (blank lines are skipped).
@@ -238,6 +264,22 @@ pub fn parse_csv(text: &str) -> Result<Vec<FaqRow>, IngestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_web_links_are_stored_from_tables() {
+        let bad =
+            parse_jsonl(r#"{"question": "q", "answer": "a", "source_url": "javascript:alert(1)"}"#);
+        assert!(
+            matches!(bad, Err(IngestError::BadRecord { line: 1, .. })),
+            "{bad:?}"
+        );
+        let csv = "question,answer,source_url\nq,a,java\tscript:alert(1)\n";
+        assert!(matches!(parse_csv(csv), Err(IngestError::BadRecord { .. })));
+        let ok =
+            parse_jsonl(r#"{"question": "q", "answer": "a", "source_url": "https://x.example/p"}"#)
+                .unwrap();
+        assert_eq!(ok[0].source_url.as_deref(), Some("https://x.example/p"));
+    }
 
     #[test]
     fn reads_the_demo_faq() {

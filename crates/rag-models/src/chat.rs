@@ -132,6 +132,7 @@ pub struct ChatCompletion {
 #[derive(Debug, Clone)]
 pub struct OpenAiChat {
     config: ChatConfig,
+    retry: crate::http::RetryPolicy,
     client: reqwest::Client,
     url: String,
     name: String,
@@ -239,7 +240,14 @@ impl OpenAiChat {
             config.model,
             rag_core::redact::redact_url(base)
         );
+        let retry = crate::http::RetryPolicy {
+            max_retries: config.max_retries,
+            backoff_ms: config.backoff_ms,
+            max_backoff_ms: 5_000,
+            max_wait_ms: config.max_retry_wait_ms,
+        };
         Ok(OpenAiChat {
+            retry,
             config,
             client,
             url,
@@ -353,25 +361,13 @@ impl OpenAiChat {
                     json = false;
                 }
                 Attempt::Fail(e) => return Err(e),
-                Attempt::Retry { error, after } => {
-                    if attempt > self.config.max_retries {
-                        return Err(error);
+                Attempt::Retry { error, after } => match self.retry.decide(attempt, after) {
+                    crate::http::Decision::GiveUp => return Err(error),
+                    crate::http::Decision::Wait(wait) => {
+                        tracing::warn!(url = %self.url, attempt, wait_ms = wait.as_millis() as u64, error = %error, "chat request failed; retrying");
+                        tokio::time::sleep(wait).await;
                     }
-                    if let Some(after) = after {
-                        if after.as_millis() as u64 > self.config.max_retry_wait_ms {
-                            return Err(error);
-                        }
-                    }
-                    let backoff = Duration::from_millis(
-                        self.config
-                            .backoff_ms
-                            .saturating_mul(1 << (attempt - 1).min(16))
-                            .min(5_000),
-                    );
-                    let wait = after.unwrap_or(backoff);
-                    tracing::warn!(url = %self.url, attempt, wait_ms = wait.as_millis() as u64, error = %error, "chat request failed; retrying");
-                    tokio::time::sleep(wait).await;
-                }
+                },
             }
         }
     }
@@ -429,19 +425,16 @@ impl OpenAiChat {
             }
         };
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        if status == 401 || status == 403 {
+        let retry_after =
+            crate::http::retry_after(response.headers(), std::time::SystemTime::now());
+        let class = crate::http::classify(status);
+        if class == crate::http::StatusClass::Unauthorized {
             return Attempt::Fail(ModelError::Unauthorized {
                 url: self.url.clone(),
                 status,
             });
         }
-        if !(200..300).contains(&status) {
+        if class != crate::http::StatusClass::Success {
             let text = tokio::time::timeout(
                 Duration::from_millis(self.config.idle_timeout_ms),
                 response.text(),
@@ -460,7 +453,7 @@ impl OpenAiChat {
                 attempts: attempt,
                 body,
             };
-            return if status == 429 || status >= 500 {
+            return if class == crate::http::StatusClass::Retryable {
                 Attempt::Retry {
                     error,
                     after: retry_after,

@@ -36,6 +36,7 @@ mod chat;
 mod e5;
 mod error;
 mod fetch;
+mod http;
 mod openai;
 mod rerank;
 

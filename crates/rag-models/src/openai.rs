@@ -33,6 +33,8 @@ pub struct OpenAiEmbedderConfig {
     pub max_retries: u32,
     /// First backoff, in milliseconds; doubles with every retry, capped at 5 s.
     pub backoff_ms: u64,
+    /// Longest `Retry-After` the client waits; a longer one ends the call with the 429.
+    pub max_retry_wait_ms: u64,
 }
 
 impl Default for OpenAiEmbedderConfig {
@@ -49,6 +51,7 @@ impl Default for OpenAiEmbedderConfig {
             timeout_ms: 30_000,
             max_retries: 3,
             backoff_ms: 200,
+            max_retry_wait_ms: 10_000,
         }
     }
 }
@@ -71,6 +74,7 @@ impl std::fmt::Debug for OpenAiEmbedderConfig {
 #[derive(Debug)]
 pub struct OpenAiEmbedder {
     config: OpenAiEmbedderConfig,
+    retry: crate::http::RetryPolicy,
     client: reqwest::Client,
     url: String,
     model_id: String,
@@ -138,7 +142,14 @@ impl OpenAiEmbedder {
         if let Some(d) = config.dimensions {
             let _ = dimensions.set(d);
         }
+        let retry = crate::http::RetryPolicy {
+            max_retries: config.max_retries,
+            backoff_ms: config.backoff_ms,
+            max_backoff_ms: 5_000,
+            max_wait_ms: config.max_retry_wait_ms,
+        };
         Ok(OpenAiEmbedder {
+            retry,
             config,
             client,
             url,
@@ -192,20 +203,13 @@ impl OpenAiEmbedder {
             match self.attempt(model, input, attempt).await {
                 Attempt::Done(v) => return Ok(v),
                 Attempt::Fail(e) => return Err(e),
-                Attempt::Retry { error, after } => {
-                    if attempt > self.config.max_retries {
-                        return Err(error);
+                Attempt::Retry { error, after } => match self.retry.decide(attempt, after) {
+                    crate::http::Decision::GiveUp => return Err(error),
+                    crate::http::Decision::Wait(wait) => {
+                        tracing::warn!(url = %self.url, attempt, wait_ms = wait.as_millis() as u64, error = %error, "embedding request failed; retrying");
+                        tokio::time::sleep(wait).await;
                     }
-                    let backoff = Duration::from_millis(
-                        self.config
-                            .backoff_ms
-                            .saturating_mul(1 << (attempt - 1).min(16))
-                            .min(5_000),
-                    );
-                    let wait = after.unwrap_or(backoff).min(Duration::from_secs(30));
-                    tracing::warn!(url = %self.url, attempt, wait_ms = wait.as_millis() as u64, error = %error, "embedding request failed; retrying");
-                    tokio::time::sleep(wait).await;
-                }
+                },
             }
         }
     }
@@ -241,19 +245,16 @@ impl OpenAiEmbedder {
             }
         };
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        if status == 401 || status == 403 {
+        let retry_after =
+            crate::http::retry_after(response.headers(), std::time::SystemTime::now());
+        let class = crate::http::classify(status);
+        if class == crate::http::StatusClass::Unauthorized {
             return Attempt::Fail(ModelError::Unauthorized {
                 url: self.url.clone(),
                 status,
             });
         }
-        if !(200..300).contains(&status) {
+        if class != crate::http::StatusClass::Success {
             let body: String = response
                 .text()
                 .await
@@ -267,7 +268,7 @@ impl OpenAiEmbedder {
                 attempts: attempt,
                 body,
             };
-            return if status == 429 || status >= 500 {
+            return if class == crate::http::StatusClass::Retryable {
                 Attempt::Retry {
                     error,
                     after: retry_after,

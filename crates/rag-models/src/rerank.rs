@@ -41,8 +41,10 @@ pub struct HttpRerankerConfig {
     pub timeout_ms: u64,
     /// Retries after the first attempt on connection errors, 429 and 5xx.
     pub max_retries: u32,
-    /// Backoff before a retry, in milliseconds.
+    /// First backoff before a retry, in milliseconds; doubles with every retry, capped at 5 s.
     pub backoff_ms: u64,
+    /// Longest `Retry-After` the client waits; a longer one ends the call.
+    pub max_retry_wait_ms: u64,
     /// Each document is cut to this many characters.
     pub max_document_chars: usize,
 }
@@ -56,6 +58,7 @@ impl Default for HttpRerankerConfig {
             timeout_ms: 3_000,
             max_retries: 0,
             backoff_ms: 200,
+            max_retry_wait_ms: 10_000,
             max_document_chars: 2_000,
         }
     }
@@ -77,6 +80,7 @@ impl std::fmt::Debug for HttpRerankerConfig {
 #[derive(Debug, Clone)]
 pub struct HttpReranker {
     config: HttpRerankerConfig,
+    retry: crate::http::RetryPolicy,
     client: reqwest::Client,
     url: String,
     name: String,
@@ -134,7 +138,14 @@ impl HttpReranker {
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/rerank");
         let name = format!("rerank:{}@{}", config.model, base);
+        let retry = crate::http::RetryPolicy {
+            max_retries: config.max_retries,
+            backoff_ms: config.backoff_ms,
+            max_backoff_ms: 5_000,
+            max_wait_ms: config.max_retry_wait_ms,
+        };
         Ok(HttpReranker {
+            retry,
             config,
             client,
             url,
@@ -164,15 +175,20 @@ impl HttpReranker {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let (error, retry) = match self.attempt(&body, attempt).await {
+            let (error, retry, after) = match self.attempt(&body, attempt).await {
                 Ok(r) => return self.validate(r, documents.len()),
                 Err(e) => e,
             };
-            if !retry || attempt > self.config.max_retries {
+            if !retry {
                 return Err(error);
             }
-            tracing::warn!(url = %self.url, attempt, error = %error, "rerank request failed; retrying");
-            tokio::time::sleep(Duration::from_millis(self.config.backoff_ms)).await;
+            match self.retry.decide(attempt, after) {
+                crate::http::Decision::GiveUp => return Err(error),
+                crate::http::Decision::Wait(wait) => {
+                    tracing::warn!(url = %self.url, attempt, wait_ms = wait.as_millis() as u64, error = %error, "rerank request failed; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+            }
         }
     }
 
@@ -180,7 +196,7 @@ impl HttpReranker {
         &self,
         body: &RerankRequest<'_>,
         attempt: u32,
-    ) -> Result<RerankResponse, (ModelError, bool)> {
+    ) -> Result<RerankResponse, (ModelError, bool, Option<Duration>)> {
         let mut req = self.client.post(&self.url).json(body);
         if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
             req = req.bearer_auth(key);
@@ -191,7 +207,7 @@ impl HttpReranker {
         };
         let response = match req.send().await {
             Ok(r) => r,
-            Err(e) if e.is_timeout() => return Err((timeout(), true)),
+            Err(e) if e.is_timeout() => return Err((timeout(), true, None)),
             Err(e) => {
                 return Err((
                     ModelError::Connect {
@@ -199,20 +215,24 @@ impl HttpReranker {
                         detail: root_cause(&e),
                     },
                     true,
+                    None,
                 ))
             }
         };
         let status = response.status().as_u16();
-        if status == 401 || status == 403 {
+        let after = crate::http::retry_after(response.headers(), std::time::SystemTime::now());
+        let class = crate::http::classify(status);
+        if class == crate::http::StatusClass::Unauthorized {
             return Err((
                 ModelError::Unauthorized {
                     url: self.url.clone(),
                     status,
                 },
                 false,
+                None,
             ));
         }
-        if !(200..300).contains(&status) {
+        if class != crate::http::StatusClass::Success {
             let body: String = response
                 .text()
                 .await
@@ -227,18 +247,20 @@ impl HttpReranker {
                     attempts: attempt,
                     body,
                 },
-                status == 429 || status >= 500,
+                class == crate::http::StatusClass::Retryable,
+                after,
             ));
         }
         match response.json::<RerankResponse>().await {
             Ok(r) => Ok(r),
-            Err(e) if e.is_timeout() => Err((timeout(), true)),
+            Err(e) if e.is_timeout() => Err((timeout(), true, None)),
             Err(e) => Err((
                 ModelError::BadResponse {
                     url: self.url.clone(),
                     detail: root_cause(&e),
                 },
                 false,
+                None,
             )),
         }
     }

@@ -1,6 +1,6 @@
 // ragscope chat widget: one <script src=".../widget.js" data-kb="…" data-key="…"> tag
 // gives a page a chat box with streaming answers and clickable [n] citations.
-// Use a read-only key: it is visible to every visitor. Standalone (no imports);
+// Use a widget key (POST /api/v1/keys {"role":"widget","kb":"…"}): it is visible to every visitor and can only ask its one knowledge base. Standalone (no imports);
 // everything shown is set as text, never parsed as HTML.
 (() => {
   const me = document.currentScript;

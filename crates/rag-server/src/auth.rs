@@ -6,6 +6,12 @@
 //! after the workbench's login; writes must also carry the session's CSRF
 //! token in `x-csrf-token`), or, in open mode on loopback, as the admin of the
 //! default tenant (cross-origin writes refused).
+//!
+//! A key scoped to a knowledge base reaches `/kbs/{kb}/…` only. A widget key
+//! (always scoped) reaches fewer routes still, listed in
+//! [`widget_route_allowed`]: asking and querying its knowledge base and
+//! feedback on its own answers; never the query log, conversations,
+//! analytics or anything else a public web page should not read.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -39,13 +45,17 @@ impl Caller {
     pub fn query_options(&self) -> rag_engine::QueryOptions {
         rag_engine::QueryOptions::for_viewer(self.viewer())
     }
-    /// Refuses read-only keys.
+    /// Refuses read-only and widget keys.
     pub fn require_write(&self) -> Result<(), ApiError> {
         if self.role.can_write() {
             Ok(())
         } else {
             Err(ApiError::forbidden("this key is read-only"))
         }
+    }
+    /// Whether the caller is a widget key.
+    pub fn is_widget(&self) -> bool {
+        self.role == Role::Widget
     }
     /// Refuses all but admin keys.
     pub fn require_admin(&self) -> Result<(), ApiError> {
@@ -280,6 +290,30 @@ pub(crate) fn kb_path_allowed(path: &str, kb: &str) -> bool {
         .is_ok_and(|name| name == kb)
 }
 
+/// The routes a widget key may call, all `POST`: `/kbs/{kb}/query`,
+/// `/kbs/{kb}/query/sync`, `/kbs/{kb}/retrieve` and `/kbs/{kb}/refuse` of its
+/// own knowledge base, and `/log/{id}/feedback` (whose handler accepts only
+/// the answers given to that key). Everything else is refused, so a route
+/// added later stays closed to widgets until it is listed here.
+pub(crate) fn widget_route_allowed(method: &Method, path: &str, kb: &str) -> bool {
+    if *method != Method::POST || kb.is_empty() {
+        return false;
+    }
+    let p = path.strip_prefix("/api/v1").unwrap_or(path);
+    let segments: Vec<&str> = p.strip_prefix('/').unwrap_or("").split('/').collect();
+    match segments.as_slice() {
+        ["log", id, "feedback"] => !id.is_empty(),
+        ["kbs", _, rest @ ..] => {
+            kb_path_allowed(path, kb)
+                && matches!(
+                    rest,
+                    ["query"] | ["query", "sync"] | ["retrieve"] | ["refuse"]
+                )
+        }
+        _ => false,
+    }
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -317,12 +351,28 @@ impl FromRequestParts<AppState> for Caller {
                 }
             },
         };
-        if let Some(kb) = &caller.kb {
-            let path = parts
+        let path = || {
+            parts
                 .extensions
                 .get::<axum::extract::OriginalUri>()
-                .map_or_else(|| parts.uri.path().to_owned(), |u| u.path().to_owned());
-            if !kb_path_allowed(&path, kb) {
+                .map_or_else(|| parts.uri.path().to_owned(), |u| u.path().to_owned())
+        };
+        if caller.role == Role::Widget {
+            let path = path();
+            let kb = caller.kb.as_deref().unwrap_or("");
+            if !widget_route_allowed(&parts.method, &path, kb) {
+                return Err(if kb_path_allowed(&path, kb) {
+                    ApiError::forbidden(
+                        "a widget key only asks and queries its knowledge base and leaves feedback on its answers",
+                    )
+                } else {
+                    ApiError::not_found(
+                        "not found for this key (it is scoped to one knowledge base)",
+                    )
+                });
+            }
+        } else if let Some(kb) = &caller.kb {
+            if !kb_path_allowed(&path(), kb) {
                 return Err(ApiError::not_found(
                     "not found for this key (it is scoped to one knowledge base)",
                 ));
@@ -356,6 +406,47 @@ mod tests {
         ] {
             assert!(!kb_path_allowed(p, "shop"), "{p}");
         }
+    }
+
+    #[test]
+    fn a_widget_key_reaches_its_question_routes_only() {
+        for p in [
+            "/api/v1/kbs/shop/query",
+            "/api/v1/kbs/shop/query/sync",
+            "/api/v1/kbs/shop/retrieve",
+            "/api/v1/kbs/shop/refuse",
+            "/api/v1/log/0190-abc/feedback",
+            "/api/v1/kbs/%E5%95%86%E5%BA%97/query",
+        ] {
+            let kb = if p.contains("%E5") { "商店" } else { "shop" };
+            assert!(widget_route_allowed(&Method::POST, p, kb), "{p}");
+            assert!(!widget_route_allowed(&Method::GET, p, kb), "GET {p}");
+        }
+        for p in [
+            "/api/v1/kbs/shop/log",
+            "/api/v1/kbs/shop/analytics",
+            "/api/v1/kbs/shop/conversations",
+            "/api/v1/kbs/shop/conversations/c1",
+            "/api/v1/kbs/shop/faqs",
+            "/api/v1/kbs/shop/faq-tool",
+            "/api/v1/kbs/shop/map",
+            "/api/v1/kbs/shop",
+            "/api/v1/kbs/shop/query/sync/x",
+            "/api/v1/kbs/other/query",
+            "/api/v1/log/abc",
+            "/api/v1/log/abc/replay",
+            "/api/v1/log//feedback",
+            "/api/v1/session",
+            "/api/v1/system",
+            "/api/v1/keys",
+        ] {
+            assert!(!widget_route_allowed(&Method::POST, p, "shop"), "{p}");
+        }
+        assert!(!widget_route_allowed(
+            &Method::POST,
+            "/api/v1/kbs/shop/query",
+            ""
+        ));
     }
 
     #[test]

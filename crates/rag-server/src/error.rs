@@ -4,7 +4,7 @@
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use rag_core::{CoreError, UserError};
+use rag_core::CoreError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -65,40 +65,58 @@ impl ApiError {
     }
 }
 
+/// The one table from an error code ([`CoreError::code`], and the codes
+/// of pipeline `error` events, which are the same) to its HTTP status.
+pub(crate) fn status_of(code: &str) -> StatusCode {
+    match code {
+        "unknown_kb" | "not_found" => StatusCode::NOT_FOUND,
+        "kb_exists" | "path_unavailable" | "embedding_space_mismatch" => StatusCode::CONFLICT,
+        "query_too_long" => StatusCode::PAYLOAD_TOO_LARGE,
+        "empty_query" | "invalid_param" | "bad_request" => StatusCode::BAD_REQUEST,
+        "cancelled" => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// Every code [`status_of`] knows, as `&'static str`.
+const CODES: &[&str] = &[
+    "unknown_kb",
+    "not_found",
+    "kb_exists",
+    "path_unavailable",
+    "embedding_space_mismatch",
+    "query_too_long",
+    "empty_query",
+    "invalid_param",
+    "bad_request",
+    "cancelled",
+    "store_error",
+    "internal",
+];
+
+impl ApiError {
+    /// An error from a code and a message that already went through
+    /// [`CoreError::public_message`] (a pipeline `error` event).
+    pub(crate) fn from_code(code: &str, message: String) -> Self {
+        let status = status_of(code);
+        let code = CODES
+            .iter()
+            .copied()
+            .find(|c| *c == code)
+            .unwrap_or("internal");
+        Self::new(status, code, message)
+    }
+}
+
 impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
-        match &e {
-            CoreError::User(u) => {
-                let msg = u.to_string();
-                match u {
-                    UserError::UnknownKb { .. } => {
-                        ApiError::new(StatusCode::NOT_FOUND, "unknown_kb", msg)
-                    }
-                    UserError::NotFound { .. } => ApiError::not_found(msg),
-                    UserError::KbExists { .. } => {
-                        ApiError::new(StatusCode::CONFLICT, "kb_exists", msg)
-                    }
-                    UserError::EmptyQuery => ApiError::bad_request("empty_query", msg),
-                    UserError::QueryTooLong { .. } => {
-                        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "query_too_long", msg)
-                    }
-                    UserError::InvalidParam { .. } => ApiError::bad_request("invalid_param", msg),
-                    UserError::PathUnavailable { .. } => {
-                        ApiError::new(StatusCode::CONFLICT, "path_unavailable", msg)
-                    }
-                    UserError::EmbeddingSpaceMismatch { .. } => {
-                        ApiError::new(StatusCode::CONFLICT, "embedding_space_mismatch", msg)
-                    }
-                    _ => ApiError::bad_request("bad_request", msg),
-                }
-            }
-            CoreError::Cancelled => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "cancelled",
-                "the request was cancelled",
-            ),
-            _ => ApiError::internal(&e),
+        let code = e.code();
+        let status = status_of(code);
+        if status.is_server_error() && !matches!(e, CoreError::Cancelled) {
+            // The detail goes to the log (with the request id), never to the client.
+            tracing::error!(detail = %e, code, "internal error");
         }
+        ApiError::new(status, code, e.public_message())
     }
 }
 
@@ -144,5 +162,52 @@ pub(crate) fn code_for_status(status: StatusCode) -> (&'static str, &'static str
         ),
         s if s.is_server_error() => ("internal", "internal error"),
         _ => ("error", "the request failed"),
+    }
+}
+
+#[cfg(test)]
+mod code_table_tests {
+    use super::*;
+    use rag_core::UserError;
+
+    #[test]
+    fn every_core_error_code_has_one_status() {
+        let errors = [
+            CoreError::from(UserError::EmptyQuery),
+            UserError::QueryTooLong { len: 2, limit: 1 }.into(),
+            UserError::UnknownKb { name: "x".into() }.into(),
+            UserError::KbExists { name: "x".into() }.into(),
+            UserError::InvalidParam {
+                name: "k",
+                reason: String::new(),
+            }
+            .into(),
+            UserError::NotFound {
+                what: "document",
+                id: "x".into(),
+            }
+            .into(),
+            UserError::PathUnavailable {
+                path: "dense".into(),
+                reason: String::new(),
+            }
+            .into(),
+            CoreError::Store("disk I/O error at /secret/path".into()),
+            CoreError::Cancelled,
+        ];
+        for e in errors {
+            let code = e.code();
+            assert!(CODES.contains(&code), "{code} is not in the table");
+            let api = ApiError::from(e);
+            assert_eq!(api.code, code);
+            assert_eq!(api.status, status_of(code));
+            assert!(!api.message.contains("/secret/path"), "{}", api.message);
+        }
+        // The same code gives the same status over HTTP as in an event.
+        assert_eq!(
+            ApiError::from_code("not_found", "m".into()).status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(ApiError::from_code("weird", "m".into()).code, "internal");
     }
 }

@@ -17,6 +17,7 @@ mod error;
 mod extract;
 mod metrics;
 mod ops;
+mod redact;
 mod sessions;
 mod sources;
 mod state;
@@ -161,7 +162,8 @@ async fn json_limit(State(state): State<AppState>, req: Request, next: Next) -> 
         )
         .into_response();
     }
-    // Bodies without a content-length are bounded by DefaultBodyLimit in the extractors.
+    // Bodies without a content-length (chunked) are bounded as they are read:
+    // JSON by `ApiJson` at `max_json_bytes`, multipart by `DefaultBodyLimit`.
     next.run(req).await
 }
 

@@ -81,14 +81,15 @@ pub(crate) async fn get_log(
 }
 
 /// Feedback on an answer.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FeedbackBody {
     /// "useful" or "not_useful".
     pub feedback: String,
 }
 
-/// Records a user's feedback on an answer.
+/// Records a user's feedback on an answer. A widget key may rate the
+/// answers given to it (by this server, within a day) and no others.
 #[utoipa::path(post, path = "/log/{id}/feedback", tag = "ops", params(("id" = String, Path)), request_body = FeedbackBody,
     responses((status = 204), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn feedback(
@@ -103,6 +104,11 @@ pub(crate) async fn feedback(
             "feedback is \"useful\" or \"not_useful\"",
         ));
     }
+    // A widget key rates only the answers it was given (it cannot read the
+    // log, so it knows no other ids; this makes sure of it).
+    if caller.is_widget() && !state.answered_to(&id, &caller.key_id) {
+        return Err(ApiError::not_found(format!("query {id:?} not found")));
+    }
     if state
         .engine
         .store()
@@ -116,7 +122,7 @@ pub(crate) async fn feedback(
 }
 
 /// A question for the FAQ tool.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaqToolBody {
     /// The question.

@@ -1,23 +1,28 @@
 //! URL sources over HTTP: add a start page (optionally with its same-site
 //! links to a depth and a page limit), sync it (fetch, extract, index what
 //! changed), see each page's status, delete it with its documents.
+//!
+//! A URL with credentials (`https://user:pass@host/`) is refused as a
+//! source; sources stored before that rule are listed with their
+//! credentials (and secret query parameters) redacted.
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
+use crate::redact::{has_userinfo, redact_url};
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use rag_core::{Source, SourceId, Viewer};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// A URL source to add.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewSourceBody {
-    /// The start page (http or https).
+    /// The start page (http or https, without credentials).
     pub url: String,
     /// How many links deep to follow same-site links (default 0: the page only).
     #[serde(default)]
@@ -29,6 +34,17 @@ pub struct NewSourceBody {
     /// always add their owner's sources).
     #[serde(default)]
     pub owner: Option<String>,
+}
+
+/// A source as shown: no credentials in its URLs or reasons.
+fn shown(mut s: Source) -> Source {
+    s.url = redact_url(&s.url);
+    s.reason = s.reason.as_deref().map(redact_url);
+    for p in &mut s.pages {
+        p.url = redact_url(&p.url);
+        p.reason = p.reason.as_deref().map(redact_url);
+    }
+    s
 }
 
 fn parse_source(id: &str) -> Result<SourceId, ApiError> {
@@ -65,7 +81,10 @@ pub(crate) async fn list_sources(
         state
             .engine
             .sources(&caller.tenant, &kb, &caller.viewer())
-            .await?,
+            .await?
+            .into_iter()
+            .map(shown)
+            .collect(),
     ))
 }
 
@@ -80,6 +99,12 @@ pub(crate) async fn add_source(
     ApiJson(b): ApiJson<NewSourceBody>,
 ) -> Result<(StatusCode, Json<Source>), ApiError> {
     caller.require_write()?;
+    if has_userinfo(&b.url) {
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            "a source URL cannot hold credentials (user:password@); they would be stored and shown with it",
+        ));
+    }
     let owner = owner_for(&caller, b.owner)?;
     let new = rag_engine::NewSource {
         url: b.url,
@@ -92,7 +117,8 @@ pub(crate) async fn add_source(
             state
                 .engine
                 .add_source(&caller.tenant, &kb, new, owner)
-                .await?,
+                .await
+                .map(shown)?,
         ),
     ))
 }
@@ -109,7 +135,8 @@ pub(crate) async fn get_source(
         state
             .engine
             .source(&caller.tenant, &kb, parse_source(&id)?, &caller.viewer())
-            .await?,
+            .await
+            .map(shown)?,
     ))
 }
 
@@ -126,12 +153,13 @@ pub(crate) async fn sync_source(
 ) -> Result<Json<Source>, ApiError> {
     caller.require_write()?;
     let id = parse_source(&id)?;
-    let _permit = state.query_slot(&caller.key_id)?;
+    let _permit = state.ingest_slot(&caller.key_id)?;
     Ok(Json(
         state
             .engine
             .sync_source(&caller.tenant, &kb, id, &caller.viewer(), &mut |_| {})
-            .await?,
+            .await
+            .map(shown)?,
     ))
 }
 

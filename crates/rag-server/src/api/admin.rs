@@ -75,19 +75,22 @@ pub(super) async fn create_tenant(
 }
 
 /// A new key.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewKeyBody {
-    /// The tenant the key acts for (admin keys may name any; others only their own).
+    /// The tenant the key acts for (default: the calling admin key's).
+    /// Not for admin keys, which are global.
     #[serde(default)]
     pub tenant: Option<String>,
-    /// Role: read_write or read_only (admin for admin keys).
+    /// Role: `read_write`, `read_only`, `widget` (needs `kb`), or `admin`
+    /// (global: takes neither `tenant` nor `kb`).
     pub role: Role,
     /// Owner inside the tenant.
     #[serde(default)]
     pub owner: Option<String>,
     /// Scope the key to this one knowledge base (by name): it reaches
-    /// `/kbs/{kb}/…` only. Use for the chat widget's public read-only key.
+    /// `/kbs/{kb}/…` only. Required for `widget` keys (the chat widget's
+    /// public key), which reach only the question routes and feedback there.
     #[serde(default)]
     pub kb: Option<String>,
     /// Label for people.
@@ -115,7 +118,8 @@ pub(super) async fn list_keys(
     Ok(Json(state.keys.keys(None).await?))
 }
 
-/// Creates a tenant-scoped API key (admin).
+/// Creates an API key (admin): a tenant's `read_write`, `read_only` or
+/// `widget` key, or another global admin key.
 #[utoipa::path(post, path = "/keys", tag = "admin", request_body = NewKeyBody,
     responses((status = 201, body = CreatedKey), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -125,6 +129,27 @@ pub(super) async fn create_api_key(
     ApiJson(b): ApiJson<NewKeyBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require_admin()?;
+    match b.role {
+        // Admin keys are global (they list and create tenants and keys of
+        // every tenant): naming a tenant would suggest a tenant admin, which
+        // does not exist, so it is refused rather than ignored.
+        Role::Admin if b.tenant.is_some() || b.kb.is_some() => {
+            return Err(ApiError::bad_request(
+                "invalid_param",
+                "admin keys are global: they take no tenant and no kb (create a read_write key for a tenant instead)",
+            ));
+        }
+        r if r.needs_kb() && b.kb.is_none() => {
+            return Err(ApiError::bad_request(
+                "invalid_param",
+                format!(
+                    "a {} key needs the knowledge base it serves (`kb`)",
+                    r.as_str()
+                ),
+            ));
+        }
+        _ => {}
+    }
     let tenant = TenantId(b.tenant.unwrap_or_else(|| caller.tenant.0.clone()));
     if !state.keys.tenants().await?.contains(&tenant) {
         return Err(ApiError::not_found(format!(

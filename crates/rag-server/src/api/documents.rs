@@ -7,7 +7,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
 use futures::{Stream, StreamExt};
 use rag_core::{Chunk, DocId, Document, DocumentInfo};
@@ -37,7 +37,8 @@ impl From<DocumentInfo> for DocumentSummary {
         DocumentSummary {
             id: d.id,
             title: d.title,
-            source: d.source,
+            // A page of a URL source stored before credentials were refused.
+            source: crate::redact::redact_url(&d.source),
             content_hash: d.content_hash,
             chunks: d.chunks,
             owner: d.owner,
@@ -85,10 +86,11 @@ pub(super) async fn get_document(
     caller: Caller,
     Path((kb, id)): Path<(String, String)>,
 ) -> Result<Json<DocumentWithChunks>, ApiError> {
-    let (document, chunks) = state
+    let (mut document, chunks) = state
         .engine
         .document(&caller.tenant, &kb, parse_doc(&id)?, &caller.viewer())
         .await?;
+    document.source = crate::redact::redact_url(&document.source);
     Ok(Json(DocumentWithChunks { document, chunks }))
 }
 
@@ -168,14 +170,19 @@ pub enum UploadEvent {
 }
 
 /// Uploads files (multipart, field name `file`, several allowed) and streams
-/// progress per file as Server-Sent Events; one bad file does not stop the others.
+/// progress per file as Server-Sent Events; one bad file does not stop the
+/// others. Closing the connection stops the upload: the file being ingested
+/// is abandoned (a file's writes are one commit: it is stored whole or not
+/// at all) and later files are not read; files already indexed stay. A key
+/// runs at most `max_concurrent_ingests_per_key` uploads and syncs at a time
+/// (429 `too_many_ingests`).
 /// A text field `owner` restricts the documents to that owner; documents
 /// uploaded with a key issued for an owner are always restricted to it.
 #[utoipa::path(post, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
     request_body(content_type = "multipart/form-data", content = String),
     responses((status = 200, description = "Progress events (`data` is an UploadEvent)", content_type = "text/event-stream", body = SseEvent),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 429, body = ErrorBody)))]
 pub(super) async fn upload(
     State(state): State<AppState>,
     caller: Caller,
@@ -184,6 +191,9 @@ pub(super) async fn upload(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     caller.require_write()?;
     state.engine.kb(&caller.tenant, &kb).await?;
+    // Taken before the body is read, held until the last file is done or
+    // the client went away.
+    let permit = state.ingest_slot(&caller.key_id)?;
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut owner_field: Option<String> = None;
     loop {
@@ -238,6 +248,7 @@ pub(super) async fn upload(
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<UploadEvent>();
     let (engine, tenant) = (state.engine.clone(), caller.tenant.clone());
     tokio::spawn(async move {
+        let _held = permit;
         let (mut indexed, mut skipped, mut failed) = (0, 0, 0);
         let n = files.len();
         for (file, bytes) in files {
@@ -252,19 +263,12 @@ pub(super) async fn upload(
             }
             let (stage_tx, stage_file) = (tx.clone(), file.clone());
             let mut progress = move |p: rag_engine::IngestProgress| {
-                let detail = serde_json::to_value(&p).unwrap_or_default();
-                let stage = detail
-                    .get("stage")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned();
-                if matches!(
-                    stage.as_str(),
-                    "extracted" | "chunked" | "embedded" | "drafted"
-                ) {
+                let stage = p.stage();
+                if matches!(stage, "extracted" | "chunked" | "embedded" | "drafted") {
+                    let detail = serde_json::to_value(&p).unwrap_or_default();
                     let _ = stage_tx.send(UploadEvent::Stage {
                         file: stage_file.clone(),
-                        step: stage,
+                        step: stage.to_owned(),
                         detail,
                     });
                 }
@@ -273,10 +277,18 @@ pub(super) async fn upload(
                 owner: owner.clone(),
                 ..Default::default()
             };
-            let event = match engine
-                .ingest_with(&tenant, &kb, &file, bytes, &options, &mut progress)
-                .await
-            {
+            // The client closing the stream stops the upload: the running
+            // ingest future is dropped (an isolated extraction's child
+            // process is killed with it), and the files after it are not read.
+            let ingest = engine.ingest_with(&tenant, &kb, &file, bytes, &options, &mut progress);
+            let outcome = tokio::select! {
+                outcome = ingest => outcome,
+                () = tx.closed() => {
+                    tracing::info!(file = %file, "upload: the client went away; ingest stopped");
+                    return;
+                }
+            };
+            let event = match outcome {
                 Ok(o) => match o.status {
                     rag_engine::IngestStatus::Document { chunks, .. } => {
                         indexed += 1;
@@ -336,5 +348,7 @@ pub(super) async fn upload(
             .event(kind)
             .data(serde_json::to_string(&e).unwrap_or_default()))
     });
-    Ok(Sse::new(stream))
+    // Keep-alive comments during a long file also let the server notice a
+    // client that went away.
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

@@ -10,8 +10,31 @@ use axum::response::IntoResponse;
 use axum::Json;
 use rag_core::{FaqEntry, FaqId, FaqStatus};
 use rag_engine::{FaqPatch, NewFaq};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+/// A stored link must be an http or https URL with a host: anything else
+/// (`javascript:`, `data:`, …) would come back as a clickable citation.
+/// Control characters are refused outright, since URL parsers drop tabs and
+/// line breaks (`java\tscript:` is `javascript:` to a browser).
+pub(crate) fn check_link(name: &str, url: &str) -> Result<(), ApiError> {
+    let lower = url.trim().to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"));
+    let host_ok = rest.is_some_and(|r| {
+        r.split(['/', '?', '#', '\\'])
+            .next()
+            .is_some_and(|h| !h.is_empty())
+    });
+    if !host_ok || url.chars().any(char::is_control) || url.len() > 2048 {
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            format!("{name} must be an http or https URL with a host (at most 2048 bytes)"),
+        ));
+    }
+    Ok(())
+}
 
 fn parse_faq(id: &str) -> Result<FaqId, ApiError> {
     FaqId::parse(id).ok_or_else(|| ApiError::not_found(format!("FAQ entry {id:?} not found")))
@@ -29,7 +52,7 @@ pub(super) async fn list_faqs(
 }
 
 /// A new FAQ entry.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewFaqBody {
     /// The question.
@@ -39,7 +62,7 @@ pub struct NewFaqBody {
     /// Tags.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// Source link.
+    /// Source link: an http or https URL.
     #[serde(default)]
     pub source_url: Option<String>,
     /// Status (approved when absent).
@@ -58,6 +81,9 @@ pub(super) async fn create_faq(
     ApiJson(b): ApiJson<NewFaqBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require_write()?;
+    if let Some(url) = b.source_url.as_deref().filter(|u| !u.is_empty()) {
+        check_link("source_url", url)?;
+    }
     let new = NewFaq {
         question: b.question,
         answer: b.answer,
@@ -89,7 +115,7 @@ pub(super) async fn get_faq(
 }
 
 /// Changes to an FAQ entry.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaqPatchBody {
     /// New question.
@@ -101,7 +127,7 @@ pub struct FaqPatchBody {
     /// New tags.
     #[serde(default)]
     pub tags: Option<Vec<String>>,
-    /// New source link ("" removes it).
+    /// New source link, an http or https URL ("" removes it).
     #[serde(default)]
     pub source_url: Option<String>,
 }
@@ -117,6 +143,9 @@ pub(super) async fn edit_faq(
     ApiJson(b): ApiJson<FaqPatchBody>,
 ) -> Result<Json<FaqEntry>, ApiError> {
     caller.require_write()?;
+    if let Some(url) = b.source_url.as_deref().filter(|u| !u.is_empty()) {
+        check_link("source_url", url)?;
+    }
     let patch = FaqPatch {
         question: b.question,
         answer: b.answer,

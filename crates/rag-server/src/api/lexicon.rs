@@ -108,7 +108,7 @@ pub(super) async fn add_dictionary(
 }
 
 /// A fact to add or replace (by key).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FactBody {
     /// The key.

@@ -7,7 +7,6 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
 use crate::state::{AppState, CachedCandidates, CANDIDATES_TTL};
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
 use futures::{Stream, StreamExt};
@@ -20,7 +19,7 @@ use std::convert::Infallible;
 use utoipa::ToSchema;
 
 /// Filters of a query.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilterBody {
     /// Every listed tag must be present.
@@ -35,7 +34,7 @@ pub struct FilterBody {
 }
 
 /// A query. Absent fields take the knowledge base's settings.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueryBody {
     /// The question.
@@ -73,6 +72,23 @@ pub struct QueryBody {
     /// Continue a conversation: a follow-up is rewritten from its earlier turns.
     #[serde(default)]
     pub conversation_id: Option<String>,
+}
+
+impl QueryBody {
+    /// The body's retrieval knobs as overrides (wire names unchanged).
+    pub(crate) fn overrides(&self) -> rag_core::RetrievalOverrides {
+        rag_core::RetrievalOverrides {
+            paths: self.paths.clone(),
+            per_path_k: self.per_path_k,
+            top_k: self.top_k,
+            rerank_top_k: self.rerank_top_k,
+            k: self.k,
+            weights: self.weights,
+            lexical_interpolation: self.lexical_interpolation,
+            rerank: self.rerank,
+            ..Default::default()
+        }
+    }
 }
 
 /// The events of one query, as one document.
@@ -113,44 +129,46 @@ pub(crate) async fn to_request(
             "conversation_id has 1 to 128 bytes",
         ));
     }
+    let conversation_id = match body.conversation_id.clone() {
+        // A widget's conversations live apart from every other key's, so a
+        // public page can neither continue nor read (through the follow-up
+        // rewrite) a conversation it did not start; its ids are the page's
+        // own random ones.
+        Some(id) if caller.is_widget() => {
+            if !(WIDGET_CONVERSATION_MIN..=WIDGET_CONVERSATION_MAX).contains(&id.len()) {
+                return Err(ApiError::bad_request(
+                    "invalid_param",
+                    format!(
+                        "a widget's conversation_id has {WIDGET_CONVERSATION_MIN} to {WIDGET_CONVERSATION_MAX} bytes (a random id, such as a UUID)"
+                    ),
+                ));
+            }
+            Some(format!("widget:{}:{id}", caller.key_id))
+        }
+        other => other,
+    };
     let max = state.config.limits.max_top_k;
     check_k("per_path_k", body.per_path_k, max)?;
     check_k("top_k", body.top_k, max)?;
     check_k("rerank_top_k", body.rerank_top_k, max)?;
     state.engine.check_query(&body.query)?;
-    let kb_row = state.engine.kb(&caller.tenant, kb).await?;
-    let mut params: RetrievalParams = kb_row.settings.retrieval.clone();
-    if let Some(p) = body.paths {
-        if p.is_empty() {
-            return Err(ApiError::bad_request(
-                "invalid_param",
-                "paths must name at least one path",
-            ));
-        }
-        params.paths = p;
+    let overrides = body.overrides();
+    if overrides.paths.as_ref().is_some_and(Vec::is_empty) {
+        return Err(ApiError::bad_request(
+            "invalid_param",
+            "paths must name at least one path",
+        ));
     }
-    if let Some(k) = body.per_path_k {
-        params.per_path_k = k;
-    }
-    if let Some(k) = body.top_k {
-        params.fusion.top_k = k;
-    }
-    if let Some(k) = body.rerank_top_k {
-        params.rerank_top_k = k;
-    }
-    if let Some(k) = body.k {
-        params.fusion.k = k;
-    }
-    if let Some(w) = body.weights {
-        params.fusion.weights = w;
-    }
-    if body.lexical_interpolation.is_some() {
-        params.fusion.lexical_interpolation = body.lexical_interpolation;
-    }
-    if let Some(r) = body.rerank {
-        params.rerank = r;
-    }
-    params.validate().map_err(rag_core::CoreError::from)?;
+    // Each value in its range (RetrievalParams::validate, field by field);
+    // the engine merges the overrides with the knowledge base's settings
+    // once and checks the result again.
+    overrides
+        .apply(&RetrievalParams::default())
+        .0
+        .validate()
+        .map_err(rag_core::CoreError::from)?;
+    // An unknown knowledge base is a 404 before any stream starts.
+    state.engine.kb(&caller.tenant, kb).await?;
     let f = body.filters.unwrap_or_default();
     let filters = Filters {
         tags: f.tags,
@@ -161,11 +179,27 @@ pub(crate) async fn to_request(
     Ok(QueryRequest {
         kb: kb.to_owned(),
         query: body.query,
-        params: Some(params),
+        params: None,
+        overrides,
         filters,
         generate: may_generate && body.generate.unwrap_or(true),
-        conversation_id: body.conversation_id,
+        conversation_id,
     })
+}
+
+/// Shortest conversation id a widget may send.
+const WIDGET_CONVERSATION_MIN: usize = 16;
+/// Longest conversation id a widget may send (its stored form is prefixed).
+const WIDGET_CONVERSATION_MAX: usize = 96;
+
+/// Remembers which widget key an answer was given to, so that key (and no
+/// other) may leave feedback on it.
+pub(crate) fn note_answer(state: &AppState, caller: &Caller, e: &PipelineEvent) {
+    if let PipelineEvent::QueryReceived { query_id, .. } = e {
+        if caller.is_widget() {
+            state.remember_answer(query_id, &caller.key_id);
+        }
+    }
 }
 
 pub(crate) fn is_miss(e: &PipelineEvent) -> bool {
@@ -204,11 +238,13 @@ pub(super) async fn query_stream(
     }
     let metrics = state.metrics.clone();
     let mut missed = false;
+    let (noted_state, noted_caller) = (state.clone(), caller.clone());
     let events = state
         .engine
         .query_with(&caller.tenant, request, caller.query_options())
         .map(move |e| {
             let _held = &permit;
+            note_answer(&noted_state, &noted_caller, &e);
             missed |= is_miss(&e);
             if let Some(t) = stage_timings(&e) {
                 metrics.query(&t, missed);
@@ -237,6 +273,7 @@ pub(super) async fn query_json(
     let events: Vec<PipelineEvent> = state
         .engine
         .query_with(&caller.tenant, request, caller.query_options())
+        .inspect(|e| note_answer(&state, &caller, e))
         .collect()
         .await;
     if let Some(t) = events.last().and_then(stage_timings) {
@@ -276,20 +313,11 @@ pub(super) async fn retrieve(
     let events: Vec<PipelineEvent> = state
         .engine
         .query_with(&caller.tenant, request, caller.query_options())
+        .inspect(|e| note_answer(&state, &caller, e))
         .collect()
         .await;
     if let Some(PipelineEvent::Error { code, message }) = events.last() {
-        let status = if code == "unknown_kb" {
-            StatusCode::NOT_FOUND
-        } else {
-            StatusCode::BAD_REQUEST
-        };
-        let code: &'static str = if code == "unknown_kb" {
-            "unknown_kb"
-        } else {
-            "query_failed"
-        };
-        return Err(ApiError::new(status, code, message.clone()));
+        return Err(ApiError::from_code(code, message.clone()));
     }
     let lists: Vec<RankedList> = events
         .iter()
@@ -323,7 +351,7 @@ pub(super) async fn retrieve(
 }
 
 /// New fusion settings for cached candidates.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefuseBody {
     /// From `/retrieve`.
@@ -402,7 +430,7 @@ pub(super) async fn refuse(
 }
 
 /// Settings to replay a logged question under (absent fields: as logged).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayBody {
     /// Paths to run.
@@ -445,27 +473,27 @@ pub(super) async fn replay(
         .into_iter()
         .find(|k| k.id == rec.kb)
         .ok_or_else(|| ApiError::not_found("the knowledge base of that query no longer exists"))?;
-    let body = QueryBody {
+    // The logged run's parameters are the base, so the replay ranks as that
+    // run did whatever the knowledge base's settings are now; the body's
+    // fields change only what they name.
+    let overrides = rag_core::RetrievalOverrides {
+        paths: b.paths,
+        weights: b.weights,
+        lexical_interpolation: b.lexical_interpolation,
+        k: b.k,
+        top_k: b.top_k,
+        ..Default::default()
+    };
+    check_k("top_k", overrides.top_k, state.config.limits.max_top_k)?;
+    let request = QueryRequest {
+        kb: kb.name.clone(),
         query: rec.rewritten_query.clone().unwrap_or(rec.query.clone()),
-        paths: Some(b.paths.unwrap_or(rec.params.paths.clone())),
-        per_path_k: Some(rec.params.per_path_k),
-        top_k: Some(b.top_k.unwrap_or(rec.params.fusion.top_k)),
-        rerank_top_k: Some(rec.params.rerank_top_k),
-        k: Some(b.k.unwrap_or(rec.params.fusion.k)),
-        weights: Some(b.weights.unwrap_or(rec.params.fusion.weights)),
-        lexical_interpolation: b
-            .lexical_interpolation
-            .or(rec.params.fusion.lexical_interpolation),
-        rerank: Some(rec.params.rerank),
-        filters: Some(FilterBody {
-            tags: rec.filters.tags.clone(),
-            created_after: rec.filters.created_after,
-            created_before: rec.filters.created_before,
-        }),
-        generate: Some(b.generate.unwrap_or(rec.answer.is_some())),
+        params: Some(rec.params.clone()),
+        overrides,
+        filters: rec.filters.clone(),
+        generate: b.generate.unwrap_or(rec.answer.is_some()),
         conversation_id: None,
     };
-    let request = to_request(&state, &caller, &kb.name, body, true).await?;
     let events: Vec<PipelineEvent> = state
         .engine
         .query_with(&caller.tenant, request, caller.query_options())

@@ -216,7 +216,8 @@ pub(super) async fn embedding_map(
         }
     }
     Ok(Json(EmbeddingMap {
-        model_id: Some(p.model_id.clone()),
+        // The stored model id holds the provider's base URL.
+        model_id: Some(crate::redact::redact_url(&p.model_id)),
         explained: p.explained,
         points: p.points.clone(),
         query,

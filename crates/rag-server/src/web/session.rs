@@ -67,7 +67,7 @@ pub(super) async fn whoami(
 }
 
 /// A login.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoginBody {
     /// An API key.

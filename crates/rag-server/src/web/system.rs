@@ -1,8 +1,11 @@
 //! What the server runs with (models and limits, no secrets) and the admin's
-//! connection tests of the embedder, the LLM and the reranker.
+//! connection tests of the embedder, the LLM and the reranker. Provider names
+//! hold their base URLs: credentials in them (`user:pass@`, `?api_key=`) are
+//! redacted from every answer here.
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
+use crate::redact::redact_url;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -47,15 +50,15 @@ pub(super) async fn system_info(
     _caller: Caller,
 ) -> Json<SystemInfo> {
     let embedder = state.engine.embedder().map(|e| EmbedderInfo {
-        model_id: e.model().model_id().to_owned(),
+        model_id: redact_url(e.model().model_id()),
         dimensions: e.model().dimensions(),
     });
     Json(SystemInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         open: state.config.open,
         embedder,
-        llm: state.engine.generator().map(|g| g.name().to_owned()),
-        reranker: state.engine.reranker().name().to_owned(),
+        llm: state.engine.generator().map(|g| redact_url(g.name())),
+        reranker: redact_url(state.engine.reranker().name()),
         max_query_bytes: state.engine.config().max_query_bytes,
         max_upload_bytes: state.config.limits.max_upload_bytes,
         max_top_k: state.config.limits.max_top_k,
@@ -71,6 +74,13 @@ pub struct ConnectionTest {
     pub ms: f64,
     /// What came back, or what went wrong.
     pub detail: String,
+}
+
+/// The test's outcome with any credentials in its detail (provider names
+/// and error messages hold URLs) redacted.
+fn redacted(mut t: ConnectionTest) -> Json<ConnectionTest> {
+    t.detail = redact_url(&t.detail);
+    Json(t)
 }
 
 /// Embeds a short text with the configured embedder (a real request to the
@@ -97,7 +107,7 @@ pub(super) async fn test_embedder(
         .embed_query("ragscope connection test 连接测试")
         .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    Ok(Json(match result {
+    Ok(redacted(match result {
         Ok(v) if v.len() == e.model().dimensions() && v.iter().all(|x| x.is_finite()) => {
             ConnectionTest {
                 ok: true,
@@ -169,7 +179,7 @@ pub(super) async fn test_llm(
     })
     .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    Ok(Json(match outcome {
+    Ok(redacted(match outcome {
         Err(_) => ConnectionTest {
             ok: false,
             ms,
@@ -248,7 +258,7 @@ pub(super) async fn test_reranker(
     )
     .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    Ok(Json(match outcome {
+    Ok(redacted(match outcome {
         Err(_) => ConnectionTest {
             ok: false,
             ms,

@@ -27,17 +27,25 @@ pub async fn start_full(
     reranker: Option<Arc<dyn Reranker>>,
     generator: Option<Arc<dyn rag_core::Generator>>,
 ) -> Server {
+    start_with(limits, move |components| {
+        if let Some(r) = reranker {
+            components.reranker = r;
+        }
+        components.generator = generator;
+    })
+    .await
+}
+
+/// A server whose components the test adjusts (extractor, models, …).
+pub async fn start_with(limits: Limits, configure: impl FnOnce(&mut Components)) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
     let mut components = Components::lexical(Arc::new(store.clone()));
-    if let Some(r) = reranker {
-        components.reranker = r;
-    }
-    components.generator = generator;
     // The production default: private and loopback addresses are refused.
     components.fetcher = Some(Arc::new(
         rag_models::HttpFetcher::new(rag_models::FetchConfig::default()).unwrap(),
     ));
+    configure(&mut components);
     let engine = Engine::new(components, EngineConfig::default());
     let keys: Arc<dyn KeyStore> = Arc::new(store);
     let admin_key = rag_server::ensure_admin_key(keys.as_ref())
