@@ -241,16 +241,16 @@ impl Engine {
         } else if fusion.auto_interpolation && dense_took_part {
             let (applied, why) = lambda_after_recall(
                 (lambda, reason),
-                &analyzed,
+                analyzed,
                 run.index.lexical.language(),
-                &lists,
+                lists,
             );
             fusion.lexical_interpolation = Some(applied);
             Some(why)
         } else {
             None
         };
-        let fused = RrfFuser::new(fusion).fuse(&lists);
+        let fused = RrfFuser::new(fusion).fuse(lists);
         let elapsed = ms(t);
         run.timings.push(StageTiming {
             stage: "fused".into(),
@@ -309,7 +309,7 @@ impl Engine {
                 .collect()
         } else {
             match reranker
-                .rerank(&analyzed, candidates, run.params.rerank_top_k)
+                .rerank(analyzed, candidates, run.params.rerank_top_k)
                 .await
             {
                 Ok(r) => {
