@@ -4,7 +4,7 @@ use crate::render;
 use crate::{core_err, App, UserFacing};
 use clap::{Args, Parser, Subcommand};
 use futures::StreamExt;
-use rag_core::{Filters, FusionParams, PathKind, QueryRequest, RetrievalParams};
+use rag_core::{Filters, FusionParams, QueryRequest, RetrievalParams};
 use rag_engine::{parse_facts_tsv, parse_synonyms_tsv};
 use rag_store::OpenMode;
 use std::path::{Path, PathBuf};
