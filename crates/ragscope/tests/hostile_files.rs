@@ -121,6 +121,19 @@ impl Served {
     }
 }
 
+/// A data directory with the demo loaded, lexical only; the directory
+/// lives as long as the returned guard.
+fn demo_without_vectors() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_EMBEDDER__KIND", "none")
+        .args(["demo", "--dir"])
+        .arg(demo_dir());
+    ok(c);
+    (dir, data)
+}
+
 /// The outcome of an upload's one file: `indexed` or `failed` with its reason.
 fn outcome(sse: &str) -> (String, String) {
     let mut kind = String::new();
@@ -285,13 +298,7 @@ fn nested_markdown() -> Vec<u8> {
 
 #[test]
 fn hostile_files_fail_cleanly_and_the_server_keeps_answering() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut c = cmd(&data);
-    c.env("RAGSCOPE_EMBEDDER__KIND", "none")
-        .args(["demo", "--dir"])
-        .arg(demo_dir());
-    ok(c);
+    let (_dir, data) = demo_without_vectors();
     let mut server = Served::start(&data, &[]);
     let kb = "demo";
     server.query_ok(kb, "怎么退款");
@@ -344,13 +351,7 @@ fn extraction_limits_fail_the_file_and_nothing_else() {
         ("abort", "120000", "120000", "the parser crashed"),
     ];
     for (action, cpu_ms, wall_ms, expected) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let mut c = cmd(&data);
-        c.env("RAGSCOPE_EMBEDDER__KIND", "none")
-            .args(["demo", "--dir"])
-            .arg(demo_dir());
-        ok(c);
+        let (_dir, data) = demo_without_vectors();
         let spec = format!("extract.worker={action}");
         let mut server = Served::start(
             &data,
@@ -381,13 +382,7 @@ fn extraction_limits_fail_the_file_and_nothing_else() {
 #[cfg(unix)]
 #[test]
 fn sigterm_stops_the_server_within_five_seconds_whatever_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut c = cmd(&data);
-    c.env("RAGSCOPE_EMBEDDER__KIND", "none")
-        .args(["demo", "--dir"])
-        .arg(demo_dir());
-    ok(c);
+    let (_dir, data) = demo_without_vectors();
     let mut server = Served::start(
         &data,
         &[
