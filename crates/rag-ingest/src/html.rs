@@ -5,7 +5,10 @@
 //! articles, footers, asides, forms, scripts, styles, hidden elements and
 //! link lists are left out. Headings are kept as heading blocks.
 
-use ego_tree::NodeRef;
+use std::collections::HashMap;
+
+use ego_tree::iter::Edge;
+use ego_tree::{NodeId, NodeRef};
 use scraper::{node::Element, Html, Node};
 
 use crate::doc::{collapse_ws, BlockKind, TextBuilder};
@@ -107,22 +110,46 @@ fn is_dropped(el: &Element, in_article: bool) -> bool {
         })
 }
 
-/// Text length of a subtree and of its link text, in characters, skipping
-/// dropped elements.
-fn text_lens(node: NodeRef<'_, Node>, in_link: bool) -> (usize, usize) {
-    match node.value() {
-        Node::Text(t) => {
-            let n = t.chars().filter(|c| !c.is_whitespace()).count();
-            (n, if in_link { n } else { 0 })
+/// Text length of every element's subtree and of its link text, in
+/// characters, skipping dropped elements; computed once per page in one
+/// pass without recursion (a page nested 100,000 deep is linear work and no
+/// deeper stack).
+struct TextLens(HashMap<NodeId, (usize, usize)>);
+
+impl TextLens {
+    fn new(doc: &Html) -> Self {
+        let mut map = HashMap::new();
+        // Sums of the children of each open node.
+        let mut open: Vec<(usize, usize)> = Vec::new();
+        for edge in doc.tree.root().traverse() {
+            match edge {
+                Edge::Open(_) => open.push((0, 0)),
+                Edge::Close(node) => {
+                    let (total, link) = open.pop().unwrap_or_default();
+                    let v = match node.value() {
+                        Node::Text(t) => (t.chars().filter(|c| !c.is_whitespace()).count(), 0),
+                        Node::Element(el) if is_dropped(el, true) => (0, 0),
+                        // Everything under a link is link text.
+                        Node::Element(el) if el.name() == "a" => (total, total),
+                        Node::Element(_) => (total, link),
+                        _ => (0, 0),
+                    };
+                    if node.value().is_element() {
+                        map.insert(node.id(), v);
+                    }
+                    if let Some(parent) = open.last_mut() {
+                        parent.0 += v.0;
+                        parent.1 += v.1;
+                    }
+                }
+            }
         }
-        Node::Element(el) if is_dropped(el, true) => (0, 0),
-        Node::Element(el) => {
-            let link = in_link || el.name() == "a";
-            node.children()
-                .map(|c| text_lens(c, link))
-                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
-        }
-        _ => (0, 0),
+        TextLens(map)
+    }
+
+    /// (text, link text) of an element's subtree.
+    fn of(&self, node: NodeRef<'_, Node>) -> (usize, usize) {
+        self.0.get(&node.id()).copied().unwrap_or_default()
     }
 }
 
@@ -130,22 +157,32 @@ fn element<'a>(node: NodeRef<'a, Node>) -> Option<&'a Element> {
     node.value().as_element()
 }
 
+/// The elements below `node` (not itself) that match, in document order.
+/// Only elements are searched through (not, say, a template's contents),
+/// without recursion.
 fn find_all<'a>(
     node: NodeRef<'a, Node>,
     pred: &dyn Fn(&Element) -> bool,
     out: &mut Vec<NodeRef<'a, Node>>,
 ) {
-    for c in node.children() {
-        if let Some(el) = element(c) {
-            if pred(el) {
-                out.push(c);
-            }
-            find_all(c, pred, out);
+    let mut skip: Option<NodeId> = None;
+    for edge in node.traverse() {
+        match edge {
+            Edge::Open(d) if skip.is_none() && d.id() != node.id() => match element(d) {
+                Some(el) => {
+                    if pred(el) {
+                        out.push(d);
+                    }
+                }
+                None => skip = Some(d.id()),
+            },
+            Edge::Close(d) if skip == Some(d.id()) => skip = None,
+            _ => {}
         }
     }
 }
 
-fn content_root(doc: &Html) -> NodeRef<'_, Node> {
+fn content_root<'a>(doc: &'a Html, lens: &TextLens) -> NodeRef<'a, Node> {
     let root = doc.tree.root();
     let mut mains = Vec::new();
     find_all(
@@ -153,15 +190,15 @@ fn content_root(doc: &Html) -> NodeRef<'_, Node> {
         &|e| e.name() == "main" || e.attr("role") == Some("main"),
         &mut mains,
     );
-    if let Some(m) = mains.into_iter().max_by_key(|m| text_lens(*m, false).0) {
-        if text_lens(m, false).0 > 0 {
+    if let Some(m) = mains.into_iter().max_by_key(|m| lens.of(*m).0) {
+        if lens.of(m).0 > 0 {
             return m;
         }
     }
     let mut articles = Vec::new();
     find_all(root, &|e| e.name() == "article", &mut articles);
-    if let Some(a) = articles.into_iter().max_by_key(|a| text_lens(*a, false).0) {
-        if text_lens(a, false).0 > 0 {
+    if let Some(a) = articles.into_iter().max_by_key(|a| lens.of(*a).0) {
+        if lens.of(a).0 > 0 {
             return a;
         }
     }
@@ -172,11 +209,10 @@ fn content_root(doc: &Html) -> NodeRef<'_, Node> {
         &|e| matches!(e.name(), "p" | "pre" | "td" | "blockquote"),
         &mut paragraphs,
     );
-    let mut scores: std::collections::HashMap<ego_tree::NodeId, f64> =
-        std::collections::HashMap::new();
-    let mut add = |id: ego_tree::NodeId, s: f64| *scores.entry(id).or_default() += s;
+    let mut scores: HashMap<NodeId, f64> = HashMap::new();
+    let mut add = |id: NodeId, s: f64| *scores.entry(id).or_default() += s;
     for p in paragraphs {
-        let (len, link) = text_lens(p, false);
+        let (len, link) = lens.of(p);
         if len < 20 {
             continue;
         }
@@ -200,106 +236,172 @@ fn content_root(doc: &Html) -> NodeRef<'_, Node> {
     best.unwrap_or(body)
 }
 
-struct Walker {
+struct Walker<'l> {
     out: TextBuilder,
     buf: String,
     kind: BlockKind,
     pre: usize,
     in_article: bool,
+    lens: &'l TextLens,
 }
 
-impl Walker {
+/// What closing an element does (the walk keeps one per open element).
+enum OnClose {
+    Nothing,
+    Flush,
+    /// Flush, then leave a `<pre>`.
+    Pre,
+    /// Flush if the block was opened, then restore `in_article`.
+    Article {
+        flush: bool,
+        was: bool,
+    },
+}
+
+impl Walker<'_> {
     fn flush(&mut self) {
         self.out.push(self.kind, &self.buf);
         self.buf.clear();
         self.kind = BlockKind::Paragraph;
     }
 
-    fn block(&mut self, node: NodeRef<'_, Node>, kind: BlockKind) {
+    /// Starts a block; returns whether closing it flushes.
+    fn open_block(&mut self, kind: BlockKind) -> bool {
         // `<li><p>text</p></li>`: the paragraph continues the list item.
         if self.kind == BlockKind::ListItem
             && self.buf.trim() == "-"
             && kind == BlockKind::Paragraph
         {
-            self.children(node);
-            return;
+            return false;
         }
         self.flush();
         self.kind = kind;
-        self.children(node);
         // Text after a nested block inside this one is emitted as a paragraph.
-        self.flush();
+        true
     }
 
-    fn children(&mut self, node: NodeRef<'_, Node>) {
-        for c in node.children() {
-            self.walk(c);
+    fn flush_if(b: bool) -> OnClose {
+        if b {
+            OnClose::Flush
+        } else {
+            OnClose::Nothing
         }
     }
 
-    fn walk(&mut self, node: NodeRef<'_, Node>) {
-        match node.value() {
-            Node::Text(t) => {
-                if self.pre > 0 {
-                    self.buf.push_str(t);
-                } else {
-                    collapse_ws(t, &mut self.buf);
+    /// Opens an element: what to do when it closes, or `None` to skip its
+    /// subtree.
+    fn open(&mut self, node: NodeRef<'_, Node>, el: &Element) -> Option<OnClose> {
+        if is_dropped(el, self.in_article) {
+            return None;
+        }
+        let name = el.name();
+        Some(match name {
+            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => {
+                let level = name.as_bytes()[1] - b'0';
+                Self::flush_if(self.open_block(BlockKind::Heading { level }))
+            }
+            "li" => {
+                self.flush();
+                self.kind = BlockKind::ListItem;
+                self.buf.push_str("- ");
+                OnClose::Flush
+            }
+            "ul" | "ol" => {
+                // A list that is nearly all links is navigation.
+                let (len, link) = self.lens.of(node);
+                if len > 0
+                    && link * 10 >= len * 8
+                    && node.children().filter(|c| element(*c).is_some()).count() >= 3
+                {
+                    return None;
+                }
+                Self::flush_if(self.open_block(BlockKind::Paragraph))
+            }
+            "pre" => {
+                self.pre += 1;
+                self.open_block(BlockKind::Code);
+                OnClose::Pre
+            }
+            "tr" => Self::flush_if(self.open_block(BlockKind::TableRow)),
+            "td" | "th" => {
+                if self.kind == BlockKind::TableRow && !self.buf.trim().is_empty() {
+                    self.buf.push_str(" | ");
+                }
+                OnClose::Nothing
+            }
+            "br" => {
+                self.buf.push('\n');
+                return None;
+            }
+            "img" => return None,
+            "article" => {
+                let was = self.in_article;
+                self.in_article = true;
+                let flush = self.open_block(BlockKind::Paragraph);
+                OnClose::Article { flush, was }
+            }
+            "blockquote" => Self::flush_if(self.open_block(BlockKind::Paragraph)),
+            _ if BLOCKS.contains(&name) => Self::flush_if(self.open_block(BlockKind::Paragraph)),
+            _ => OnClose::Nothing,
+        })
+    }
+
+    fn close(&mut self, action: OnClose) {
+        match action {
+            OnClose::Nothing => {}
+            OnClose::Flush => self.flush(),
+            OnClose::Pre => {
+                self.flush();
+                self.pre -= 1;
+            }
+            OnClose::Article { flush, was } => {
+                if flush {
+                    self.flush();
+                }
+                self.in_article = was;
+            }
+        }
+    }
+
+    /// Walks the subtree of `root` in document order, without recursion.
+    fn walk(&mut self, root: NodeRef<'_, Node>) {
+        let mut skip: Option<NodeId> = None;
+        let mut pending: Vec<OnClose> = Vec::new();
+        for edge in root.traverse() {
+            match edge {
+                Edge::Open(node) => {
+                    if skip.is_some() {
+                        continue;
+                    }
+                    match node.value() {
+                        Node::Text(t) => {
+                            if self.pre > 0 {
+                                self.buf.push_str(t);
+                            } else {
+                                collapse_ws(t, &mut self.buf);
+                            }
+                        }
+                        Node::Element(el) => match self.open(node, el) {
+                            Some(action) => pending.push(action),
+                            None => skip = Some(node.id()),
+                        },
+                        _ => skip = Some(node.id()),
+                    }
+                }
+                Edge::Close(node) => {
+                    if skip.is_some() {
+                        if skip == Some(node.id()) {
+                            skip = None;
+                        }
+                        continue;
+                    }
+                    if node.value().is_element() {
+                        if let Some(action) = pending.pop() {
+                            self.close(action);
+                        }
+                    }
                 }
             }
-            Node::Element(el) => {
-                if is_dropped(el, self.in_article) {
-                    return;
-                }
-                let name = el.name();
-                match name {
-                    "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => {
-                        let level = name.as_bytes()[1] - b'0';
-                        self.block(node, BlockKind::Heading { level });
-                    }
-                    "li" => {
-                        self.flush();
-                        self.kind = BlockKind::ListItem;
-                        self.buf.push_str("- ");
-                        self.children(node);
-                        self.flush();
-                    }
-                    "ul" | "ol" => {
-                        // A list that is nearly all links is navigation.
-                        let (len, link) = text_lens(node, false);
-                        if len > 0
-                            && link * 10 >= len * 8
-                            && node.children().filter(|c| element(*c).is_some()).count() >= 3
-                        {
-                            return;
-                        }
-                        self.block(node, BlockKind::Paragraph);
-                    }
-                    "pre" => {
-                        self.pre += 1;
-                        self.block(node, BlockKind::Code);
-                        self.pre -= 1;
-                    }
-                    "tr" => self.block(node, BlockKind::TableRow),
-                    "td" | "th" => {
-                        if self.kind == BlockKind::TableRow && !self.buf.trim().is_empty() {
-                            self.buf.push_str(" | ");
-                        }
-                        self.children(node);
-                    }
-                    "br" => self.buf.push('\n'),
-                    "img" => {}
-                    "article" => {
-                        let was = self.in_article;
-                        self.in_article = true;
-                        self.block(node, BlockKind::Paragraph);
-                        self.in_article = was;
-                    }
-                    "blockquote" => self.block(node, BlockKind::Paragraph),
-                    _ if BLOCKS.contains(&name) => self.block(node, BlockKind::Paragraph),
-                    _ => self.children(node),
-                }
-            }
-            _ => {}
         }
     }
 }
@@ -318,7 +420,8 @@ fn text_of(node: NodeRef<'_, Node>) -> String {
 /// (the first `<h1>` of the main text, else `<title>`).
 pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
     let doc = Html::parse_document(src);
-    let root = content_root(&doc);
+    let lens = TextLens::new(&doc);
+    let root = content_root(&doc, &lens);
     let in_article = root
         .ancestors()
         .chain(std::iter::once(root))
@@ -329,6 +432,7 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
         kind: BlockKind::Paragraph,
         pre: 0,
         in_article,
+        lens: &lens,
     };
     w.walk(root);
     w.flush();
@@ -402,6 +506,21 @@ mod tests {
             links(src),
             ["/faq", "guide.html?p=2", "https://other.example/"]
         );
+    }
+
+    #[test]
+    fn a_page_nested_thirty_thousand_deep_is_read() {
+        let depth = 30_000;
+        let page = format!(
+            "<html><body>{}<p>deep words</p>{}</body></html>",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
+        );
+        // Run on a thread with the default 2 MiB stack: no recursion per level.
+        let text = std::thread::spawn(move || extract(&page).0.text)
+            .join()
+            .unwrap();
+        assert!(text.contains("deep words"), "{text:?}");
     }
 
     #[test]
