@@ -18,6 +18,7 @@ pub mod error;
 pub mod event;
 pub mod failpoint;
 pub mod ids;
+pub mod link;
 pub mod log;
 pub mod model;
 pub mod overrides;

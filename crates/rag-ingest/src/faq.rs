@@ -144,7 +144,7 @@ fn row(r: JsonRecord, line: usize) -> Result<FaqRow, IngestError> {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty());
     if let Some(u) = &source_url {
-        if !is_web_link(u) {
+        if !rag_core::link::is_web_link(u) {
             return Err(IngestError::BadRecord {
                 line,
                 message: format!(
@@ -166,20 +166,6 @@ fn row(r: JsonRecord, line: usize) -> Result<FaqRow, IngestError> {
         valid_until,
         hash,
     })
-}
-
-/// Whether a stored link may be shown as a citation link: `http` or `https`
-/// with a host, and no control characters (`java\tscript:` is not a way
-/// around it).
-fn is_web_link(u: &str) -> bool {
-    if u.chars().any(char::is_control) {
-        return false;
-    }
-    let lower = u.to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"));
-    rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'))
 }
 
 /// FAQ entries from JSON lines (blank lines are skipped).

@@ -13,24 +13,17 @@ use rag_engine::{FaqPatch, NewFaq};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// A stored link must be an http or https URL with a host: anything else
-/// (`javascript:`, `data:`, …) would come back as a clickable citation.
-/// Control characters are refused outright, since URL parsers drop tabs and
-/// line breaks (`java\tscript:` is `javascript:` to a browser).
+/// A stored link must be an http or https URL with a host
+/// ([`rag_core::link::is_web_link`]): anything else would come back as a
+/// clickable citation.
 pub(crate) fn check_link(name: &str, url: &str) -> Result<(), ApiError> {
-    let lower = url.trim().to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"));
-    let host_ok = rest.is_some_and(|r| {
-        r.split(['/', '?', '#', '\\'])
-            .next()
-            .is_some_and(|h| !h.is_empty())
-    });
-    if !host_ok || url.chars().any(char::is_control) || url.len() > 2048 {
+    if !rag_core::link::is_web_link(url) {
         return Err(ApiError::bad_request(
             "invalid_param",
-            format!("{name} must be an http or https URL with a host (at most 2048 bytes)"),
+            format!(
+                "{name} must be an http or https URL with a host (at most {} bytes)",
+                rag_core::link::MAX_LINK_BYTES
+            ),
         ));
     }
     Ok(())
