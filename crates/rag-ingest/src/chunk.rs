@@ -107,7 +107,8 @@ impl ChunkParams {
 pub struct DocChunk {
     /// Position in the document, from 0.
     pub ordinal: u32,
-    /// Headings above it, outermost first.
+    /// Headings above it, outermost first, each cut to
+    /// [`MAX_HEADING_CHARS`] characters.
     pub heading_path: Vec<String>,
     /// Byte offset into [`ExtractedDoc::text`].
     pub start: usize,
@@ -142,6 +143,20 @@ struct Section {
     blocks: std::ops::Range<usize>,
 }
 
+/// The longest heading kept in a heading path, in characters. Every chunk
+/// of a section holds its path, so an enormous heading (a Markdown
+/// paragraph turned setext heading, a DOCX body in a heading style) would
+/// otherwise be copied into each of its thousands of chunks.
+pub const MAX_HEADING_CHARS: usize = 256;
+
+/// A heading as it appears in heading paths: cut to [`MAX_HEADING_CHARS`].
+fn heading_label(text: &str) -> String {
+    match text.char_indices().nth(MAX_HEADING_CHARS) {
+        Some((cut, _)) => text[..cut].trim_end().to_owned(),
+        None => text.to_owned(),
+    }
+}
+
 fn sections(doc: &ExtractedDoc) -> Vec<Section> {
     let mut out: Vec<Section> = Vec::new();
     let mut stack: Vec<(u8, String)> = Vec::new();
@@ -152,7 +167,7 @@ fn sections(doc: &ExtractedDoc) -> Vec<Section> {
             while stack.last().is_some_and(|(l, _)| *l >= level) {
                 stack.pop();
             }
-            stack.push((level, doc.text[b.start..b.end].to_owned()));
+            stack.push((level, heading_label(&doc.text[b.start..b.end])));
             let path: Vec<String> = stack.iter().map(|(_, t)| t.clone()).collect();
             match cur.take() {
                 // A heading with no text of its own joins the next section.
@@ -464,4 +479,51 @@ pub fn chunk(
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Block, Format};
+
+    #[test]
+    fn a_huge_heading_is_cut_in_heading_paths() {
+        // A Markdown paragraph over a `-` line is such a heading: its words
+        // must not be copied into each of its thousands of chunks.
+        let heading = "word ".repeat(20_000);
+        let heading = heading.trim_end();
+        let text = format!("{heading}\n\nBody.");
+        let doc = ExtractedDoc {
+            format: Format::Markdown,
+            encoding: None,
+            title: None,
+            blocks: vec![
+                Block {
+                    kind: BlockKind::Heading { level: 2 },
+                    start: 0,
+                    end: heading.len(),
+                },
+                Block {
+                    kind: BlockKind::Paragraph,
+                    start: heading.len() + 2,
+                    end: text.len(),
+                },
+            ],
+            text,
+            pages: vec![],
+        };
+        let params = ChunkParams {
+            target_tokens: 16,
+            overlap_tokens: 0,
+            min_split_chars: 1,
+        };
+        let chunks = chunk(&doc, &params, &ApproxTokenCounter).unwrap();
+        assert!(chunks.len() > 1000, "{}", chunks.len());
+        for c in &chunks {
+            assert_eq!(c.heading_path.len(), 1);
+            assert_eq!(c.heading_path[0].chars().count(), MAX_HEADING_CHARS);
+            assert!(heading.starts_with(&c.heading_path[0]));
+        }
+        assert_eq!(heading_label("short"), "short");
+    }
 }

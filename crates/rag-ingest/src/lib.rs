@@ -48,4 +48,7 @@ pub use html::links as html_links;
 mod chunk;
 mod sentence;
 
-pub use chunk::{chunk, ApproxTokenCounter, ChunkParams, ChunkParamsError, DocChunk, TokenCounter};
+pub use chunk::{
+    chunk, ApproxTokenCounter, ChunkParams, ChunkParamsError, DocChunk, TokenCounter,
+    MAX_HEADING_CHARS,
+};
