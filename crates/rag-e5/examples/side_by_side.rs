@@ -6,8 +6,12 @@
 //! ```text
 //! cargo run --release -p rag-e5 --example side_by_side -- DATASET_DIR [QUERIES] [PASSAGES]
 //! ```
+//!
+//! `RAGSCOPE_EMBEDDER__KERNEL` (`auto`, `amx`, `avx512`, `avx2` or
+//! `portable`; default `auto`) forces the matrix kernel tier; the tier that
+//! ran is printed as `tier`.
 
-use rag_e5::{E5Model, Kind};
+use rag_e5::{E5Model, Kernel, Kind};
 use std::time::Instant;
 
 fn field(line: &str, key: &str) -> String {
@@ -25,7 +29,11 @@ fn main() {
     let model_path = std::env::var("RAGSCOPE_MODELS_DIR")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../models").to_owned())
         + "/e5-small-q4.bin";
-    let model = E5Model::load(&model_path).expect("model loads");
+    let kernel: Kernel = std::env::var("RAGSCOPE_EMBEDDER__KERNEL")
+        .unwrap_or_else(|_| "auto".to_owned())
+        .parse()
+        .expect("RAGSCOPE_EMBEDDER__KERNEL names a tier");
+    let model = E5Model::load_with_kernel(&model_path, kernel).expect("model loads");
     let queries: Vec<String> = std::fs::read_to_string(format!("{dataset}/queries.jsonl"))
         .expect("queries.jsonl")
         .lines()
@@ -60,6 +68,7 @@ fn main() {
         "{}",
         serde_json::json!({
             "engine": "ragscope rag-e5",
+            "tier": model.kernel().as_str(),
             "threads": 1,
             "queries": queries.len(),
             "query_ms_median": times[times.len() / 2],

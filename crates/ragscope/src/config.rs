@@ -77,6 +77,12 @@ pub struct EmbedderConfig {
     pub kind: String,
     /// The e5 model file (fetched by scripts/models/fetch-e5.sh).
     pub model_path: PathBuf,
+    /// The e5 matrix kernel: "auto" (the fastest this CPU runs: AMX-INT8,
+    /// then AVX-512 VNNI, then AVX2, then portable), or one of "amx",
+    /// "avx512", "avx2", "portable" to force a tier. A tier the CPU lacks
+    /// is a start-up error, not a silent fallback.
+    #[serde(with = "kernel_setting")]
+    pub kernel: rag_models::E5Kernel,
     /// A Hugging Face BERT-family model directory, for kind = "bert"
     /// (config.json, model.safetensors, tokenizer.json; e.g. all-MiniLM-L6-v2
     /// from scripts/models/fetch-minilm.sh).
@@ -85,6 +91,20 @@ pub struct EmbedderConfig {
     pub cache_dir: Option<PathBuf>,
     /// The OpenAI-compatible endpoint, for kind = "openai".
     pub openai: OpenAiConfig,
+}
+
+/// `embedder.kernel` is spelled as [`rag_models::E5Kernel`]'s names.
+mod kernel_setting {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(k: &rag_models::E5Kernel, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(k.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<rag_models::E5Kernel, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// An OpenAI-compatible embeddings endpoint.
@@ -112,6 +132,7 @@ impl Default for EmbedderConfig {
         EmbedderConfig {
             kind: "auto".into(),
             model_path: PathBuf::from("models/e5-small-q4.bin"),
+            kernel: rag_models::E5Kernel::Auto,
             model_dir: None,
             cache_dir: None,
             openai: OpenAiConfig::default(),

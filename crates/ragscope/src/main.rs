@@ -266,8 +266,9 @@ impl App {
                 let threads = std::thread::available_parallelism()
                     .map(|n| n.get())
                     .unwrap_or(1);
-                let e = rag_models::E5Embedder::load(&cfg.model_path, threads)
+                let e = rag_models::E5Embedder::load(&cfg.model_path, threads, cfg.kernel)
                     .map_err(|e| UserFacing(e.to_string()))?;
+                tracing::info!(kernel = %e.kernel(), "e5 embedder loaded");
                 Some(Arc::new(e))
             }
             other => {
