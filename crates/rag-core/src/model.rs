@@ -488,6 +488,35 @@ pub struct KbSnapshot {
     pub vectors: Vec<PassageVector>,
 }
 
+/// What changed in a knowledge base after a given commit: enough to bring
+/// indexes built at that commit up to [`KbChanges::seq`] by touching only
+/// what the writes touched.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KbChanges {
+    /// The commit these changes lead to.
+    pub seq: u64,
+    /// Passages written since (inserted or replaced), as a snapshot at
+    /// `seq` holds them, unsearchable ones included; sorted by id.
+    pub upserted: Vec<Passage>,
+    /// Passages that existed at the earlier commit and are gone now; sorted.
+    pub removed: Vec<PassageId>,
+    /// Vectors of passages written since (of `upserted` passages, and of
+    /// passages whose vector alone changed); empty for a store that
+    /// searches vectors itself.
+    pub vectors: Vec<PassageVector>,
+    /// Passages whose vector was written without a change to their text.
+    pub revectored: Vec<PassageId>,
+    /// The whole synonym list, when it changed.
+    pub synonyms: Option<Vec<SynonymGroup>>,
+    /// The whole user dictionary, when it changed.
+    pub user_words: Option<Vec<UserWord>>,
+    /// Every vector was cleared or the embedding space changed: dense
+    /// indexes are rebuilt.
+    pub vectors_reset: bool,
+    /// The embedding space at `seq`.
+    pub space: Option<EmbeddingSpace>,
+}
+
 /// sha256 (lowercase hex) of a text: the key of its vector in the embedding
 /// cache and the stores, which compare it with the passage's current
 /// [`Passage::embedding_text`] to tell a stale vector.

@@ -287,6 +287,17 @@ pub struct DocumentInfo {
     pub owner: Option<String>,
 }
 
+/// The size of a knowledge base.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KbCounts {
+    /// Documents.
+    pub documents: usize,
+    /// Chunks of those documents.
+    pub chunks: usize,
+    /// FAQ entries (any status).
+    pub faqs: usize,
+}
+
 /// Read side of a store. Every call is scoped by a tenant.
 #[async_trait]
 pub trait StoreRead: Send + Sync {
@@ -307,6 +318,18 @@ pub trait StoreRead: Send + Sync {
         let vectors = snapshot.vectors.len();
         Ok((snapshot, vectors))
     }
+    /// What changed after commit `since` (exclusive) up to the current
+    /// commit, or `None` when the store cannot tell (it keeps no change
+    /// log, or `since` is older than what it keeps): the caller then builds
+    /// from a whole snapshot. The default keeps no change log.
+    async fn changes_since(
+        &self,
+        _tenant: &TenantId,
+        _kb: KbId,
+        _since: u64,
+    ) -> Result<Option<crate::model::KbChanges>> {
+        Ok(None)
+    }
     /// Documents of a knowledge base.
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>>;
     /// A document with its chunks in order, if it exists in this tenant's knowledge base.
@@ -324,6 +347,36 @@ pub trait StoreRead: Send + Sync {
         hash: &str,
         owner: Option<&str>,
     ) -> Result<Option<DocId>>;
+    /// The documents stored from `source` with that owner, oldest first
+    /// (normally at most one: a new version of a source replaces the older
+    /// one). Stores answer from an index on (knowledge base, source,
+    /// owner); the default filters [`StoreRead::documents`].
+    async fn document_by_source(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        source: &str,
+        owner: Option<&str>,
+    ) -> Result<Vec<DocId>> {
+        Ok(self
+            .documents(tenant, kb)
+            .await?
+            .into_iter()
+            .filter(|d| d.source == source && d.owner.as_deref() == owner)
+            .map(|d| d.id)
+            .collect())
+    }
+    /// How many documents, chunks and FAQ entries a knowledge base holds
+    /// (every owner's). Stores count with their indexes; the default loads
+    /// the listings.
+    async fn kb_counts(&self, tenant: &TenantId, kb: KbId) -> Result<KbCounts> {
+        let docs = self.documents(tenant, kb).await?;
+        Ok(KbCounts {
+            documents: docs.len(),
+            chunks: docs.iter().map(|d| d.chunks).sum(),
+            faqs: self.faqs(tenant, kb).await?.len(),
+        })
+    }
     /// FAQ entries of a knowledge base.
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>>;
     /// URL sources of a knowledge base, oldest first.

@@ -1,16 +1,38 @@
 //! The dense index of a knowledge base and its recall path.
+//!
+//! Like the lexical index it is a list of immutable parts: the vectors of
+//! the last full build (exact, or an HNSW graph above the threshold) and
+//! small exact parts holding the vectors written since, with the entries of
+//! replaced or deleted passages marked dead. [`DenseIndex::apply`] returns
+//! the index of a later commit sharing the old parts; small parts are merged
+//! once there are [`MAX_PARTS`] of them.
 
 use rag_ann::{FlatIndex, IndexKind, Query, VectorIndex, VectorIndexParams};
-use rag_core::{EmbeddingSpace, Hit, KbSnapshot, PassageId, PathKind, RankedList};
+use rag_core::{EmbeddingSpace, Hit, KbChanges, KbSnapshot, PassageId, PathKind, RankedList};
 use rag_lexical::{Filter, LexicalIndex};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Arc;
 
-/// Vectors of one knowledge base snapshot.
+/// Parts kept before the small ones are merged.
+const MAX_PARTS: usize = 8;
+
+/// One immutable part: vectors under ordinals, and the passage of each.
+struct Part {
+    ids: Vec<PassageId>,
+    ord_of: FxHashMap<PassageId, u32>,
+    index: VectorIndex<u32>,
+}
+
+/// Vectors of one knowledge base at one commit.
+#[derive(Clone)]
 pub struct DenseIndex {
     space: EmbeddingSpace,
-    /// Ordinal → passage.
-    ids: Vec<PassageId>,
-    index: VectorIndex<u32>,
+    params: VectorIndexParams,
+    parts: Vec<Arc<Part>>,
+    /// Dead ordinals per part.
+    dead: Vec<Arc<FxHashSet<u32>>>,
+    /// Live vectors.
+    live: usize,
     /// Searchable passages without a vector, or whose vector was made from another text.
     pub missing: usize,
     /// Searchable passages.
@@ -21,10 +43,34 @@ impl std::fmt::Debug for DenseIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DenseIndex")
             .field("space", &self.space)
-            .field("vectors", &self.ids.len())
+            .field("vectors", &self.live)
+            .field("parts", &self.parts.len())
             .field("missing", &self.missing)
             .finish()
     }
+}
+
+fn part(
+    dims: usize,
+    items: Vec<(PassageId, &[f32])>,
+    params: VectorIndexParams,
+) -> Result<Part, rag_ann::AnnError> {
+    let mut flat = FlatIndex::with_capacity(dims, items.len())?;
+    let mut ids = Vec::with_capacity(items.len());
+    for (id, v) in items {
+        flat.add(ids.len() as u32, v)?;
+        ids.push(id);
+    }
+    let ord_of = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (*id, i as u32))
+        .collect();
+    Ok(Part {
+        ids,
+        ord_of,
+        index: VectorIndex::from_flat(flat, params)?,
+    })
 }
 
 impl DenseIndex {
@@ -38,37 +84,145 @@ impl DenseIndex {
         let space = snapshot.space.clone()?;
         let fresh: FxHashMap<PassageId, &rag_core::PassageVector> =
             snapshot.vectors.iter().map(|v| (v.id, v)).collect();
-        let mut flat = match FlatIndex::with_capacity(space.dims, snapshot.vectors.len()) {
-            Ok(f) => f,
-            Err(e) => return Some(Err(e)),
-        };
-        let mut ids = Vec::new();
-        let (mut missing, mut total) = (0, 0);
+        let mut items = Vec::new();
+        let mut total = 0;
         for p in snapshot
             .passages
             .iter()
             .filter(|p| p.searchable && lexical.passage(p.id).is_some())
         {
             total += 1;
-            match fresh.get(&p.id) {
-                Some(v) if v.text_hash == crate::embed::text_hash(&p.embedding_text()) => {
-                    if let Err(e) = flat.add(ids.len() as u32, &v.vector) {
-                        return Some(Err(e));
-                    }
-                    ids.push(p.id);
+            if let Some(v) = fresh.get(&p.id) {
+                if v.text_hash == crate::embed::text_hash(&p.embedding_text()) {
+                    items.push((p.id, v.vector.as_slice()));
                 }
-                _ => missing += 1,
             }
         }
-        Some(
-            VectorIndex::from_flat(flat, params).map(|index| DenseIndex {
-                space,
-                ids,
-                index,
-                missing,
-                total,
-            }),
-        )
+        let live = items.len();
+        Some(part(space.dims, items, params).map(|p| DenseIndex {
+            space,
+            params,
+            parts: vec![Arc::new(p)],
+            dead: vec![Arc::new(FxHashSet::default())],
+            live,
+            missing: total - live,
+            total,
+        }))
+    }
+
+    /// The index after `changes`, given the lexical index at the same
+    /// commit (which says which passages are searchable): the vectors of
+    /// changed passages are marked dead, current vectors of written passages
+    /// go to a new exact part. `None` when the space changed or the vectors
+    /// were cleared (a full build is needed).
+    pub fn apply(
+        &self,
+        changes: &KbChanges,
+        before: &LexicalIndex,
+        lexical: &LexicalIndex,
+    ) -> Option<Result<Self, rag_ann::AnnError>> {
+        if changes.vectors_reset || changes.space.as_ref() != Some(&self.space) {
+            return None;
+        }
+        let mut next = self.clone();
+        let touched = changes
+            .removed
+            .iter()
+            .chain(changes.upserted.iter().map(|p| &p.id))
+            .chain(&changes.revectored);
+        for id in touched {
+            next.kill(*id);
+        }
+        let vectors: FxHashMap<PassageId, &rag_core::PassageVector> =
+            changes.vectors.iter().map(|v| (v.id, v)).collect();
+        let mut ids: Vec<PassageId> = changes
+            .upserted
+            .iter()
+            .map(|p| p.id)
+            .chain(changes.revectored.iter().copied())
+            .collect();
+        ids.extend(changes.removed.iter().copied());
+        ids.sort();
+        ids.dedup();
+        let counted = |l: &LexicalIndex, id: PassageId| l.passage(id).is_some_and(|p| p.searchable);
+        let mut items = Vec::new();
+        for id in ids {
+            next.total -= usize::from(counted(before, id));
+            next.total += usize::from(counted(lexical, id));
+            // Only searchable passages are in the lexical index.
+            let Some(p) = lexical.passage(id) else {
+                continue;
+            };
+            if let Some(v) = vectors.get(&id) {
+                if v.text_hash == crate::embed::text_hash(&p.embedding_text()) {
+                    items.push((id, v.vector.as_slice()));
+                }
+            }
+        }
+        if !items.is_empty() {
+            next.live += items.len();
+            match part(self.space.dims, items, self.params) {
+                Ok(p) => {
+                    next.parts.push(Arc::new(p));
+                    next.dead.push(Arc::new(FxHashSet::default()));
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        next.missing = next.total.saturating_sub(next.live);
+        Some(next.merge_parts().map(|()| next))
+    }
+
+    fn kill(&mut self, id: PassageId) {
+        for (i, p) in self.parts.iter().enumerate() {
+            if let Some(o) = p.ord_of.get(&id) {
+                if Arc::make_mut(&mut self.dead[i]).insert(*o) {
+                    self.live -= 1;
+                }
+            }
+        }
+    }
+
+    /// Merges the small parts into one once there are too many, and
+    /// rebuilds a part whose entries are mostly dead.
+    fn merge_parts(&mut self) -> Result<(), rag_ann::AnnError> {
+        let size = |i: usize, s: &Self| s.parts[i].ids.len();
+        let mut group: Vec<usize> = Vec::new();
+        if self.parts.len() > MAX_PARTS {
+            // Every part but the largest.
+            let largest = (0..self.parts.len())
+                .max_by_key(|&i| size(i, self))
+                .unwrap_or(0);
+            group = (0..self.parts.len()).filter(|&i| i != largest).collect();
+        } else if let Some(i) =
+            (0..self.parts.len()).find(|&i| self.dead[i].len() * 2 > size(i, self))
+        {
+            group = vec![i];
+        }
+        if group.is_empty() {
+            return Ok(());
+        }
+        let mut items: Vec<(PassageId, Vec<f32>)> = Vec::new();
+        for &i in &group {
+            let p = &self.parts[i];
+            for (o, v) in p.index.store().iter() {
+                if !self.dead[i].contains(&o) {
+                    items.push((p.ids[o as usize], v.to_vec()));
+                }
+            }
+        }
+        let merged = part(
+            self.space.dims,
+            items.iter().map(|(id, v)| (*id, v.as_slice())).collect(),
+            self.params,
+        )?;
+        for &i in group.iter().rev() {
+            self.parts.remove(i);
+            self.dead.remove(i);
+        }
+        self.parts.push(Arc::new(merged));
+        self.dead.push(Arc::new(FxHashSet::default()));
+        Ok(())
     }
 
     /// The embedding space.
@@ -76,12 +230,25 @@ impl DenseIndex {
         &self.space
     }
 
-    /// Which index answers searches.
+    /// Which index answers searches (of the largest part).
     pub fn kind(&self) -> IndexKind {
-        self.index.kind()
+        self.parts
+            .iter()
+            .max_by_key(|p| p.ids.len())
+            .map_or(IndexKind::Exact, |p| p.index.kind())
     }
 
-    /// The `k` passages closest to `query`, with cosine scores.
+    /// Live vectors.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no vector is live.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The `k` passages closest to `query`, with cosine scores; ties by passage id.
     pub fn search(
         &self,
         query: &[f32],
@@ -89,27 +256,43 @@ impl DenseIndex {
         filter: &Filter,
         lexical: &LexicalIndex,
     ) -> Result<RankedList, rag_ann::AnnError> {
-        let allowed = |ord: u32| {
-            lexical
-                .passage(self.ids[ord as usize])
-                .is_some_and(|p| filter.allows(p))
-        };
-        let outcome = self.index.search(&Query::new(query, k).filter(&allowed))?;
-        let hits = outcome
-            .hits
-            .iter()
+        let mut found: Vec<(PassageId, f32)> = Vec::new();
+        let mut kinds: Vec<&str> = Vec::new();
+        for (i, part) in self.parts.iter().enumerate() {
+            let dead = &self.dead[i];
+            let allowed = |ord: u32| {
+                !dead.contains(&ord)
+                    && lexical
+                        .passage(part.ids[ord as usize])
+                        .is_some_and(|p| filter.allows(p))
+            };
+            let outcome = part.index.search(&Query::new(query, k).filter(&allowed))?;
+            if !kinds.contains(&outcome.kind.as_str()) {
+                kinds.push(outcome.kind.as_str());
+            }
+            found.extend(
+                outcome
+                    .hits
+                    .iter()
+                    .map(|h| (part.ids[h.key as usize], h.score)),
+            );
+        }
+        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found.truncate(k);
+        let hits = found
+            .into_iter()
             .enumerate()
-            .map(|(i, h)| Hit {
-                id: self.ids[h.key as usize],
+            .map(|(i, (id, score))| Hit {
+                id,
                 rank: i as u32 + 1,
-                score: h.score as f64,
+                score: score as f64,
                 matched: vec![],
             })
             .collect();
         let mut notes = vec![format!(
             "index: {} over {} vectors ({})",
-            outcome.kind.as_str(),
-            self.ids.len(),
+            kinds.join(" + "),
+            self.live,
             self.space.model_id
         )];
         if self.missing > 0 {

@@ -4,8 +4,8 @@ use crate::chunk::ChunkParams;
 use crate::dense::DenseIndex;
 use crate::embed::{text_hash, CachedEmbedder};
 use rag_core::{
-    CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbId, KbSettings, KnowledgeBase,
-    PassageVector, Reranker, Store, TenantId, UserError, WriteOp,
+    CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbChanges, KbId, KbSettings,
+    KnowledgeBase, PassageVector, Reranker, Store, TenantId, UserError, WriteOp,
 };
 use rag_lexical::LexicalIndex;
 use rag_text::Analyzer;
@@ -58,14 +58,55 @@ pub struct KbIndex {
     pub dense: Option<Result<DenseIndex, String>>,
     /// The embedding space of the stored vectors, if any.
     pub space: Option<EmbeddingSpace>,
-    /// How many vectors the store holds for the knowledge base.
+    /// How many vectors the store holds for the knowledge base. When the
+    /// store searches vectors itself this is the count of the last full
+    /// build (it only chooses between exact and graph search there);
+    /// otherwise the live vectors of the dense index.
     pub vectors: usize,
+    /// Whether the store searches the vectors itself.
+    pub store_dense: bool,
 }
 
 impl KbIndex {
     /// The commit sequence these indexes reflect.
     pub fn seq(&self) -> u64 {
         self.lexical.seq()
+    }
+
+    /// The indexes after `changes`, sharing what did not change, with what
+    /// the lexical update cost; `None` when a full build is needed (the
+    /// vectors were cleared or their space changed).
+    pub fn apply(&self, changes: &KbChanges) -> Option<(KbIndex, rag_lexical::ApplyReport)> {
+        if changes.vectors_reset || (changes.space != self.space && self.space.is_some()) {
+            return None;
+        }
+        let (lexical, report) = self.lexical.apply(changes);
+        let dense = match &self.dense {
+            _ if self.store_dense => None,
+            Some(Ok(d)) => Some(
+                d.apply(changes, &self.lexical, &lexical)?
+                    .map_err(|e| e.to_string()),
+            ),
+            // Vectors arrived for the first time, or the old ones could not
+            // be loaded: build from scratch.
+            None if changes.space.is_some() => return None,
+            None => None,
+            Some(Err(_)) => return None,
+        };
+        let vectors = match &dense {
+            Some(Ok(d)) => d.len(),
+            _ => self.vectors,
+        };
+        Some((
+            KbIndex {
+                lexical,
+                dense,
+                space: changes.space.clone(),
+                vectors,
+                store_dense: self.store_dense,
+            },
+            report,
+        ))
     }
 }
 
@@ -124,8 +165,9 @@ pub(crate) struct Inner {
     pub(crate) analyzer: Analyzer,
     /// Indexes by knowledge base, each tagged with the commit sequence it reflects.
     indexes: Mutex<HashMap<KbId, Arc<KbIndex>>>,
-    /// Serialises index builds so two queries do not build the same index twice.
-    build: tokio::sync::Mutex<()>,
+    /// Per knowledge base, serialises index work so two queries do not
+    /// build or update the same index twice.
+    build: Mutex<HashMap<KbId, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// Knowledge-base names: 1–64 characters, no control characters or slashes,
@@ -163,7 +205,7 @@ impl Engine {
                 config,
                 analyzer: Analyzer::new(),
                 indexes: Mutex::new(HashMap::new()),
-                build: tokio::sync::Mutex::new(()),
+                build: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -238,8 +280,13 @@ impl Engine {
         self.inner.components.reranker.clone()
     }
 
-    /// The indexes of a knowledge base at its current commit; built (off the
-    /// async runtime) when missing or stale.
+    /// The indexes of a knowledge base at its current commit. An index of
+    /// an earlier commit is brought up to date with the store's change log
+    /// (touching only what the writes touched); without one, or when the
+    /// store cannot tell what changed, the indexes are built from a whole
+    /// snapshot. Both run off the async runtime, under a lock of this
+    /// knowledge base only: other knowledge bases' queries never wait.
+    /// Queries already running keep the index they started with.
     pub async fn index(
         &self,
         tenant: &TenantId,
@@ -249,19 +296,33 @@ impl Engine {
         if let Some(ix) = self.cached(kb.id, seq) {
             return Ok(ix);
         }
-        let _guard = self.inner.build.lock().await;
-        if let Some(ix) = self.cached(kb.id, seq) {
-            return Ok(ix);
+        let lock = self.build_lock(kb.id);
+        let _guard = lock.lock().await;
+        let seq = self.store().kb_seq(tenant, kb.id).await?;
+        let previous = self.cached_any(kb.id);
+        if let Some(ix) = previous.as_ref().filter(|ix| ix.seq() == seq) {
+            return Ok(ix.clone());
+        }
+        let started = std::time::Instant::now();
+        if let Some(old) = previous.filter(|ix| ix.seq() < seq) {
+            if let Some(changes) = self.store().changes_since(tenant, kb.id, old.seq()).await? {
+                let updated = tokio::task::spawn_blocking(move || old.apply(&changes))
+                    .await
+                    .map_err(|e| CoreError::Component {
+                        component: "index".into(),
+                        message: e.to_string(),
+                    })?;
+                if let Some((index, report)) = updated {
+                    tracing::debug!(kb = %kb.name, seq = index.seq(), analysed = report.analysed, removed = report.removed, merged = report.merged, segments = report.segments, us = started.elapsed().as_micros() as u64, "updated indexes");
+                    return Ok(self.install(kb.id, index));
+                }
+            }
         }
         // A store that searches vectors itself sends only their number.
         let (snapshot, vector_count) = self.store().index_snapshot(tenant, kb.id).await?;
         let analyzer = self.inner.analyzer.clone();
-        let started = std::time::Instant::now();
         let vector_params = self.inner.config.vectors;
-        let store_dense = self
-            .store()
-            .store_recall()
-            .is_some_and(|r| r.serves(rag_core::PathKind::Dense));
+        let store_dense = self.store_dense();
         let index = tokio::task::spawn_blocking(move || {
             let lexical = LexicalIndex::build(&analyzer, &snapshot);
             let dense = if store_dense {
@@ -275,6 +336,7 @@ impl Engine {
                 dense,
                 space: snapshot.space.clone(),
                 vectors: vector_count,
+                store_dense,
             }
         })
         .await
@@ -283,13 +345,34 @@ impl Engine {
             message: e.to_string(),
         })?;
         tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
+        Ok(self.install(kb.id, index))
+    }
+
+    fn store_dense(&self) -> bool {
+        self.store()
+            .store_recall()
+            .is_some_and(|r| r.serves(rag_core::PathKind::Dense))
+    }
+
+    fn install(&self, kb: KbId, index: KbIndex) -> Arc<KbIndex> {
         let index = Arc::new(index);
-        self.inner
-            .indexes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(kb.id, index.clone());
-        Ok(index)
+        let mut map = self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner());
+        // Never replace a newer index with an older one.
+        if map.get(&kb).is_none_or(|ix| ix.seq() <= index.seq()) {
+            map.insert(kb, index.clone());
+        }
+        index
+    }
+
+    /// The lock serialising index work on one knowledge base.
+    fn build_lock(&self, kb: KbId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.inner.build.lock().unwrap_or_else(|p| p.into_inner());
+        locks.entry(kb).or_default().clone()
+    }
+
+    fn cached_any(&self, kb: KbId) -> Option<Arc<KbIndex>> {
+        let map = self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&kb).cloned()
     }
 
     fn cached(&self, kb: KbId, seq: u64) -> Option<Arc<KbIndex>> {

@@ -1,7 +1,7 @@
 //! BM25 scoring over the index.
 
 use crate::filter::Filter;
-use crate::index::{LexicalIndex, FIELDS, GRAMS, WORD_FIELDS};
+use crate::index::{LexicalIndex, Ref, FIELDS, GRAMS, WORD_FIELDS};
 use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList, TokenKind};
 
 /// A query term with a weight (1 for the query's own terms, less for
@@ -9,7 +9,7 @@ use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList, 
 /// bigram field.
 #[derive(Debug, Clone)]
 pub(crate) struct WeightedTerm {
-    pub id: u32,
+    pub text: Box<str>,
     pub weight: f32,
     pub gram: bool,
 }
@@ -26,125 +26,151 @@ fn saturate(tf: f32, len: f32, avg: f32, k1: f32, b: f32) -> f32 {
 }
 
 impl LexicalIndex {
-    /// Scores every passage containing at least one term; returns the best `k`
-    /// that pass the filter as (ordinal, score), best first, ties by ordinal.
+    /// Scores every live passage containing at least one term; returns the
+    /// best `k` that pass the filter, best first, ties by passage id.
+    /// Statistics (passages, document frequencies, average lengths) are
+    /// those of the live passages, so the scores do not depend on how the
+    /// passages are spread over segments.
     pub(crate) fn score_terms(
         &self,
         terms: &[WeightedTerm],
         params: &Bm25Params,
         filter: &Filter,
         k: usize,
-    ) -> Vec<(u32, f64)> {
+    ) -> Vec<(Ref, f64)> {
         let n = self.text_count as f32;
-        let mut acc = vec![0f32; self.text_count as usize];
-        let mut touched: Vec<u32> = Vec::new();
-        let mut add = |ord: u32, v: f32| {
-            let slot = &mut acc[ord as usize];
-            if *slot == 0.0 && v > 0.0 {
-                touched.push(ord);
-            }
-            *slot += v;
-        };
+        let avg_len = self.avg_len();
+        let mut offsets = Vec::with_capacity(self.segments.len());
+        let mut total = 0usize;
+        for seg in &self.segments {
+            offsets.push(total);
+            total += seg.len();
+        }
+        let mut acc = vec![0f32; total];
+        let mut touched: Vec<Ref> = Vec::new();
         for wt in terms {
-            let term = &self.terms[wt.id as usize];
-            if wt.gram {
-                if params.ngram_weight <= 0.0 || term.df[GRAMS] == 0 {
-                    continue;
-                }
-                let w = wt.weight * params.ngram_weight * idf(n, term.df[GRAMS] as f32);
-                for p in term.postings.iter().filter(|p| p.tf[GRAMS] > 0) {
-                    let len = self.lengths[p.ord as usize][GRAMS] as f32;
-                    add(
-                        p.ord,
-                        w * saturate(
-                            p.tf[GRAMS] as f32,
-                            len,
-                            self.avg_len[GRAMS],
-                            params.k1,
-                            params.b,
-                        ),
-                    );
-                }
+            let Some(stats) = self.term_stats(&wt.text) else {
                 continue;
-            }
-            match params.fields {
-                FieldMode::Flat => {
-                    if term.word_df == 0 {
+            };
+            for (si, seg) in self.segments.iter().enumerate() {
+                let Some(term) = seg.term(&wt.text) else {
+                    continue;
+                };
+                let dead = &self.dead[si];
+                let base = offsets[si];
+                let mut add = |ord: u32, v: f32| {
+                    let slot = &mut acc[base + ord as usize];
+                    if *slot == 0.0 && v > 0.0 {
+                        touched.push(Ref {
+                            seg: si as u32,
+                            ord,
+                        });
+                    }
+                    *slot += v;
+                };
+                let live = term.postings.iter().filter(|p| !dead.contains(p.ord));
+                if wt.gram {
+                    if params.ngram_weight <= 0.0 || stats.df[GRAMS] == 0 {
                         continue;
                     }
-                    let w = wt.weight * idf(n, term.word_df as f32);
-                    let avg = self.avg_len[FIELDS];
-                    for p in &term.postings {
-                        let tf: f32 = p.tf[..WORD_FIELDS].iter().map(|t| *t as f32).sum();
-                        if tf == 0.0 {
-                            continue;
-                        }
-                        let len: u32 = self.lengths[p.ord as usize][..WORD_FIELDS].iter().sum();
+                    let w = wt.weight * params.ngram_weight * idf(n, stats.df[GRAMS] as f32);
+                    for p in live.filter(|p| p.tf[GRAMS] > 0) {
+                        let len = seg.lengths[p.ord as usize][GRAMS] as f32;
                         add(
                             p.ord,
-                            w * saturate(tf, len as f32, avg, params.k1, params.b),
+                            w * saturate(
+                                p.tf[GRAMS] as f32,
+                                len,
+                                avg_len[GRAMS],
+                                params.k1,
+                                params.b,
+                            ),
                         );
                     }
+                    continue;
                 }
-                FieldMode::MultiField { title, body, tags } => {
-                    let fw = [title, body, tags];
-                    let idfs: [f32; WORD_FIELDS] =
-                        std::array::from_fn(|f| idf(n, term.df[f] as f32));
-                    for p in &term.postings {
-                        let len = &self.lengths[p.ord as usize];
-                        let mut s = 0.0;
-                        for f in 0..WORD_FIELDS {
-                            if p.tf[f] > 0 && fw[f] > 0.0 {
-                                s += fw[f]
-                                    * idfs[f]
-                                    * saturate(
-                                        p.tf[f] as f32,
-                                        len[f] as f32,
-                                        self.avg_len[f],
-                                        params.k1,
-                                        params.b,
-                                    );
-                            }
+                match params.fields {
+                    FieldMode::Flat => {
+                        if stats.word_df == 0 {
+                            continue;
                         }
-                        add(p.ord, wt.weight * s);
+                        let w = wt.weight * idf(n, stats.word_df as f32);
+                        let avg = avg_len[FIELDS];
+                        for p in live {
+                            let tf: f32 = p.tf[..WORD_FIELDS].iter().map(|t| *t as f32).sum();
+                            if tf == 0.0 {
+                                continue;
+                            }
+                            let len: u32 = seg.lengths[p.ord as usize][..WORD_FIELDS].iter().sum();
+                            add(
+                                p.ord,
+                                w * saturate(tf, len as f32, avg, params.k1, params.b),
+                            );
+                        }
+                    }
+                    FieldMode::MultiField { title, body, tags } => {
+                        let fw = [title, body, tags];
+                        let idfs: [f32; WORD_FIELDS] =
+                            std::array::from_fn(|f| idf(n, stats.df[f] as f32));
+                        for p in live {
+                            let len = &seg.lengths[p.ord as usize];
+                            let mut s = 0.0;
+                            for f in 0..WORD_FIELDS {
+                                if p.tf[f] > 0 && fw[f] > 0.0 {
+                                    s += fw[f]
+                                        * idfs[f]
+                                        * saturate(
+                                            p.tf[f] as f32,
+                                            len[f] as f32,
+                                            avg_len[f],
+                                            params.k1,
+                                            params.b,
+                                        );
+                                }
+                            }
+                            add(p.ord, wt.weight * s);
+                        }
                     }
                 }
             }
         }
-        let mut scored: Vec<(u32, f64)> = touched
+        let mut scored: Vec<(Ref, f64)> = touched
             .into_iter()
-            .filter(|o| acc[*o as usize] > 0.0 && filter.allows(&self.passages[*o as usize]))
-            .map(|o| (o, acc[o as usize] as f64))
+            .map(|r| (r, acc[offsets[r.seg as usize] + r.ord as usize]))
+            .filter(|(r, v)| *v > 0.0 && filter.allows(self.passage_at(*r)))
+            .map(|(r, v)| (r, v as f64))
             .collect();
-        top_k(&mut scored, k);
+        top_k(&mut scored, k, |r| self.passage_at(*r).id);
         scored
     }
 
-    /// Turns scored ordinals into a ranked list, recording which of `terms` each hit contains.
+    /// Turns scored passages into a ranked list, recording which of `terms` each hit contains.
     pub(crate) fn ranked(
         &self,
         path: PathKind,
-        scored: Vec<(u32, f64)>,
+        scored: Vec<(Ref, f64)>,
         terms: &[WeightedTerm],
         notes: Vec<String>,
     ) -> RankedList {
         let hits = scored
             .into_iter()
             .enumerate()
-            .map(|(i, (ord, score))| {
+            .map(|(i, (r, score))| {
+                let seg = &self.segments[r.seg as usize];
                 let mut matched: Vec<String> = terms
                     .iter()
                     .filter(|t| {
-                        self.terms[t.id as usize]
-                            .postings
-                            .binary_search_by_key(&ord, |p| p.ord)
-                            .is_ok()
+                        seg.term(&t.text).is_some_and(|term| {
+                            term.postings
+                                .binary_search_by_key(&r.ord, |p| p.ord)
+                                .is_ok()
+                        })
                     })
-                    .map(|t| self.terms[t.id as usize].text.to_string())
+                    .map(|t| t.text.to_string())
                     .collect();
                 matched.dedup();
                 Hit {
-                    id: self.passages[ord as usize].id,
+                    id: seg.passages[r.ord as usize].id,
                     rank: i as u32 + 1,
                     score,
                     matched,
@@ -158,12 +184,11 @@ impl LexicalIndex {
     pub(crate) fn query_terms(&self, q: &AnalyzedQuery) -> Vec<WeightedTerm> {
         q.tokens
             .iter()
-            .filter_map(|t| {
-                self.term_id(&t.text).map(|id| WeightedTerm {
-                    id,
-                    weight: 1.0,
-                    gram: t.kind == TokenKind::HanBigram,
-                })
+            .filter(|t| self.segments.iter().any(|s| s.term(&t.text).is_some()))
+            .map(|t| WeightedTerm {
+                text: t.text.as_str().into(),
+                weight: 1.0,
+                gram: t.kind == TokenKind::HanBigram,
             })
             .collect()
     }
@@ -181,7 +206,7 @@ impl LexicalIndex {
         let unknown: Vec<&str> = q
             .tokens
             .iter()
-            .filter(|t| self.visible_term_id(&t.text, filter).is_none())
+            .filter(|t| !self.term_visible(&t.text, filter))
             .map(|t| t.text.as_str())
             .collect();
         if !unknown.is_empty() {
@@ -192,9 +217,11 @@ impl LexicalIndex {
     }
 }
 
-/// Keeps the best `k` by score (ties: lower ordinal first), sorted.
-pub(crate) fn top_k(scored: &mut Vec<(u32, f64)>, k: usize) {
-    let cmp = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+/// Keeps the best `k` by score (ties: the smaller key first), sorted. The
+/// key is the passage id, so the order does not depend on write history.
+pub(crate) fn top_k<T, K: Ord>(scored: &mut Vec<(T, f64)>, k: usize, key: impl Fn(&T) -> K) {
+    let cmp =
+        |a: &(T, f64), b: &(T, f64)| b.1.total_cmp(&a.1).then_with(|| key(&a.0).cmp(&key(&b.0)));
     if scored.len() > k && k > 0 {
         scored.select_nth_unstable_by(k - 1, cmp);
         scored.truncate(k);
@@ -234,7 +261,7 @@ mod tests {
     #[test]
     fn top_k_keeps_best() {
         let mut v = vec![(0, 1.0), (1, 3.0), (2, 2.0), (3, 3.0)];
-        top_k(&mut v, 2);
+        top_k(&mut v, 2, |o| *o);
         assert_eq!(v, vec![(1, 3.0), (3, 3.0)]);
     }
 }

@@ -11,10 +11,9 @@ impl LexicalIndex {
     /// itself beats its synonyms.
     pub fn facts(&self, q: &AnalyzedQuery, k: usize) -> RankedList {
         let qm = normalize_for_match(&q.raw);
-        let mut scored: Vec<(u32, f64)> = Vec::new();
-        let mut matched_names: Vec<(u32, String)> = Vec::new();
-        for &ord in &self.facts {
-            let p = &self.passages[ord as usize];
+        let mut scored: Vec<(usize, f64)> = Vec::new();
+        let mut matched_names: Vec<(usize, String)> = Vec::new();
+        for (ord, p) in self.facts.iter().enumerate() {
             let mut names = vec![p.title.clone()];
             names.extend(p.aliases.iter().cloned());
             let phrases = self.synonyms.siblings(&self.analyzer, &names);
@@ -34,12 +33,12 @@ impl LexicalIndex {
                 matched_names.push((ord, name));
             }
         }
-        top_k(&mut scored, k);
+        top_k(&mut scored, k, |o| self.facts[*o].id);
         let hits = scored
             .into_iter()
             .enumerate()
             .map(|(i, (ord, score))| Hit {
-                id: self.passages[ord as usize].id,
+                id: self.facts[ord].id,
                 rank: i as u32 + 1,
                 score,
                 matched: matched_names

@@ -3,7 +3,8 @@
 
 use crate::bm25::WeightedTerm;
 use crate::filter::Filter;
-use crate::index::{LexicalIndex, Term};
+use crate::index::LexicalIndex;
+use crate::segment::Term;
 use rag_core::{AnalyzedQuery, Bm25Params, PathKind, RankedList, TokenKind};
 use rag_text::{is_han, pinyin_key};
 use rustc_hash::FxHashMap;
@@ -67,51 +68,64 @@ impl FuzzyVocab {
 #[derive(Debug, Clone)]
 struct Correction {
     from: String,
-    to: u32,
+    to: Box<str>,
     similarity: f32,
 }
 
 impl LexicalIndex {
     fn trigram_corrections(&self, word: &str, threshold: f32, filter: &Filter) -> Vec<Correction> {
         let tg = trigrams(word);
-        let mut shared: FxHashMap<u32, u16> = FxHashMap::default();
-        for g in &tg {
-            if let Some(ids) = self.fuzzy.trigrams.get(g) {
-                for id in ids {
-                    *shared.entry(*id).or_default() += 1;
+        // Similarity depends on the two words only, so each segment's
+        // vocabulary gives the same figure for a term it shares.
+        let mut found: FxHashMap<Box<str>, f32> = FxHashMap::default();
+        for seg in &self.segments {
+            let mut shared: FxHashMap<u32, u16> = FxHashMap::default();
+            for g in &tg {
+                if let Some(ids) = seg.fuzzy.trigrams.get(g) {
+                    for id in ids {
+                        *shared.entry(*id).or_default() += 1;
+                    }
+                }
+            }
+            for (id, s) in shared {
+                let Some(other) = seg.fuzzy.trigram_len.get(&id) else {
+                    continue;
+                };
+                let sim = s as f32 / (tg.len() as f32 + *other as f32 - s as f32);
+                if sim >= threshold {
+                    found.insert(seg.terms[id as usize].text.clone(), sim);
                 }
             }
         }
-        let mut out: Vec<Correction> = shared
+        let mut out: Vec<(Correction, u32)> = found
             .into_iter()
-            .filter_map(|(id, s)| {
-                let other = *self.fuzzy.trigram_len.get(&id)? as f32;
-                let sim = s as f32 / (tg.len() as f32 + other - s as f32);
-                (sim >= threshold && self.term_visible(id, filter)).then(|| Correction {
-                    from: word.to_owned(),
-                    to: id,
-                    similarity: sim,
-                })
+            .filter(|(text, _)| self.term_visible(text, filter))
+            .map(|(text, sim)| {
+                let common = self.term_stats(&text).map_or(0, |s| s.passages);
+                (
+                    Correction {
+                        from: word.to_owned(),
+                        to: text,
+                        similarity: sim,
+                    },
+                    common,
+                )
             })
             .collect();
-        // Most similar first; among equals the more common term (a likelier intended word).
-        out.sort_by(|a, b| {
+        // Most similar first; among equals the more common term (a likelier
+        // intended word), then the term itself.
+        out.sort_by(|(a, ca), (b, cb)| {
             b.similarity
                 .total_cmp(&a.similarity)
-                .then_with(|| {
-                    self.terms[b.to as usize]
-                        .postings
-                        .len()
-                        .cmp(&self.terms[a.to as usize].postings.len())
-                })
+                .then_with(|| cb.cmp(ca))
                 .then_with(|| a.to.cmp(&b.to))
         });
         out.truncate(MAX_CORRECTIONS);
-        out
+        out.into_iter().map(|(c, _)| c).collect()
     }
 
     fn homophone_corrections(&self, q: &AnalyzedQuery, filter: &Filter) -> Vec<Correction> {
-        let known = |w: &str| self.visible_term_id(w, filter).is_some();
+        let known = |w: &str| self.term_visible(w, filter);
         let mut out = Vec::new();
         for window in han_windows(q) {
             if !window.may_be_typo(known) {
@@ -120,15 +134,29 @@ impl LexicalIndex {
             let Some(key) = pinyin_key(&window.text) else {
                 continue;
             };
-            if let Some(ids) = self.fuzzy.pinyin.get(&key) {
-                let visible = ids.iter().filter(|id| self.term_visible(**id, filter));
-                for id in visible.take(MAX_CORRECTIONS) {
-                    out.push(Correction {
-                        from: window.text.clone(),
-                        to: *id,
-                        similarity: HOMOPHONE_SIMILARITY,
-                    });
-                }
+            let mut texts: Vec<&str> = self
+                .segments
+                .iter()
+                .filter_map(|seg| seg.fuzzy.pinyin.get(&key).map(|ids| (seg, ids)))
+                .flat_map(|(seg, ids)| ids.iter().map(|id| &*seg.terms[*id as usize].text))
+                .collect();
+            texts.sort_unstable();
+            texts.dedup();
+            // Words of live passages only, the more common first.
+            let mut candidates: Vec<(&str, u32)> = texts
+                .into_iter()
+                .filter_map(|t| {
+                    let s = self.term_stats(t)?;
+                    (s.word_df > 0 && self.term_visible(t, filter)).then_some((t, s.word_df))
+                })
+                .collect();
+            candidates.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+            for (text, _) in candidates.into_iter().take(MAX_CORRECTIONS) {
+                out.push(Correction {
+                    from: window.text.clone(),
+                    to: text.into(),
+                    similarity: HOMOPHONE_SIMILARITY,
+                });
             }
         }
         out
@@ -154,7 +182,7 @@ impl LexicalIndex {
         for t in &q.tokens {
             if matches!(t.kind, TokenKind::Word | TokenKind::Ident)
                 && t.text.chars().count() >= 3
-                && self.visible_term_id(&t.text, filter).is_none()
+                && !self.term_visible(&t.text, filter)
             {
                 corrections.extend(self.trigram_corrections(&t.text, threshold, filter));
             }
@@ -169,16 +197,11 @@ impl LexicalIndex {
         }
         let notes = corrections
             .iter()
-            .map(|c| {
-                format!(
-                    "{} → {} ({:.2})",
-                    c.from, self.terms[c.to as usize].text, c.similarity
-                )
-            })
+            .map(|c| format!("{} → {} ({:.2})", c.from, c.to, c.similarity))
             .collect();
         let mut terms = self.query_terms(q);
         terms.extend(corrections.iter().map(|c| WeightedTerm {
-            id: c.to,
+            text: c.to.clone(),
             weight: c.similarity,
             gram: false,
         }));

@@ -1,14 +1,16 @@
-//! The in-memory inverted index of one knowledge base.
+//! The inverted index of one knowledge base: a list of immutable segments
+//! with dead passages marked, kept current by applying each write's changes.
 
 use crate::filter::Filter;
-use crate::fuzzy::FuzzyVocab;
-use crate::ngram::NgramIndex;
+use crate::segment::{Script, Segment, ANALYSIS_BATCH_BYTES};
 use crate::synonyms::SynonymTable;
 use rag_core::{
-    AnalyzedQuery, KbSnapshot, Passage, PassageId, PassageKind, PassageView, TokenKind,
+    AnalyzedQuery, KbChanges, KbSnapshot, Passage, PassageId, PassageKind, PassageView,
+    SynonymGroup, TokenKind, UserWord,
 };
 use rag_text::{detect_language, normalize, normalize_for_match, Analyzer, Mode};
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
+use std::sync::Arc;
 
 /// Fields: title, body, tags (words), and the character bigrams of Chinese text.
 pub(crate) const FIELDS: usize = 4;
@@ -16,52 +18,98 @@ pub(crate) const FIELDS: usize = 4;
 pub(crate) const WORD_FIELDS: usize = 3;
 /// The field of Chinese character bigrams.
 pub(crate) const GRAMS: usize = 3;
+/// Segments of one size class merged into one (a size class spans a factor
+/// of this too).
+const MERGE_FACTOR: usize = 8;
 
-/// One passage's occurrences of one term, per field.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Posting {
+/// The dead passages of one segment: a bit per ordinal.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dead {
+    bits: Vec<u64>,
+    count: usize,
+}
+
+impl Dead {
+    pub(crate) fn contains(&self, ord: u32) -> bool {
+        self.bits
+            .get(ord as usize / 64)
+            .is_some_and(|w| w & (1 << (ord % 64)) != 0)
+    }
+
+    fn insert(&mut self, ord: u32) -> bool {
+        let i = ord as usize / 64;
+        if self.bits.len() <= i {
+            self.bits.resize(i + 1, 0);
+        }
+        let bit = 1u64 << (ord % 64);
+        if self.bits[i] & bit != 0 {
+            return false;
+        }
+        self.bits[i] |= bit;
+        self.count += 1;
+        true
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+}
+
+/// A passage's place: segment and ordinal inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ref {
+    pub seg: u32,
     pub ord: u32,
-    pub tf: [u16; FIELDS],
 }
 
-/// A vocabulary entry.
-#[derive(Debug, Clone)]
-pub(crate) struct Term {
-    pub text: Box<str>,
-    pub kind: TokenKind,
-    pub postings: Vec<Posting>,
-    /// Passages containing the term in each field.
+/// A term's statistics over the live passages of the whole index.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TermStats {
     pub df: [u32; FIELDS],
-    /// Passages containing the term in any word field (the flat field's df).
     pub word_df: u32,
+    /// Live passages containing the term in any field.
+    pub passages: u32,
 }
 
-/// The immutable index of one knowledge base snapshot.
-#[derive(Debug)]
+/// What applying one batch of changes did: the work a write costs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Passages analysed (written ones, and those a dictionary change re-reads).
+    pub analysed: usize,
+    /// Passages marked dead (deleted or replaced).
+    pub removed: usize,
+    /// Passages copied by segment merges (not analysed again).
+    pub merged: usize,
+    /// Segments after the change.
+    pub segments: usize,
+}
+
+/// The index of one knowledge base at one commit. Cloning is cheap (the
+/// segments are shared); [`LexicalIndex::apply`] returns the index of a
+/// later commit and leaves this one as it is, so queries running on it are
+/// answered from the state they started on.
+#[derive(Debug, Clone)]
 pub struct LexicalIndex {
+    /// The analyzer without the knowledge base's user dictionary.
+    base_analyzer: Analyzer,
     pub(crate) analyzer: Analyzer,
-    pub(crate) passages: Vec<Passage>,
-    pub(crate) ord_of: FxHashMap<PassageId, u32>,
-    /// Ordinals of passages in the text index (chunks and FAQ entries).
+    user_words: Arc<Vec<UserWord>>,
+    synonym_groups: Arc<Vec<SynonymGroup>>,
+    pub(crate) synonyms: Arc<SynonymTable>,
+    pub(crate) segments: Vec<Arc<Segment>>,
+    pub(crate) dead: Vec<Arc<Dead>>,
+    /// Fact passages, sorted by id.
+    pub(crate) facts: Arc<Vec<Passage>>,
+    /// Live text passages (chunks and FAQ entries).
     pub(crate) text_count: u32,
-    pub(crate) vocab: FxHashMap<Box<str>, u32>,
-    pub(crate) terms: Vec<Term>,
-    pub(crate) lengths: Vec<[u32; FIELDS]>,
-    /// Average length of each field; the last entry is the flat word field (title + body + tags).
-    pub(crate) avg_len: [f32; FIELDS + 1],
-    /// Normalised title + body + tags of each text passage, for substring matching.
-    pub(crate) match_text: Vec<String>,
-    /// N-gram candidate filter over `match_text`.
-    pub(crate) ngrams: NgramIndex,
-    pub(crate) fuzzy: FuzzyVocab,
-    pub(crate) synonyms: SynonymTable,
-    /// Ordinals of fact passages.
-    pub(crate) facts: Vec<u32>,
+    /// Live tokens per field.
+    totals: [u64; FIELDS],
+    script: (u64, u64),
+    /// Live passages restricted to an owner (when none, every viewer sees
+    /// the whole vocabulary).
+    owned: usize,
     /// The language most of the text is written in.
     language: rag_core::Language,
-    /// Whether some passage is restricted to an owner (else every viewer
-    /// sees the whole vocabulary).
-    owned: bool,
     seq: u64,
 }
 
@@ -81,7 +129,7 @@ pub fn passage_terms(analyzer: &Analyzer, p: &Passage) -> PassageTerms {
     analyse(analyzer, p)
 }
 
-fn analyse(analyzer: &Analyzer, p: &Passage) -> PassageTerms {
+pub(crate) fn analyse(analyzer: &Analyzer, p: &Passage) -> PassageTerms {
     let mut grams = Vec::new();
     let mut take = |text: &str| -> Vec<(String, TokenKind)> {
         let mut words = Vec::new();
@@ -123,133 +171,254 @@ impl LexicalIndex {
     }
 
     fn build_in_batches(analyzer: &Analyzer, snapshot: &KbSnapshot, batch_bytes: usize) -> Self {
-        let analyzer = analyzer.with_user_words(
-            snapshot
-                .user_words
-                .iter()
-                .map(|w| (w.word.as_str(), w.freq)),
-        );
-        // Text passages first (dense ordinals 0..text_count), facts after.
-        let mut passages: Vec<Passage> = snapshot
+        let base_analyzer = analyzer.clone();
+        let analyzer = with_words(analyzer, &snapshot.user_words);
+        let text: Vec<Passage> = snapshot
             .passages
             .iter()
-            .filter(|p| p.kind() != PassageKind::Fact && p.searchable)
+            .filter(|p| is_text(p))
             .cloned()
             .collect();
-        let text_count = passages.len() as u32;
-        passages.extend(
-            snapshot
-                .passages
-                .iter()
-                .filter(|p| p.kind() == PassageKind::Fact)
-                .cloned(),
-        );
-        let facts = (text_count..passages.len() as u32).collect();
+        let mut facts: Vec<Passage> = snapshot
+            .passages
+            .iter()
+            .filter(|p| p.kind() == PassageKind::Fact)
+            .cloned()
+            .collect();
+        facts.sort_by_key(|p| p.id);
+        let segment = Segment::build(&analyzer, text, batch_bytes);
+        let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
+        let mut index = LexicalIndex {
+            base_analyzer,
+            analyzer,
+            user_words: Arc::new(snapshot.user_words.clone()),
+            synonym_groups: Arc::new(snapshot.synonyms.clone()),
+            synonyms: Arc::new(synonyms),
+            segments: Vec::new(),
+            dead: Vec::new(),
+            facts: Arc::new(facts),
+            text_count: 0,
+            totals: [0; FIELDS],
+            script: (0, 0),
+            owned: 0,
+            language: rag_core::Language::Unknown,
+            seq: snapshot.seq,
+        };
+        index.owned = index.facts.iter().filter(|p| p.owner.is_some()).count();
+        index.push_segment(segment);
+        index.language = index.corpus_language();
+        index
+    }
 
-        let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
-        let mut terms: Vec<Term> = Vec::new();
-        let mut lengths = Vec::with_capacity(text_count as usize);
-        let mut match_text = Vec::with_capacity(text_count as usize);
-        let mut totals = [0u64; FIELDS];
-        let mut local: FxHashMap<u32, [u16; FIELDS]> = FxHashMap::default();
-        // Analysed tokens take about ten times the bytes of their text, so
-        // passages are analysed in batches of bounded text size and folded
-        // into the index before the next batch: the build's peak memory stays
-        // near the size of the index instead of growing with every token.
-        let analysed = text_batches(&passages[..text_count as usize], batch_bytes)
-            .flat_map(|batch| analyse_parallel(&analyzer, batch));
-        for (ord, a) in analysed.enumerate() {
-            local.clear();
-            let mut len = [0u32; FIELDS];
-            for (field, tokens) in a.fields.into_iter().enumerate() {
-                len[field] = tokens.len() as u32;
-                totals[field] += tokens.len() as u64;
-                for (text, kind) in tokens {
-                    let id = match vocab.get(text.as_str()) {
-                        Some(id) => *id,
-                        None => {
-                            let id = terms.len() as u32;
-                            let text: Box<str> = text.into_boxed_str();
-                            vocab.insert(text.clone(), id);
-                            terms.push(Term {
-                                text,
-                                kind,
-                                postings: Vec::new(),
-                                df: [0; FIELDS],
-                                word_df: 0,
-                            });
-                            id
-                        }
-                    };
-                    let tf = local.entry(id).or_insert([0; FIELDS]);
-                    tf[field] = tf[field].saturating_add(1);
-                }
-            }
-            let mut entries: Vec<(u32, [u16; FIELDS])> =
-                local.iter().map(|(k, v)| (*k, *v)).collect();
-            entries.sort_unstable_by_key(|e| e.0);
-            for (id, tf) in entries {
-                let term = &mut terms[id as usize];
-                for (df, &n) in term.df.iter_mut().zip(&tf) {
-                    if n > 0 {
-                        *df += 1;
+    /// The index after `changes` (a later commit of the same knowledge
+    /// base), touching only what they touched: removed and replaced passages
+    /// are marked dead where they are, written ones are analysed into a new
+    /// segment, and a dictionary change re-analyses only the passages that
+    /// contain a word it added or dropped. Rankings and scores equal those
+    /// of an index built from scratch at that commit.
+    pub fn apply(&self, changes: &KbChanges) -> (LexicalIndex, ApplyReport) {
+        let mut next = self.clone();
+        let mut report = ApplyReport::default();
+        next.seq = changes.seq;
+        let changed: FxHashSet<PassageId> = changes
+            .removed
+            .iter()
+            .copied()
+            .chain(changes.upserted.iter().map(|p| p.id))
+            .collect();
+        // A dictionary change: a new analyzer, and the passages whose
+        // segmentation it may change are read again.
+        let mut reread: Vec<Passage> = Vec::new();
+        let mut analyzer_changed = false;
+        if let Some(words) = &changes.user_words {
+            if **words != **self.user_words {
+                let affected = word_difference(&self.user_words, words);
+                for r in self.containing_any(&affected) {
+                    let p = self.passage_at(r);
+                    if !changed.contains(&p.id) {
+                        reread.push(p.clone());
                     }
                 }
-                if tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
-                    term.word_df += 1;
-                }
-                term.postings.push(Posting {
-                    ord: ord as u32,
-                    tf,
-                });
+                next.analyzer = with_words(&self.base_analyzer, words);
+                next.user_words = Arc::new(words.clone());
+                analyzer_changed = true;
             }
-            lengths.push(len);
-            match_text.push(a.match_text);
         }
-        // Posting lists grew by doubling; the index is immutable from here on.
-        for term in &mut terms {
-            term.postings.shrink_to_fit();
+        if let Some(groups) = &changes.synonyms {
+            next.synonym_groups = Arc::new(groups.clone());
         }
-        terms.shrink_to_fit();
-        vocab.shrink_to_fit();
-        let n = text_count.max(1) as f32;
-        let mut avg_len = [0f32; FIELDS + 1];
-        for f in 0..FIELDS {
-            avg_len[f] = (totals[f] as f32 / n).max(1.0);
+        if analyzer_changed || changes.synonyms.is_some() {
+            next.synonyms = Arc::new(SynonymTable::build(&next.analyzer, &next.synonym_groups));
         }
-        avg_len[FIELDS] = (totals[..WORD_FIELDS].iter().sum::<u64>() as f32 / n).max(1.0);
+        // Mark dead every old version of a changed or re-read passage.
+        let reread_ids: Vec<PassageId> = reread.iter().map(|p| p.id).collect();
+        for id in changed.iter().chain(&reread_ids) {
+            if next.kill(*id) {
+                report.removed += 1;
+            }
+        }
+        let mut text: Vec<Passage> = Vec::new();
+        for p in &changes.upserted {
+            if p.kind() == PassageKind::Fact {
+                let facts = Arc::make_mut(&mut next.facts);
+                let at = facts.partition_point(|f| f.id < p.id);
+                facts.insert(at, p.clone());
+                if p.owner.is_some() {
+                    next.owned += 1;
+                }
+            } else if is_text(p) {
+                text.push(p.clone());
+            }
+        }
+        text.extend(reread);
+        text.sort_by_key(|p| p.id);
+        report.analysed = text.len();
+        if !text.is_empty() {
+            let segment = Segment::build(&next.analyzer, text, ANALYSIS_BATCH_BYTES);
+            next.push_segment(segment);
+        }
+        report.merged = next.merge_segments();
+        next.language = next.corpus_language();
+        report.segments = next.segments.len();
+        (next, report)
+    }
 
-        let language = corpus_language(&match_text);
-        let fuzzy = FuzzyVocab::build(&terms);
-        let ngrams = NgramIndex::build(&match_text);
-        let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
-        let ord_of = passages
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.id, i as u32))
-            .collect();
-        let owned = passages.iter().any(|p| p.owner.is_some());
-        LexicalIndex {
-            analyzer,
-            passages,
-            ord_of,
-            text_count,
-            vocab,
-            terms,
-            lengths,
-            avg_len,
-            match_text,
-            ngrams,
-            fuzzy,
-            synonyms,
-            facts,
-            language,
-            owned,
-            seq: snapshot.seq,
+    fn push_segment(&mut self, segment: Segment) {
+        for (o, p) in segment.passages.iter().enumerate() {
+            for (t, l) in self.totals.iter_mut().zip(&segment.lengths[o]) {
+                *t += u64::from(*l);
+            }
+            let s = segment.scripts[o];
+            self.script.0 += u64::from(s.han);
+            self.script.1 += u64::from(s.latin);
+            if p.owner.is_some() {
+                self.owned += 1;
+            }
+        }
+        self.text_count += segment.len() as u32;
+        self.segments.push(Arc::new(segment));
+        self.dead.push(Arc::new(Dead::default()));
+    }
+
+    /// Marks the passage dead wherever it lives; whether it was there.
+    fn kill(&mut self, id: PassageId) -> bool {
+        if let Ok(at) = self.facts.binary_search_by_key(&id, |p| p.id) {
+            let facts = Arc::make_mut(&mut self.facts);
+            if facts.remove(at).owner.is_some() {
+                self.owned -= 1;
+            }
+            return true;
+        }
+        let Some(r) = self.locate(id) else {
+            return false;
+        };
+        let seg = self.segments[r.seg as usize].clone();
+        Arc::make_mut(&mut self.dead[r.seg as usize]).insert(r.ord);
+        let o = r.ord as usize;
+        for (t, l) in self.totals.iter_mut().zip(&seg.lengths[o]) {
+            *t -= u64::from(*l);
+        }
+        let Script { han, latin } = seg.scripts[o];
+        self.script.0 -= u64::from(han);
+        self.script.1 -= u64::from(latin);
+        if seg.passages[o].owner.is_some() {
+            self.owned -= 1;
+        }
+        self.text_count -= 1;
+        true
+    }
+
+    /// Merges segments of one size class once there are
+    /// [`MERGE_FACTOR`] of them, compacts segments that are mostly dead and
+    /// drops empty ones; returns the passages copied.
+    fn merge_segments(&mut self) -> usize {
+        let mut copied = 0;
+        loop {
+            // Segments with nothing live go.
+            let mut i = 0;
+            while i < self.segments.len() {
+                if self.dead[i].count() == self.segments[i].len() {
+                    self.segments.remove(i);
+                    self.dead.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+            let live = |i: usize| self.segments[i].len() - self.dead[i].count();
+            let class = |n: usize| {
+                let mut c = 0;
+                let mut m = n;
+                while m >= MERGE_FACTOR {
+                    m /= MERGE_FACTOR;
+                    c += 1;
+                }
+                c
+            };
+            let mut group: Option<Vec<usize>> = None;
+            for c in 0..16 {
+                let members: Vec<usize> = (0..self.segments.len())
+                    .filter(|&i| class(live(i)) == c)
+                    .collect();
+                if members.len() >= MERGE_FACTOR {
+                    group = Some(members);
+                    break;
+                }
+            }
+            if group.is_none() {
+                group = (0..self.segments.len())
+                    .find(|&i| self.dead[i].count() * 2 > self.segments[i].len())
+                    .map(|i| vec![i]);
+            }
+            let Some(group) = group else {
+                return copied;
+            };
+            let parts: Vec<(&Segment, &Dead)> = group
+                .iter()
+                .map(|&i| (&*self.segments[i], &*self.dead[i]))
+                .collect();
+            let merged = Segment::merge(&parts);
+            copied += merged.len();
+            let at = group[0];
+            for &i in group.iter().rev() {
+                self.segments.remove(i);
+                self.dead.remove(i);
+            }
+            self.segments.insert(at, Arc::new(merged));
+            self.dead.insert(at, Arc::new(Dead::default()));
         }
     }
 
-    /// The commit sequence number of the snapshot this index was built from.
+    /// Live passages whose match text contains one of `words` (normalised
+    /// for matching), found through each segment's n-grams.
+    fn containing_any(&self, words: &[String]) -> Vec<Ref> {
+        let mut out: Vec<Ref> = Vec::new();
+        for w in words {
+            let pattern = normalize_for_match(w);
+            if pattern.is_empty() {
+                continue;
+            }
+            for (si, seg) in self.segments.iter().enumerate() {
+                let dead = &self.dead[si];
+                let candidates: Vec<u32> = match seg.ngrams.candidates(&pattern) {
+                    Some(c) => c,
+                    None => (0..seg.len() as u32).collect(),
+                };
+                for ord in candidates {
+                    if !dead.contains(ord) && seg.match_text[ord as usize].contains(&pattern) {
+                        out.push(Ref {
+                            seg: si as u32,
+                            ord,
+                        });
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|r| (r.seg, r.ord));
+        out.dedup();
+        out
+    }
+
+    /// The commit sequence number this index reflects.
     pub fn seq(&self) -> u64 {
         self.seq
     }
@@ -274,9 +443,23 @@ impl LexicalIndex {
         self.text_count == 0
     }
 
-    /// Number of distinct terms.
+    /// Number of segments (a measure of how many writes await a merge).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Number of distinct terms of the live passages (counted: it walks the
+    /// vocabulary).
     pub fn vocabulary_size(&self) -> usize {
-        self.terms.len()
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        for seg in &self.segments {
+            for t in &seg.terms {
+                if self.term_stats(&t.text).is_some_and(|s| s.passages > 0) {
+                    seen.insert(&t.text);
+                }
+            }
+        }
+        seen.len()
     }
 
     /// Analyses a query the way this index analysed its passages.
@@ -291,14 +474,49 @@ impl LexicalIndex {
         }
     }
 
-    /// Every passage of the index.
-    pub fn passages(&self) -> &[Passage] {
-        &self.passages
+    /// Every live passage of the index: text passages, then facts.
+    pub fn passages(&self) -> impl Iterator<Item = &Passage> + '_ {
+        self.segments
+            .iter()
+            .zip(&self.dead)
+            .flat_map(|(seg, dead)| {
+                seg.passages
+                    .iter()
+                    .enumerate()
+                    .filter(|(o, _)| !dead.contains(*o as u32))
+                    .map(|(_, p)| p)
+            })
+            .chain(self.facts.iter())
     }
 
     /// A passage by id.
     pub fn passage(&self, id: PassageId) -> Option<&Passage> {
-        self.ord_of.get(&id).map(|o| &self.passages[*o as usize])
+        if let Some(r) = self.locate(id) {
+            return Some(self.passage_at(r));
+        }
+        self.facts
+            .binary_search_by_key(&id, |p| p.id)
+            .ok()
+            .map(|i| &self.facts[i])
+    }
+
+    /// Where a live text passage is.
+    pub(crate) fn locate(&self, id: PassageId) -> Option<Ref> {
+        self.segments
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(si, seg)| {
+                let ord = *seg.ord_of.get(&id)?;
+                (!self.dead[si].contains(ord)).then_some(Ref {
+                    seg: si as u32,
+                    ord,
+                })
+            })
+    }
+
+    pub(crate) fn passage_at(&self, r: Ref) -> &Passage {
+        &self.segments[r.seg as usize].passages[r.ord as usize]
     }
 
     /// The passage as shown with a hit, with `matched` terms highlighted in its body.
@@ -314,100 +532,106 @@ impl LexicalIndex {
         })
     }
 
-    pub(crate) fn term_id(&self, text: &str) -> Option<u32> {
-        self.vocab.get(text).copied()
-    }
-
-    /// The term, if some passage the filter's viewer may see contains it:
-    /// what notes and typo look-ups consult, so that the words of another
-    /// owner's documents are never revealed (as "known", or as a correction).
-    pub(crate) fn visible_term_id(&self, text: &str, filter: &Filter) -> Option<u32> {
-        let id = self.term_id(text)?;
-        self.term_visible(id, filter).then_some(id)
-    }
-
-    /// Whether a passage the filter's viewer may see contains term `id`.
-    pub(crate) fn term_visible(&self, id: u32, filter: &Filter) -> bool {
-        if !self.owned || filter.sees_everything() {
-            return true;
+    /// Average length of each field over the live passages; the last entry
+    /// is the flat word field (title + body + tags).
+    pub(crate) fn avg_len(&self) -> [f32; FIELDS + 1] {
+        let n = self.text_count.max(1) as f32;
+        let mut avg = [0f32; FIELDS + 1];
+        for f in 0..FIELDS {
+            avg[f] = (self.totals[f] as f32 / n).max(1.0);
         }
-        self.terms[id as usize]
-            .postings
-            .iter()
-            .any(|p| filter.sees_owner_of(&self.passages[p.ord as usize]))
+        avg[FIELDS] = (self.totals[..WORD_FIELDS].iter().sum::<u64>() as f32 / n).max(1.0);
+        avg
     }
-}
 
-/// Text (title and body bytes) analysed per batch while building.
-const ANALYSIS_BATCH_BYTES: usize = 1 << 20;
-
-/// Consecutive runs of passages with about `budget` bytes of text each (at
-/// least one passage per run).
-fn text_batches(passages: &[Passage], budget: usize) -> impl Iterator<Item = &[Passage]> {
-    let mut rest = passages;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let mut bytes = 0;
-        let mut n = 0;
-        while n < rest.len() && (n == 0 || bytes < budget) {
-            bytes += rest[n].title.len() + rest[n].body.len();
-            n += 1;
-        }
-        let (batch, tail) = rest.split_at(n);
-        rest = tail;
-        Some(batch)
-    })
-}
-
-fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<PassageTerms> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(8);
-    if threads <= 1 || passages.len() < 256 {
-        return passages.iter().map(|p| analyse(analyzer, p)).collect();
-    }
-    let chunk = passages.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = passages
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|p| analyse(analyzer, p))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("analysis thread panicked"))
-            .collect()
-    })
-}
-
-/// The language of a corpus from its Han characters and Latin letters (a
-/// Chinese character weighs about as much as four letters).
-fn corpus_language(texts: &[String]) -> rag_core::Language {
-    let (mut han, mut latin) = (0usize, 0usize);
-    for t in texts {
-        for c in t.chars() {
-            if rag_text::is_han(c) {
-                han += 1;
-            } else if c.is_ascii_alphabetic() {
-                latin += 1;
+    /// A term's document frequencies over the live passages; `None` when no
+    /// segment has the term.
+    pub(crate) fn term_stats(&self, text: &str) -> Option<TermStats> {
+        let mut out: Option<TermStats> = None;
+        for (si, seg) in self.segments.iter().enumerate() {
+            let Some(term) = seg.term(text) else {
+                continue;
+            };
+            let s = out.get_or_insert_with(TermStats::default);
+            let dead = &self.dead[si];
+            if dead.count() == 0 {
+                for (a, b) in s.df.iter_mut().zip(&term.df) {
+                    *a += b;
+                }
+                s.word_df += term.word_df;
+                s.passages += term.postings.len() as u32;
+                continue;
+            }
+            for p in term.postings.iter().filter(|p| !dead.contains(p.ord)) {
+                for (a, &n) in s.df.iter_mut().zip(&p.tf) {
+                    if n > 0 {
+                        *a += 1;
+                    }
+                }
+                if p.tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
+                    s.word_df += 1;
+                }
+                s.passages += 1;
             }
         }
+        out
     }
-    let latin = latin / 4;
-    match (han, latin) {
-        (0, 0) => rag_core::Language::Unknown,
-        _ if han >= 4 * latin => rag_core::Language::Zh,
-        _ if latin >= 4 * han => rag_core::Language::En,
-        _ => rag_core::Language::Mixed,
+
+    /// Whether a live passage the filter's viewer may see contains the
+    /// term: what notes and typo look-ups consult, so that the words of
+    /// another owner's documents are never revealed (as "known", or as a
+    /// correction), and words only deleted passages had are unknown.
+    pub(crate) fn term_visible(&self, text: &str, filter: &Filter) -> bool {
+        let everyone = self.owned == 0 || filter.sees_everything();
+        self.segments.iter().enumerate().any(|(si, seg)| {
+            let Some(term) = seg.term(text) else {
+                return false;
+            };
+            let dead = &self.dead[si];
+            if everyone && dead.count() == 0 {
+                return !term.postings.is_empty();
+            }
+            term.postings.iter().any(|p| {
+                !dead.contains(p.ord)
+                    && (everyone || filter.sees_owner_of(&seg.passages[p.ord as usize]))
+            })
+        })
     }
+
+    /// The language of the live text from its Han characters and Latin
+    /// letters (a Chinese character weighs about as much as four letters).
+    fn corpus_language(&self) -> rag_core::Language {
+        let (han, latin) = self.script;
+        let latin = latin / 4;
+        match (han, latin) {
+            (0, 0) => rag_core::Language::Unknown,
+            _ if han >= 4 * latin => rag_core::Language::Zh,
+            _ if latin >= 4 * han => rag_core::Language::En,
+            _ => rag_core::Language::Mixed,
+        }
+    }
+}
+
+/// Whether a passage belongs in the text index (searchable chunks and FAQ entries).
+fn is_text(p: &Passage) -> bool {
+    p.kind() != PassageKind::Fact && p.searchable
+}
+
+fn with_words(analyzer: &Analyzer, words: &[UserWord]) -> Analyzer {
+    analyzer.with_user_words(words.iter().map(|w| (w.word.as_str(), w.freq)))
+}
+
+/// Words added, dropped or given another frequency between two dictionaries.
+fn word_difference(old: &[UserWord], new: &[UserWord]) -> Vec<String> {
+    let mut out: Vec<String> = old
+        .iter()
+        .filter(|w| !new.contains(w))
+        .chain(new.iter().filter(|w| !old.contains(w)))
+        .map(|w| w.word.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]
@@ -440,17 +664,15 @@ pub(crate) mod tests {
             .map(|i| faq(&format!("q{i}"), &"x".repeat(i * 10)))
             .collect();
         for budget in [1, 25, 60, 10_000] {
-            let batches: Vec<&[Passage]> = text_batches(&passages, budget).collect();
-            let ids: Vec<PassageId> = batches
-                .iter()
-                .flat_map(|b| b.iter().map(|p| p.id))
-                .collect();
-            assert_eq!(
-                ids,
-                passages.iter().map(|p| p.id).collect::<Vec<_>>(),
-                "budget {budget}"
-            );
-            assert!(batches.iter().all(|b| !b.is_empty()));
+            let mut rest: &[Passage] = &passages;
+            let mut batches: Vec<&[Passage]> = Vec::new();
+            while !rest.is_empty() {
+                let n = crate::segment::batch_len(rest, budget);
+                assert!(n > 0);
+                let (batch, tail) = rest.split_at(n);
+                batches.push(batch);
+                rest = tail;
+            }
             // A batch only goes past the budget with its last passage.
             for b in &batches {
                 let bytes: usize = b[..b.len() - 1]
@@ -459,9 +681,13 @@ pub(crate) mod tests {
                     .sum();
                 assert!(bytes < budget, "budget {budget}: {bytes}");
             }
+            if budget == 1 {
+                assert_eq!(batches.len(), 7);
+            }
+            if budget == 10_000 {
+                assert_eq!(batches.len(), 1);
+            }
         }
-        assert_eq!(text_batches(&passages, 1).count(), 7);
-        assert_eq!(text_batches(&passages, 10_000).count(), 1);
     }
 
     #[test]
@@ -488,8 +714,8 @@ pub(crate) mod tests {
         let one = LexicalIndex::build_in_batches(&analyzer, &snapshot, usize::MAX);
         let many = LexicalIndex::build_in_batches(&analyzer, &snapshot, 64);
         assert_eq!(one.vocabulary_size(), many.vocabulary_size());
-        assert_eq!(one.lengths, many.lengths);
-        assert_eq!(one.match_text, many.match_text);
+        assert_eq!(one.segments[0].lengths, many.segments[0].lengths);
+        assert_eq!(one.segments[0].match_text, many.segments[0].match_text);
         for q in ["退款", "refund answer 3", "营业时间", "reset password"] {
             let (a, b) = (one.analyze_query(q), many.analyze_query(q));
             let params = Bm25Params::default();

@@ -1,8 +1,10 @@
 //! Lexical recall paths over an in-memory inverted index.
 //!
-//! A [`LexicalIndex`] is built from one knowledge base's [`KbSnapshot`] and is
-//! immutable; the engine builds a new one when the knowledge base's commit
-//! sequence moves. It answers five paths, each returning its own ranked list:
+//! A [`LexicalIndex`] is built from one knowledge base's [`KbSnapshot`] and
+//! kept current with [`LexicalIndex::apply`], which takes the changes of
+//! later commits ([`rag_core::KbChanges`]) and returns a new index sharing
+//! the old one's immutable segments: a write costs what it wrote, not the
+//! size of the knowledge base, and answers equal a fresh build's. It answers five paths, each returning its own ranked list:
 //!
 //! - [`LexicalIndex::bm25`]: BM25 with OR semantics over title, body and tags
 //!   (flat or per-field, see [`rag_core::FieldMode`]);
@@ -41,6 +43,7 @@ mod fuzzy;
 mod highlight;
 mod index;
 mod ngram;
+mod segment;
 mod substring;
 mod synonyms;
 
@@ -48,5 +51,5 @@ pub use bm25::idf;
 pub use filter::Filter;
 pub use fuzzy::{han_windows, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
 pub use highlight::highlight;
-pub use index::{passage_terms, LexicalIndex, PassageTerms};
+pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms};
 pub use substring::{SubstringMatch, SubstringPlan, MIN_COVERAGE};

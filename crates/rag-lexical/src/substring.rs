@@ -2,7 +2,7 @@
 
 use crate::bm25::{idf, top_k};
 use crate::filter::Filter;
-use crate::index::LexicalIndex;
+use crate::index::{LexicalIndex, Ref};
 use aho_corasick::AhoCorasick;
 use rag_core::{AnalyzedQuery, Hit, PathKind, RankedList};
 use rag_text::normalize_for_match;
@@ -147,68 +147,98 @@ impl LexicalIndex {
         };
         let patterns = &plan.patterns;
         let n = self.text_count as usize;
-        let candidates: Vec<Option<Vec<u32>>> =
-            patterns.iter().map(|p| self.ngrams.candidates(p)).collect();
-        let dfs: Vec<usize> = candidates
+        // Candidates per segment and pattern (live passages only; `None`:
+        // the pattern cannot be looked up, every passage is a candidate).
+        let candidates: Vec<Vec<Option<Vec<u32>>>> = self
+            .segments
             .iter()
-            .map(|c| c.as_ref().map_or(n, Vec::len))
+            .zip(&self.dead)
+            .map(|(seg, dead)| {
+                patterns
+                    .iter()
+                    .map(|p| {
+                        seg.ngrams.candidates(p).map(|mut c| {
+                            c.retain(|o| !dead.contains(*o));
+                            c
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let dfs: Vec<usize> = (0..patterns.len())
+            .map(|p| {
+                if candidates.iter().any(|seg| seg[p].is_none()) {
+                    n
+                } else {
+                    candidates
+                        .iter()
+                        .map(|seg| seg[p].as_ref().map_or(0, Vec::len))
+                        .sum()
+                }
+            })
             .collect();
         let weights = plan.weights(&dfs, n);
         let key_start = plan.key_start();
         let key_total: f64 = weights[key_start..].iter().sum();
         let min_coverage = f64::from(MIN_COVERAGE);
 
-        let mut bound = vec![0f64; n];
-        let mut everywhere = 0f64;
-        for p in key_start..patterns.len() {
-            match &candidates[p] {
-                Some(list) => list.iter().for_each(|o| bound[*o as usize] += weights[p]),
-                None => everywhere += weights[p],
+        let mut scored: Vec<((Ref, u64), f64)> = Vec::new();
+        for (si, seg) in self.segments.iter().enumerate() {
+            let dead = &self.dead[si];
+            let cands = &candidates[si];
+            let len = seg.len();
+            let mut bound = vec![0f64; len];
+            let mut everywhere = 0f64;
+            for p in key_start..patterns.len() {
+                match &cands[p] {
+                    Some(list) => list.iter().for_each(|o| bound[*o as usize] += weights[p]),
+                    None => everywhere += weights[p],
+                }
+            }
+            let mut verify: Vec<u32> = (0..len as u32)
+                .filter(|o| {
+                    key_total > 0.0
+                        && (bound[*o as usize] + everywhere) / key_total >= min_coverage - 1e-12
+                })
+                .collect();
+            if plan.whole_first {
+                match &cands[0] {
+                    Some(list) => verify.extend(list),
+                    None => verify = (0..len as u32).collect(),
+                }
+                verify.sort_unstable();
+                verify.dedup();
+            }
+            for ord in verify {
+                let o = ord as usize;
+                if dead.contains(ord) || !filter.allows(&seg.passages[o]) {
+                    continue;
+                }
+                let text = seg.match_text[o].as_str();
+                let m = plan.find(text);
+                if let Some(score) = plan.score(&weights, m, text.chars().count()) {
+                    scored.push((
+                        (
+                            Ref {
+                                seg: si as u32,
+                                ord,
+                            },
+                            m.bits,
+                        ),
+                        score,
+                    ));
+                }
             }
         }
-        let mut verify: Vec<u32> = (0..n as u32)
-            .filter(|o| {
-                key_total > 0.0
-                    && (bound[*o as usize] + everywhere) / key_total >= min_coverage - 1e-12
-            })
-            .collect();
-        if plan.whole_first {
-            match &candidates[0] {
-                Some(list) => verify.extend(list),
-                None => verify = (0..n as u32).collect(),
-            }
-            verify.sort_unstable();
-            verify.dedup();
-        }
-
-        let mut scored: Vec<(u32, f64)> = Vec::new();
-        let mut found_bits: Vec<(u32, u64)> = Vec::new();
-        for ord in verify {
-            let o = ord as usize;
-            if !filter.allows(&self.passages[o]) {
-                continue;
-            }
-            let text = self.match_text[o].as_str();
-            let m = plan.find(text);
-            if let Some(score) = plan.score(&weights, m, text.chars().count()) {
-                scored.push((ord, score));
-                found_bits.push((ord, m.bits));
-            }
-        }
-        top_k(&mut scored, k);
+        top_k(&mut scored, k, |(r, _)| self.passage_at(*r).id);
         let hits = scored
             .into_iter()
             .enumerate()
-            .map(|(i, (ord, score))| Hit {
-                id: self.passages[ord as usize].id,
+            .map(|(i, ((r, bits), score))| Hit {
+                id: self.passage_at(r).id,
                 rank: i as u32 + 1,
                 score,
-                matched: plan.matched(
-                    found_bits
-                        .iter()
-                        .find(|(o, _)| *o == ord)
-                        .map_or(0, |(_, b)| *b),
-                ),
+                matched: plan.matched(bits),
             })
             .collect();
         RankedList {

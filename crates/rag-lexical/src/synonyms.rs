@@ -138,14 +138,13 @@ impl LexicalIndex {
         };
         let mut terms = self.query_terms(q);
         for e in &expansion {
-            if let Some(id) = self.term_id(&e.text) {
-                if !terms.iter().any(|w| w.id == id) {
-                    terms.push(WeightedTerm {
-                        id,
-                        weight: e.weight,
-                        gram: e.gram,
-                    });
-                }
+            let known = self.segments.iter().any(|s| s.term(&e.text).is_some());
+            if known && !terms.iter().any(|w| *w.text == *e.text) {
+                terms.push(WeightedTerm {
+                    text: e.text.as_str().into(),
+                    weight: e.weight,
+                    gram: e.gram,
+                });
             }
         }
         let scored = self.score_terms(&terms, params, filter, k);

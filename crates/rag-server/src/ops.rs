@@ -360,7 +360,6 @@ pub(crate) async fn analytics(
     let never_retrieved = index
         .lexical
         .passages()
-        .iter()
         .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()) && !seen.contains(&p.id))
         .take(500)
         .map(|p| NeverRetrieved {

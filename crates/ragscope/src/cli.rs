@@ -77,6 +77,10 @@ pub enum Command {
     /// The same corpus through the embedded and the configured PostgreSQL
     /// store: ingest throughput and query latency side by side.
     BenchStore(BenchStoreArgs),
+    /// A knowledge base of N synthetic documents (from SciFact and CMRC
+    /// sentences): load, first index build, query latency, and write-to-
+    /// visible latency while query streams run.
+    BenchScale(BenchScaleArgs),
     /// Load the demo knowledge base and ask it a first question.
     Demo(DemoArgs),
     /// Print the effective configuration, secrets redacted.
@@ -272,6 +276,28 @@ pub struct BenchStoreArgs {
     /// Repetitions of the query set (after one warm-up round).
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchScaleArgs {
+    /// Documents to generate.
+    #[arg(long, default_value_t = 100_000)]
+    pub docs: usize,
+    /// The evaluation directory (with scifact/ and cmrc2018/).
+    #[arg(long, default_value = "../shared/eval")]
+    pub eval_dir: PathBuf,
+    /// FAQ writes during the write phase.
+    #[arg(long, default_value_t = 100)]
+    pub writes: usize,
+    /// Writes per second (at most).
+    #[arg(long, default_value_t = 10)]
+    pub writes_per_second: u64,
+    /// Query streams running during the writes.
+    #[arg(long, default_value_t = 8)]
+    pub streams: usize,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,

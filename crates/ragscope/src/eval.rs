@@ -327,12 +327,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             Some(Err(e)) => anyhow::bail!("the vectors could not be loaded: {e}"),
             // The store searches the vectors itself: every passage must have one.
             None if index.space.is_some() && engine.store().store_recall().is_some() => {
-                let searchable = index
-                    .lexical
-                    .passages()
-                    .iter()
-                    .filter(|p| p.searchable)
-                    .count();
+                let searchable = index.lexical.passages().filter(|p| p.searchable).count();
                 if index.vectors < searchable {
                     anyhow::bail!("{} of {searchable} passages have no vector; refusing to report dense figures", searchable - index.vectors);
                 }

@@ -7,6 +7,7 @@
 
 mod bench;
 mod bench_http;
+mod bench_scale;
 mod bench_store;
 mod cli;
 mod config;
@@ -364,6 +365,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(&app, args).await,
         Command::BenchHttp(args) => bench_http::run(&app, args).await,
         Command::BenchStore(args) => bench_store::run(&app, args).await,
+        Command::BenchScale(args) => bench_scale::run(&app, args).await,
         Command::Demo(args) => demo::run(&app, args).await,
         Command::Reembed { kb } => {
             let engine = app.engine(OpenMode::ReadWrite)?;

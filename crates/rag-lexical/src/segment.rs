@@ -1,0 +1,304 @@
+//! One immutable segment of the inverted index: a set of text passages with
+//! their vocabulary, postings, field lengths, match texts, n-grams and typo
+//! tables. A knowledge base's index is a list of segments (see
+//! [`crate::LexicalIndex`]); a write adds a small segment and marks the
+//! passages it replaces or deletes as dead in older ones, and segments are
+//! merged without analysing their passages again.
+
+use crate::fuzzy::FuzzyVocab;
+use crate::index::{analyse, PassageTerms, FIELDS, WORD_FIELDS};
+use crate::ngram::NgramIndex;
+use rag_core::{Passage, PassageId, TokenKind};
+use rag_text::Analyzer;
+use rustc_hash::FxHashMap;
+
+/// One passage's occurrences of one term, per field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Posting {
+    pub ord: u32,
+    pub tf: [u16; FIELDS],
+}
+
+/// A vocabulary entry of one segment.
+#[derive(Debug, Clone)]
+pub(crate) struct Term {
+    pub text: Box<str>,
+    pub kind: TokenKind,
+    pub postings: Vec<Posting>,
+    /// Passages of the segment containing the term in each field (dead ones included).
+    pub df: [u32; FIELDS],
+    /// Passages containing the term in any word field (the flat field's df).
+    pub word_df: u32,
+}
+
+/// Han characters and ASCII letters of a match text: what the corpus
+/// language is judged by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Script {
+    pub han: u32,
+    pub latin: u32,
+}
+
+impl Script {
+    pub(crate) fn of(text: &str) -> Self {
+        let mut s = Script::default();
+        for c in text.chars() {
+            if rag_text::is_han(c) {
+                s.han += 1;
+            } else if c.is_ascii_alphabetic() {
+                s.latin += 1;
+            }
+        }
+        s
+    }
+}
+
+/// An immutable segment.
+#[derive(Debug, Default)]
+pub(crate) struct Segment {
+    pub passages: Vec<Passage>,
+    pub ord_of: FxHashMap<PassageId, u32>,
+    pub vocab: FxHashMap<Box<str>, u32>,
+    pub terms: Vec<Term>,
+    pub lengths: Vec<[u32; FIELDS]>,
+    /// Normalised title + body + tags of each passage, for substring matching.
+    pub match_text: Vec<String>,
+    pub scripts: Vec<Script>,
+    pub ngrams: NgramIndex,
+    pub fuzzy: FuzzyVocab,
+}
+
+/// Text (title and body bytes) analysed per batch while building.
+pub(crate) const ANALYSIS_BATCH_BYTES: usize = 1 << 20;
+
+/// Accumulates analysed passages into a segment.
+struct Builder {
+    seg: Segment,
+    local: FxHashMap<u32, [u16; FIELDS]>,
+}
+
+impl Builder {
+    fn new(capacity: usize) -> Self {
+        Builder {
+            seg: Segment {
+                passages: Vec::with_capacity(capacity),
+                lengths: Vec::with_capacity(capacity),
+                match_text: Vec::with_capacity(capacity),
+                scripts: Vec::with_capacity(capacity),
+                ..Segment::default()
+            },
+            local: FxHashMap::default(),
+        }
+    }
+
+    fn term_id(&mut self, text: &str, kind: TokenKind) -> u32 {
+        if let Some(id) = self.seg.vocab.get(text) {
+            return *id;
+        }
+        let id = self.seg.terms.len() as u32;
+        let text: Box<str> = text.into();
+        self.seg.vocab.insert(text.clone(), id);
+        self.seg.terms.push(Term {
+            text,
+            kind,
+            postings: Vec::new(),
+            df: [0; FIELDS],
+            word_df: 0,
+        });
+        id
+    }
+
+    /// Adds one passage's term frequencies (sorted by term id) as the next ordinal.
+    fn push_postings(&mut self, entries: &[(u32, [u16; FIELDS])]) {
+        let ord = self.seg.passages.len() as u32;
+        for &(id, tf) in entries {
+            let term = &mut self.seg.terms[id as usize];
+            for (df, &n) in term.df.iter_mut().zip(&tf) {
+                if n > 0 {
+                    *df += 1;
+                }
+            }
+            if tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
+                term.word_df += 1;
+            }
+            term.postings.push(Posting { ord, tf });
+        }
+    }
+
+    fn add_analysed(&mut self, passage: Passage, a: PassageTerms) {
+        self.local.clear();
+        let mut len = [0u32; FIELDS];
+        for (field, tokens) in a.fields.into_iter().enumerate() {
+            len[field] = tokens.len() as u32;
+            for (text, kind) in tokens {
+                let id = self.term_id(&text, kind);
+                let tf = self.local.entry(id).or_insert([0; FIELDS]);
+                tf[field] = tf[field].saturating_add(1);
+            }
+        }
+        let mut entries: Vec<(u32, [u16; FIELDS])> =
+            self.local.iter().map(|(k, v)| (*k, *v)).collect();
+        entries.sort_unstable_by_key(|e| e.0);
+        self.push_postings(&entries);
+        self.push_passage(passage, len, a.match_text);
+    }
+
+    fn push_passage(&mut self, passage: Passage, len: [u32; FIELDS], match_text: String) {
+        let ord = self.seg.passages.len() as u32;
+        self.seg.ord_of.insert(passage.id, ord);
+        self.seg.passages.push(passage);
+        self.seg.lengths.push(len);
+        self.seg.scripts.push(Script::of(&match_text));
+        self.seg.match_text.push(match_text);
+    }
+
+    fn finish(mut self) -> Segment {
+        // Posting lists grew by doubling; the segment is immutable from here on.
+        for term in &mut self.seg.terms {
+            term.postings.shrink_to_fit();
+        }
+        self.seg.terms.shrink_to_fit();
+        self.seg.vocab.shrink_to_fit();
+        self.seg.ngrams = NgramIndex::build(&self.seg.match_text);
+        self.seg.fuzzy = FuzzyVocab::build(&self.seg.terms);
+        self.seg
+    }
+}
+
+impl Segment {
+    /// Analyses `passages` (text passages) into a segment, in batches of
+    /// about `batch_bytes` of text, each analysed on all available cores.
+    /// Analysed tokens take about ten times the bytes of their text, so each
+    /// batch is folded in before the next: the build's peak memory stays near
+    /// the size of the segment.
+    pub(crate) fn build(analyzer: &Analyzer, passages: Vec<Passage>, batch_bytes: usize) -> Self {
+        let mut b = Builder::new(passages.len());
+        let mut rest = passages;
+        while !rest.is_empty() {
+            let n = batch_len(&rest, batch_bytes);
+            let tail = rest.split_off(n);
+            let analysed = analyse_parallel(analyzer, &rest);
+            for (p, a) in rest.into_iter().zip(analysed) {
+                b.add_analysed(p, a);
+            }
+            rest = tail;
+        }
+        b.finish()
+    }
+
+    /// One segment holding the live passages of `parts`, in order, without
+    /// analysing anything again: postings, lengths and match texts are
+    /// copied with new ordinals.
+    pub(crate) fn merge(parts: &[(&Segment, &crate::index::Dead)]) -> Self {
+        let capacity = parts.iter().map(|(s, d)| s.len() - d.count()).sum();
+        let mut b = Builder::new(capacity);
+        // Per part: old ordinal → new ordinal (u32::MAX for dead).
+        let mut remaps: Vec<Vec<u32>> = Vec::with_capacity(parts.len());
+        let mut next = 0u32;
+        for (seg, dead) in parts {
+            let remap: Vec<u32> = (0..seg.len() as u32)
+                .map(|o| {
+                    if dead.contains(o) {
+                        u32::MAX
+                    } else {
+                        next += 1;
+                        next - 1
+                    }
+                })
+                .collect();
+            remaps.push(remap);
+        }
+        for ((seg, _), remap) in parts.iter().zip(&remaps) {
+            for term in &seg.terms {
+                let live: Vec<Posting> = term
+                    .postings
+                    .iter()
+                    .filter(|p| remap[p.ord as usize] != u32::MAX)
+                    .map(|p| Posting {
+                        ord: remap[p.ord as usize],
+                        tf: p.tf,
+                    })
+                    .collect();
+                if live.is_empty() {
+                    continue;
+                }
+                let id = b.term_id(&term.text, term.kind);
+                let t = &mut b.seg.terms[id as usize];
+                for p in live {
+                    for (df, &n) in t.df.iter_mut().zip(&p.tf) {
+                        if n > 0 {
+                            *df += 1;
+                        }
+                    }
+                    if p.tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
+                        t.word_df += 1;
+                    }
+                    t.postings.push(p);
+                }
+            }
+        }
+        // Parts are taken in order and ordinals grow with them, so each
+        // term's postings are already sorted by ordinal.
+        for ((seg, _), remap) in parts.iter().zip(&remaps) {
+            for (o, p) in seg.passages.iter().enumerate() {
+                if remap[o] == u32::MAX {
+                    continue;
+                }
+                let ord = b.seg.passages.len() as u32;
+                b.seg.ord_of.insert(p.id, ord);
+                b.seg.passages.push(p.clone());
+                b.seg.lengths.push(seg.lengths[o]);
+                b.seg.scripts.push(seg.scripts[o]);
+                b.seg.match_text.push(seg.match_text[o].clone());
+            }
+        }
+        b.finish()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.passages.len()
+    }
+
+    pub(crate) fn term(&self, text: &str) -> Option<&Term> {
+        self.vocab.get(text).map(|id| &self.terms[*id as usize])
+    }
+}
+
+/// How many passages from the front of `passages` make one batch of about
+/// `budget` bytes of text (at least one).
+pub(crate) fn batch_len(passages: &[Passage], budget: usize) -> usize {
+    let mut bytes = 0;
+    let mut n = 0;
+    while n < passages.len() && (n == 0 || bytes < budget) {
+        bytes += passages[n].title.len() + passages[n].body.len();
+        n += 1;
+    }
+    n
+}
+
+fn analyse_parallel(analyzer: &Analyzer, passages: &[Passage]) -> Vec<PassageTerms> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    if threads <= 1 || passages.len() < 256 {
+        return passages.iter().map(|p| analyse(analyzer, p)).collect();
+    }
+    let chunk = passages.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = passages
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|p| analyse(analyzer, p))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("analysis thread panicked"))
+            .collect()
+    })
+}

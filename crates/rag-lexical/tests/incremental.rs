@@ -1,0 +1,374 @@
+//! An index kept current with `apply` answers exactly as one built from
+//! scratch at the same commit: random sequences of writes (passages added,
+//! replaced, hidden and deleted; facts; synonyms; dictionary words), then
+//! every path's ranking, scores (bit for bit), matched terms and notes are
+//! compared, for an owner's view too. A second test counts the work of one
+//! write.
+
+use proptest::prelude::*;
+use rag_core::{
+    Bm25Params, ChunkId, DocId, FactId, FaqId, FieldMode, KbChanges, KbSnapshot, Passage,
+    PassageId, RankedList, SynonymGroup, UserWord, Viewer,
+};
+use rag_lexical::{Filter, LexicalIndex};
+use rag_text::Analyzer;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+const WORDS: &[&str] = &[
+    "refund",
+    "password",
+    "reset",
+    "account",
+    "order",
+    "shipping",
+    "delivery",
+    "invoice",
+    "payment",
+    "card",
+    "store",
+    "opening",
+    "hours",
+    "receipt",
+    "return",
+    "exchange",
+    "退款",
+    "密码",
+    "重置",
+    "账户",
+    "订单",
+    "发货",
+    "快递",
+    "发票",
+    "付款",
+    "银行卡",
+    "营业时间",
+    "门店",
+    "退货",
+    "换货",
+    "云闪付",
+    "花呗",
+    "的",
+    "怎么",
+    "申请",
+];
+
+const QUERIES: &[&str] = &[
+    "refund order",
+    "reset password",
+    "how do I get a refnud",
+    "pasword reset",
+    "怎么申请退款",
+    "退宽",
+    "银行卡付款",
+    "云闪付怎么用",
+    "营业时间",
+    "opening hours store",
+    "invoice payment card",
+    "花呗 退货",
+];
+
+fn analyzer() -> &'static Analyzer {
+    static A: OnceLock<Analyzer> = OnceLock::new();
+    A.get_or_init(Analyzer::new)
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Add or replace text passage `slot` with words, owner and visibility.
+    Put {
+        slot: u8,
+        words: Vec<u8>,
+        owner: bool,
+        searchable: bool,
+    },
+    Delete(u8),
+    PutFact {
+        slot: u8,
+        key: u8,
+        value: u8,
+    },
+    DeleteFact(u8),
+    Synonyms(u8, u8),
+    UserWord(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..24, prop::collection::vec(any::<u8>(), 1..12), prop::bool::weighted(0.2), prop::bool::weighted(0.9))
+            .prop_map(|(slot, words, owner, searchable)| Op::Put { slot, words, owner, searchable }),
+        2 => (0u8..24).prop_map(Op::Delete),
+        1 => (0u8..4, any::<u8>(), any::<u8>()).prop_map(|(slot, key, value)| Op::PutFact { slot, key, value }),
+        1 => (0u8..4).prop_map(Op::DeleteFact),
+        1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Synonyms(a, b)),
+        1 => any::<u8>().prop_map(Op::UserWord),
+    ]
+}
+
+fn word(i: u8) -> &'static str {
+    WORDS[i as usize % WORDS.len()]
+}
+
+/// Stable ids per slot, so a Put on a used slot is a replace.
+fn slot_id(slot: u8, fact: bool) -> PassageId {
+    let n = u128::from(slot) + if fact { 1000 } else { 1 };
+    let u = uuid::Uuid::from_u128(n);
+    if fact {
+        PassageId::Fact(FactId(u))
+    } else if slot % 2 == 0 {
+        PassageId::Faq(FaqId(u))
+    } else {
+        PassageId::Chunk(ChunkId(u))
+    }
+}
+
+fn passage(id: PassageId, title: String, body: String, owner: bool, searchable: bool) -> Passage {
+    Passage {
+        id,
+        title,
+        body,
+        tags: vec![],
+        aliases: vec![],
+        doc: matches!(id, PassageId::Chunk(_)).then(|| DocId(uuid::Uuid::from_u128(7))),
+        source: None,
+        span: None,
+        created_at: 0,
+        valid_from: None,
+        valid_until: None,
+        searchable,
+        owner: owner.then(|| "alice".to_owned()),
+    }
+}
+
+/// The knowledge base as the store would hold it.
+#[derive(Default, Clone)]
+struct Model {
+    passages: BTreeMap<PassageId, Passage>,
+    synonyms: Vec<SynonymGroup>,
+    user_words: Vec<UserWord>,
+    seq: u64,
+}
+
+impl Model {
+    fn snapshot(&self) -> KbSnapshot {
+        KbSnapshot {
+            seq: self.seq,
+            passages: self.passages.values().cloned().collect(),
+            synonyms: self.synonyms.clone(),
+            user_words: self.user_words.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// Applies one commit of ops; returns its changes.
+    fn commit(&mut self, ops: &[Op]) -> KbChanges {
+        let mut touched: Vec<PassageId> = Vec::new();
+        let (mut syn, mut dict) = (false, false);
+        for op in ops {
+            match op {
+                Op::Put {
+                    slot,
+                    words,
+                    owner,
+                    searchable,
+                } => {
+                    let id = slot_id(*slot, false);
+                    let title = words
+                        .iter()
+                        .take(3)
+                        .map(|w| word(*w))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let body = words
+                        .iter()
+                        .map(|w| word(w.wrapping_mul(7)))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    self.passages
+                        .insert(id, passage(id, title, body, *owner, *searchable));
+                    touched.push(id);
+                }
+                Op::Delete(slot) => {
+                    let id = slot_id(*slot, false);
+                    self.passages.remove(&id);
+                    touched.push(id);
+                }
+                Op::PutFact { slot, key, value } => {
+                    let id = slot_id(*slot, true);
+                    let mut p = passage(id, word(*key).into(), word(*value).into(), false, true);
+                    p.aliases = vec![word(key.wrapping_add(1)).into()];
+                    self.passages.insert(id, p);
+                    touched.push(id);
+                }
+                Op::DeleteFact(slot) => {
+                    let id = slot_id(*slot, true);
+                    self.passages.remove(&id);
+                    touched.push(id);
+                }
+                Op::Synonyms(a, b) => {
+                    self.synonyms.push(SynonymGroup {
+                        terms: vec![word(*a).into(), word(*b).into()],
+                    });
+                    syn = true;
+                }
+                Op::UserWord(w) => {
+                    // Two dictionary words joined: a new word of the segmenter.
+                    let text = format!("{}{}", word(*w), word(w.wrapping_add(3)));
+                    if !self.user_words.iter().any(|u| u.word == text) {
+                        self.user_words.push(UserWord {
+                            word: text,
+                            freq: Some(50_000),
+                        });
+                        dict = true;
+                    }
+                }
+            }
+        }
+        self.seq += 1;
+        touched.sort();
+        touched.dedup();
+        let (mut upserted, mut removed) = (Vec::new(), Vec::new());
+        for id in touched {
+            match self.passages.get(&id) {
+                Some(p) => upserted.push(p.clone()),
+                None => removed.push(id),
+            }
+        }
+        KbChanges {
+            seq: self.seq,
+            upserted,
+            removed,
+            synonyms: syn.then(|| self.synonyms.clone()),
+            user_words: dict.then(|| self.user_words.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+fn key(l: &RankedList) -> Vec<(PassageId, u64, Vec<String>)> {
+    l.hits
+        .iter()
+        .map(|h| (h.id, h.score.to_bits(), h.matched.clone()))
+        .collect()
+}
+
+fn same_answers(a: &LexicalIndex, b: &LexicalIndex) -> Result<(), TestCaseError> {
+    prop_assert_eq!(a.len(), b.len());
+    prop_assert_eq!(a.language(), b.language());
+    prop_assert_eq!(a.vocabulary_size(), b.vocabulary_size());
+    let mut ids_a: Vec<PassageId> = a.passages().map(|p| p.id).collect();
+    let mut ids_b: Vec<PassageId> = b.passages().map(|p| p.id).collect();
+    ids_a.sort();
+    ids_b.sort();
+    prop_assert_eq!(ids_a, ids_b);
+    let multi = Bm25Params {
+        fields: FieldMode::MultiField {
+            title: 1.5,
+            body: 1.0,
+            tags: 0.5,
+        },
+        ..Bm25Params::default()
+    };
+    let filters = [
+        Filter::everything(),
+        Filter::new(&Default::default(), 0, &Viewer::Owner("bob".into())),
+    ];
+    for q in QUERIES {
+        let (qa, qb) = (a.analyze_query(q), b.analyze_query(q));
+        prop_assert_eq!(&qa.tokens, &qb.tokens);
+        for f in &filters {
+            for params in [Bm25Params::default(), multi.clone()] {
+                let (la, lb) = (a.bm25(&qa, 10, &params, f), b.bm25(&qb, 10, &params, f));
+                prop_assert_eq!(key(&la), key(&lb), "bm25 {}", q);
+                prop_assert_eq!(&la.notes, &lb.notes, "bm25 notes {}", q);
+                let (la, lb) = (
+                    a.fuzzy(&qa, 10, 0.3, &params, f),
+                    b.fuzzy(&qb, 10, 0.3, &params, f),
+                );
+                prop_assert_eq!(key(&la), key(&lb), "fuzzy {}", q);
+                prop_assert_eq!(&la.notes, &lb.notes, "fuzzy notes {}", q);
+                let (la, lb) = (
+                    a.synonym(&qa, 10, &params, f),
+                    b.synonym(&qb, 10, &params, f),
+                );
+                prop_assert_eq!(key(&la), key(&lb), "synonym {}", q);
+                prop_assert_eq!(&la.notes, &lb.notes, "synonym notes {}", q);
+            }
+            let (la, lb) = (a.substring(&qa, 10, f), b.substring(&qb, 10, f));
+            prop_assert_eq!(key(&la), key(&lb), "substring {}", q);
+        }
+        let (la, lb) = (a.facts(&qa, 10), b.facts(&qb, 10));
+        prop_assert_eq!(key(&la), key(&lb), "facts {}", q);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn applied_writes_answer_as_a_fresh_build(
+        initial in prop::collection::vec(op(), 0..30),
+        commits in prop::collection::vec(prop::collection::vec(op(), 1..5), 1..40),
+    ) {
+        let mut model = Model::default();
+        model.commit(&initial);
+        let mut index = LexicalIndex::build(analyzer(), &model.snapshot());
+        for (i, ops) in commits.iter().enumerate() {
+            let changes = model.commit(ops);
+            index = index.apply(&changes).0;
+            prop_assert_eq!(index.seq(), model.seq);
+            if i % 4 == 3 || i + 1 == commits.len() {
+                let fresh = LexicalIndex::build(analyzer(), &model.snapshot());
+                same_answers(&index, &fresh)?;
+            }
+        }
+    }
+}
+
+#[test]
+fn one_write_analyses_only_what_it_wrote() {
+    let mut model = Model::default();
+    let initial: Vec<Op> = (0..24)
+        .map(|slot| Op::Put {
+            slot,
+            words: vec![slot, slot.wrapping_add(5), slot.wrapping_mul(3)],
+            owner: false,
+            searchable: true,
+        })
+        .collect();
+    model.commit(&initial);
+    let index = LexicalIndex::build(analyzer(), &model.snapshot());
+    // A replace: one passage analysed, its old version marked dead.
+    let changes = model.commit(&[Op::Put {
+        slot: 3,
+        words: vec![1, 2, 3],
+        owner: false,
+        searchable: true,
+    }]);
+    let (next, report) = index.apply(&changes);
+    assert_eq!((report.analysed, report.removed), (1, 1));
+    assert_eq!(next.len(), index.len());
+    // A delete analyses nothing.
+    let changes = model.commit(&[Op::Delete(4)]);
+    let (next, report) = next.apply(&changes);
+    assert_eq!((report.analysed, report.removed), (0, 1));
+    assert_eq!(next.len(), index.len() - 1);
+    // A synonym group analyses no passage.
+    let changes = model.commit(&[Op::Synonyms(0, 1)]);
+    let (next, report) = next.apply(&changes);
+    assert_eq!(report.analysed, 0);
+    // A dictionary word re-reads only the passages containing it.
+    let changes = model.commit(&[Op::UserWord(16)]);
+    let new_word = &model.user_words[0].word;
+    let containing = model
+        .passages
+        .values()
+        .filter(|p| format!("{}\n{}", p.title, p.body).contains(new_word.as_str()))
+        .count();
+    let (next, report) = next.apply(&changes);
+    assert_eq!(report.analysed, containing);
+    assert!(containing < model.passages.len());
+    let fresh = LexicalIndex::build(analyzer(), &model.snapshot());
+    same_answers(&next, &fresh).unwrap();
+}

@@ -1,0 +1,257 @@
+//! `ragscope bench-scale`: a knowledge base of N synthetic documents, and
+//! what a user of that size sees: load time, the first index build, query
+//! latency, and how long a write takes to become visible while query
+//! streams run.
+//!
+//! The corpus is deterministic: documents of four to twelve sentences drawn
+//! with a fixed seed from SciFact (English) and CMRC 2018 (Chinese) in the
+//! evaluation directory, one Chinese document in four. Lexical paths only
+//! (the dense path at scale is measured by rag-ann's own benchmark).
+
+use crate::bench::summary;
+use crate::cli::{eval_params, BenchScaleArgs};
+use crate::eval::{load_corpus, read_corpus, read_queries, CorpusDoc};
+use crate::{core_err, App, UserFacing};
+use rag_core::{KbSettings, QueryRequest, Viewer};
+use rag_engine::{Components, Engine, EngineConfig, NewFaq, QueryOptions};
+use rag_store::{EmbeddedStore, OpenMode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A small deterministic generator (64-bit LCG, high bits).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+fn sentences(text: &str) -> Vec<String> {
+    text.split_inclusive(['.', '。', '！', '？', '!', '?'])
+        .map(str::trim)
+        .filter(|s| s.chars().count() >= 8)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Kilobytes of resident memory now and at the peak (Linux; 0 elsewhere).
+pub(crate) fn rss_kb() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn request(kb: &str, query: &str, params: &rag_core::RetrievalParams) -> QueryRequest {
+    QueryRequest {
+        kb: kb.to_owned(),
+        query: query.to_owned(),
+        params: Some(params.clone()),
+        overrides: Default::default(),
+        filters: Default::default(),
+        generate: false,
+        conversation_id: None,
+    }
+}
+
+fn options() -> QueryOptions {
+    QueryOptions {
+        views: false,
+        log: false,
+        viewer: Viewer::Everything,
+    }
+}
+
+pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
+    let eval = &args.eval_dir;
+    let en: Vec<String> = read_corpus(&eval.join("scifact/corpus.jsonl"))?
+        .iter()
+        .flat_map(|d| sentences(&d.text))
+        .collect();
+    let zh: Vec<String> = read_corpus(&eval.join("cmrc2018/corpus.jsonl"))?
+        .iter()
+        .flat_map(|d| sentences(&d.text))
+        .collect();
+    if en.is_empty() || zh.is_empty() {
+        return Err(UserFacing("no sentences in the evaluation corpora".into()).into());
+    }
+    let sorted = |path: std::path::PathBuf, n: usize| -> anyhow::Result<Vec<String>> {
+        let mut q: Vec<String> = read_queries(&path)?.into_values().collect();
+        q.sort();
+        q.truncate(n);
+        Ok(q)
+    };
+    let mut queries = sorted(eval.join("scifact/queries.jsonl"), 150)?;
+    queries.extend(sorted(eval.join("cmrc2018/queries.jsonl"), 50)?);
+
+    let mut rng = Lcg(0x5eed);
+    let mut corpus = Vec::with_capacity(args.docs);
+    let mut bytes = 0usize;
+    for i in 0..args.docs {
+        let pool = if i % 4 == 3 { &zh } else { &en };
+        let n = 4 + rng.next(9);
+        let text: Vec<&str> = (0..n)
+            .map(|_| pool[rng.next(pool.len())].as_str())
+            .collect();
+        let text = text.join(" ");
+        bytes += text.len();
+        corpus.push(CorpusDoc {
+            id: format!("doc-{i}"),
+            title: format!("Document {i}"),
+            text,
+        });
+    }
+
+    let temp = tempfile::tempdir()?;
+    let store = EmbeddedStore::open(temp.path(), OpenMode::ReadWrite)
+        .map_err(|e| UserFacing(e.to_string()))?;
+    let engine = Engine::new(
+        Components::lexical(Arc::new(store)),
+        EngineConfig::default(),
+    );
+    let kb = engine
+        .store()
+        .create_kb(&app.tenant, "scale", KbSettings::default())
+        .await
+        .map_err(core_err)?;
+    let started = Instant::now();
+    load_corpus(&engine, &app.tenant, &kb, corpus).await?;
+    let load_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    engine.index(&app.tenant, &kb).await.map_err(core_err)?;
+    let build_s = started.elapsed().as_secs_f64();
+    let (rss_built, _) = rss_kb();
+
+    let params = eval_params(app.config.retrieval.clone());
+    let mut quiet = Vec::new();
+    for (round, q) in queries.iter().chain(&queries).enumerate() {
+        let t = Instant::now();
+        let _ = engine
+            .run(
+                &app.tenant,
+                request("scale", q, &params),
+                options(),
+                &mut |_| {},
+            )
+            .await;
+        if round >= queries.len() {
+            quiet.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+
+    // Writes while query streams run: each write is an FAQ entry with a
+    // word no other passage has; visible once a query for it finds it.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut streams = Vec::new();
+    for s in 0..args.streams {
+        let (engine, tenant, queries, params, stop) = (
+            engine.clone(),
+            app.tenant.clone(),
+            queries.clone(),
+            params.clone(),
+            stop.clone(),
+        );
+        streams.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut i = s * 7;
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                let _ = engine
+                    .run(
+                        &tenant,
+                        request("scale", &queries[i % queries.len()], &params),
+                        options(),
+                        &mut |_| {},
+                    )
+                    .await;
+                samples.push(t.elapsed().as_secs_f64() * 1000.0);
+                i += 1;
+            }
+            samples
+        }));
+    }
+    let mut visible = Vec::new();
+    let interval = Duration::from_millis(1000 / args.writes_per_second.max(1));
+    for w in 0..args.writes {
+        let tick = Instant::now();
+        let marker = format!("zqx{w}marker");
+        let t = Instant::now();
+        engine
+            .create_faq(
+                &app.tenant,
+                "scale",
+                NewFaq {
+                    question: format!("What is {marker}?"),
+                    answer: format!("{marker} is written by the scale benchmark."),
+                    tags: vec![],
+                    source_url: None,
+                    status: None,
+                    valid_from: None,
+                    valid_until: None,
+                },
+            )
+            .await
+            .map_err(core_err)?;
+        let out = engine
+            .run(
+                &app.tenant,
+                request("scale", &marker, &params),
+                options(),
+                &mut |_| {},
+            )
+            .await
+            .map_err(core_err)?;
+        if out.reranked.is_empty() {
+            anyhow::bail!("write {w} was not visible to the next query");
+        }
+        visible.push(t.elapsed().as_secs_f64() * 1000.0);
+        if let Some(rest) = interval.checked_sub(tick.elapsed()) {
+            tokio::time::sleep(rest).await;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut during = Vec::new();
+    for s in streams {
+        during.extend(s.await?);
+    }
+    let longest = during.iter().copied().fold(0.0, f64::max);
+    let (rss_now, rss_peak) = rss_kb();
+    let index = engine.index(&app.tenant, &kb).await.map_err(core_err)?;
+
+    let out = serde_json::json!({
+        "docs": args.docs,
+        "corpus_mb": (bytes as f64 / 1e6 * 10.0).round() / 10.0,
+        "passages": index.lexical.len(),
+        "segments": index.lexical.segment_count(),
+        "load_seconds": (load_s * 100.0).round() / 100.0,
+        "first_index_build_seconds": (build_s * 100.0).round() / 100.0,
+        "rss_after_build_mb": rss_built / 1024,
+        "lexical_pipeline_query_quiet": summary(quiet),
+        "writes": args.writes,
+        "writes_per_second": args.writes_per_second,
+        "query_streams": args.streams,
+        "write_to_visible": summary(visible),
+        "queries_during_writes": summary(during),
+        "longest_query_during_writes_ms": (longest * 10.0).round() / 10.0,
+        "rss_end_mb": rss_now / 1024,
+        "rss_peak_mb": rss_peak / 1024,
+    });
+    if args.json {
+        println!("{out}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    }
+    Ok(())
+}
