@@ -138,6 +138,9 @@ pub struct EngineConfig {
     pub embed_batch: usize,
     /// Caps on URL sources.
     pub sources: crate::sources::SourceLimits,
+    /// Where lexical indexes are kept between runs (see
+    /// `index_files.rs`); `None` keeps them in memory only.
+    pub index_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -149,6 +152,7 @@ impl Default for EngineConfig {
             vectors: rag_ann::VectorIndexParams::default(),
             embed_batch: 16,
             sources: crate::sources::SourceLimits::default(),
+            index_dir: None,
         }
     }
 }
@@ -168,7 +172,13 @@ pub(crate) struct Inner {
     /// Per knowledge base, serialises index work so two queries do not
     /// build or update the same index twice.
     build: Mutex<HashMap<KbId, Arc<tokio::sync::Mutex<()>>>>,
+    /// The commit of each knowledge base's stored index file, and whether
+    /// a save is under way.
+    saved: Arc<Mutex<HashMap<KbId, (u64, bool)>>>,
 }
+
+/// Commits applied in memory before the stored index is written again.
+const SAVE_EVERY_COMMITS: u64 = 64;
 
 /// Knowledge-base names: 1–64 characters, no control characters or slashes,
 /// no bidirectional-control marks (which make a name display as another),
@@ -206,6 +216,7 @@ impl Engine {
                 analyzer: Analyzer::new(),
                 indexes: Mutex::new(HashMap::new()),
                 build: Mutex::new(HashMap::new()),
+                saved: Arc::new(Mutex::new(HashMap::new())),
             }),
         }
     }
@@ -217,6 +228,9 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&kb);
+        if let Some(dir) = &self.inner.config.index_dir {
+            crate::index_files::remove(dir, kb);
+        }
     }
 
     /// The extractor of uploaded and fetched files.
@@ -304,6 +318,13 @@ impl Engine {
             return Ok(ix.clone());
         }
         let started = std::time::Instant::now();
+        let previous = match previous {
+            Some(p) => Some(p),
+            None => self.load_stored(tenant, kb, seq).await?,
+        };
+        if let Some(ix) = previous.as_ref().filter(|ix| ix.seq() == seq) {
+            return Ok(self.install(kb.id, ix.clone()));
+        }
         if let Some(old) = previous.filter(|ix| ix.seq() < seq) {
             if let Some(changes) = self.store().changes_since(tenant, kb.id, old.seq()).await? {
                 let updated = tokio::task::spawn_blocking(move || old.apply(&changes))
@@ -314,7 +335,9 @@ impl Engine {
                     })?;
                 if let Some((index, report)) = updated {
                     tracing::debug!(kb = %kb.name, seq = index.seq(), analysed = report.analysed, removed = report.removed, merged = report.merged, segments = report.segments, us = started.elapsed().as_micros() as u64, "updated indexes");
-                    return Ok(self.install(kb.id, index));
+                    let index = self.install(kb.id, Arc::new(index));
+                    self.save_in_background(kb.id, &index);
+                    return Ok(index);
                 }
             }
         }
@@ -323,8 +346,20 @@ impl Engine {
         let analyzer = self.inner.analyzer.clone();
         let vector_params = self.inner.config.vectors;
         let store_dense = self.store_dense();
+        let index_dir = self.inner.config.index_dir.clone();
+        let kb_id = kb.id;
         let index = tokio::task::spawn_blocking(move || {
             let lexical = LexicalIndex::build(&analyzer, &snapshot);
+            // Written before the build is used, so that a short-lived
+            // process (eval, ingest) leaves its index behind too.
+            if let Some(dir) = index_dir
+                .as_ref()
+                .filter(|_| store_dense || snapshot.space.is_none())
+            {
+                if let Err(e) = crate::index_files::save(dir, kb_id, &lexical.encode()) {
+                    tracing::warn!(kb = %kb_id, error = %e, "cannot store the index");
+                }
+            }
             let dense = if store_dense {
                 None
             } else {
@@ -345,7 +380,94 @@ impl Engine {
             message: e.to_string(),
         })?;
         tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
-        Ok(self.install(kb.id, index))
+        if self.inner.config.index_dir.is_some() {
+            self.inner
+                .saved
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(kb.id, (index.seq(), false));
+        }
+        Ok(self.install(kb.id, Arc::new(index)))
+    }
+
+    /// The stored lexical index of a knowledge base, when there is one this
+    /// build can read, of a commit not after `seq`, and the dense path is
+    /// not the engine's to load (no vectors, or the store searches them).
+    async fn load_stored(
+        &self,
+        tenant: &TenantId,
+        kb: &KnowledgeBase,
+        seq: u64,
+    ) -> Result<Option<Arc<KbIndex>>, CoreError> {
+        let Some(dir) = self.inner.config.index_dir.clone() else {
+            return Ok(None);
+        };
+        let store_dense = self.store_dense();
+        let space = self.store().embedding_space(tenant, kb.id).await?;
+        if space.is_some() && !store_dense {
+            return Ok(None);
+        }
+        let analyzer = self.inner.analyzer.clone();
+        let kb_id = kb.id;
+        let started = std::time::Instant::now();
+        let lexical = tokio::task::spawn_blocking(move || {
+            let bytes = crate::index_files::load(&dir, kb_id)?;
+            match LexicalIndex::decode(&analyzer, &bytes) {
+                Ok(ix) => Some(ix),
+                Err(e) => {
+                    tracing::warn!(kb = %kb_id, error = %e, "the stored index is not usable; building it");
+                    None
+                }
+            }
+        })
+        .await
+        .map_err(|e| CoreError::Component {
+            component: "index".into(),
+            message: e.to_string(),
+        })?;
+        let Some(lexical) = lexical.filter(|l| l.seq() <= seq) else {
+            return Ok(None);
+        };
+        tracing::debug!(kb = %kb.name, seq = lexical.seq(), ms = started.elapsed().as_millis() as u64, "read the stored index");
+        self.inner
+            .saved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(kb.id, (lexical.seq(), false));
+        Ok(Some(Arc::new(KbIndex {
+            lexical,
+            dense: None,
+            space,
+            vectors: 0,
+            store_dense,
+        })))
+    }
+
+    /// Writes the index to its file, off the runtime and without making
+    /// anyone wait, once enough commits were applied since the last write.
+    fn save_in_background(&self, kb: KbId, index: &Arc<KbIndex>) {
+        let Some(dir) = self.inner.config.index_dir.clone() else {
+            return;
+        };
+        {
+            let mut saved = self.inner.saved.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = saved.entry(kb).or_insert((0, false));
+            if entry.1 || index.seq() < entry.0 + SAVE_EVERY_COMMITS {
+                return;
+            }
+            entry.1 = true;
+        }
+        let (index, saved) = (index.clone(), self.inner.saved.clone());
+        tokio::task::spawn_blocking(move || {
+            let result = crate::index_files::save(&dir, kb, &index.lexical.encode());
+            let mut saved = saved.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = saved.entry(kb).or_insert((0, false));
+            entry.1 = false;
+            match result {
+                Ok(()) => entry.0 = entry.0.max(index.seq()),
+                Err(e) => tracing::warn!(kb = %kb, error = %e, "cannot store the index"),
+            }
+        });
     }
 
     fn store_dense(&self) -> bool {
@@ -354,8 +476,7 @@ impl Engine {
             .is_some_and(|r| r.serves(rag_core::PathKind::Dense))
     }
 
-    fn install(&self, kb: KbId, index: KbIndex) -> Arc<KbIndex> {
-        let index = Arc::new(index);
+    fn install(&self, kb: KbId, index: Arc<KbIndex>) -> Arc<KbIndex> {
         let mut map = self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner());
         // Never replace a newer index with an older one.
         if map.get(&kb).is_none_or(|ix| ix.seq() <= index.seq()) {

@@ -31,6 +31,7 @@ mod emit;
 mod engine;
 mod export;
 mod extractor;
+mod index_files;
 mod ingest;
 mod job;
 mod lambda;

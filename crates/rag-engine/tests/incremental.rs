@@ -120,7 +120,9 @@ async fn every_write_is_applied_as_a_fresh_build_would_answer() {
             let fresh = new_engine(store);
             let first = lists(&live, &tenant, QUERIES[0]).await;
             assert!(
-                first.iter().any(|(p, hits)| p == "Dense" && !hits.is_empty()),
+                first
+                    .iter()
+                    .any(|(p, hits)| p == "Dense" && !hits.is_empty()),
                 "{label}: the dense path answers: {first:?}"
             );
             for q in QUERIES {
@@ -232,4 +234,95 @@ async fn every_write_is_applied_as_a_fresh_build_would_answer() {
     check("document replaced").await;
     let index = engine.index(&tenant, &kb).await.unwrap();
     assert_eq!(index.seq(), store.kb_seq(&tenant, kb.id).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_new_process_reads_the_stored_index_and_catches_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn rag_core::Store> = Arc::new(
+        rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap(),
+    );
+    let config = || EngineConfig {
+        index_dir: Some(dir.path().join("index")),
+        ..EngineConfig::default()
+    };
+    let lexical =
+        |store: Arc<dyn rag_core::Store>| Engine::new(Components::lexical(store), config());
+    let tenant = TenantId::default_tenant();
+    let first = lexical(store.clone());
+    first
+        .create_kb(&tenant, "kb", KbSettings::default())
+        .await
+        .unwrap();
+    for i in 0..12 {
+        first
+            .ingest(
+                &tenant,
+                "kb",
+                &format!("n{i}.md"),
+                format!("Refunds take {i} days. 退款需要 {i} 天。").into_bytes(),
+            )
+            .await
+            .unwrap();
+    }
+    let kb = first.kb(&tenant, "kb").await.unwrap();
+    // The full build stores the index; a write after it is in the change log only.
+    first.index(&tenant, &kb).await.unwrap();
+    let file = dir.path().join("index").join(format!("{}.lex", kb.id));
+    assert!(file.exists());
+    first
+        .create_faq(
+            &tenant,
+            "kb",
+            NewFaq {
+                question: "云闪付退款多久到账？".into(),
+                answer: "Refunds arrive within 3 days.".into(),
+                tags: vec![],
+                source_url: None,
+                status: None,
+                valid_from: None,
+                valid_until: None,
+            },
+        )
+        .await
+        .unwrap();
+    let live = first.index(&tenant, &kb).await.unwrap();
+
+    // A second process reads the file, applies the one write, and answers
+    // as a build from scratch would.
+    let second = lexical(store.clone());
+    let read = second.index(&tenant, &kb).await.unwrap();
+    assert_eq!(read.seq(), live.seq());
+    assert_eq!(
+        read.lexical.segment_count(),
+        2,
+        "read from the file and caught up, not built from a snapshot"
+    );
+    let fresh = Engine::new(Components::lexical(store.clone()), EngineConfig::default());
+    for q in QUERIES {
+        assert_eq!(
+            lists(&second, &tenant, q).await,
+            lists(&fresh, &tenant, q).await,
+            "{q}"
+        );
+    }
+
+    // A damaged file is ignored: the index is built from the store.
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&file, &bytes).unwrap();
+    let third = lexical(store.clone());
+    let built = third.index(&tenant, &kb).await.unwrap();
+    assert_eq!(built.lexical.segment_count(), 1);
+    for q in QUERIES {
+        assert_eq!(
+            lists(&third, &tenant, q).await,
+            lists(&fresh, &tenant, q).await,
+            "{q}"
+        );
+    }
+    // And deleting the files loses nothing.
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let fourth = lexical(store);
+    assert_eq!(fourth.index(&tenant, &kb).await.unwrap().seq(), live.seq());
 }

@@ -38,7 +38,32 @@ fn trigrams(word: &str) -> Vec<u64> {
     out
 }
 
+/// The three tables of a [`FuzzyVocab`], for encoding.
+type FuzzyParts<'a> = (
+    &'a FxHashMap<u64, Vec<u32>>,
+    &'a FxHashMap<u32, u16>,
+    &'a FxHashMap<String, Vec<u32>>,
+);
+
 impl FuzzyVocab {
+    /// The tables (for encoding).
+    pub(crate) fn parts(&self) -> FuzzyParts<'_> {
+        (&self.trigrams, &self.trigram_len, &self.pinyin)
+    }
+
+    /// From decoded tables.
+    pub(crate) fn from_parts(
+        trigrams: FxHashMap<u64, Vec<u32>>,
+        trigram_len: FxHashMap<u32, u16>,
+        pinyin: FxHashMap<String, Vec<u32>>,
+    ) -> Self {
+        FuzzyVocab {
+            trigrams,
+            trigram_len,
+            pinyin,
+        }
+    }
+
     pub(crate) fn build(terms: &[Term]) -> Self {
         let mut v = FuzzyVocab::default();
         for (id, t) in terms.iter().enumerate() {

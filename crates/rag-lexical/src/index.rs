@@ -36,7 +36,7 @@ impl Dead {
             .is_some_and(|w| w & (1 << (ord % 64)) != 0)
     }
 
-    fn insert(&mut self, ord: u32) -> bool {
+    pub(crate) fn insert(&mut self, ord: u32) -> bool {
         let i = ord as usize / 64;
         if self.bits.len() <= i {
             self.bits.resize(i + 1, 0);
@@ -281,6 +281,61 @@ impl LexicalIndex {
         next.language = next.corpus_language();
         report.segments = next.segments.len();
         (next, report)
+    }
+
+    /// An index from decoded parts (see `persist.rs`); totals, counts and
+    /// the language are recomputed from the segments.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        base_analyzer: Analyzer,
+        analyzer: Analyzer,
+        user_words: Vec<UserWord>,
+        synonym_groups: Vec<SynonymGroup>,
+        synonyms: SynonymTable,
+        facts: Vec<Passage>,
+        segments: Vec<(Segment, Dead)>,
+        seq: u64,
+    ) -> Self {
+        let mut index = LexicalIndex {
+            base_analyzer,
+            analyzer,
+            user_words: Arc::new(user_words),
+            synonym_groups: Arc::new(synonym_groups),
+            synonyms: Arc::new(synonyms),
+            segments: Vec::new(),
+            dead: Vec::new(),
+            facts: Arc::new(facts),
+            text_count: 0,
+            totals: [0; FIELDS],
+            script: (0, 0),
+            owned: 0,
+            language: rag_core::Language::Unknown,
+            seq,
+        };
+        index.owned = index.facts.iter().filter(|p| p.owner.is_some()).count();
+        for (segment, dead) in segments {
+            index.push_segment(segment);
+            let si = index.segments.len() - 1;
+            let ords: Vec<u32> = (0..index.segments[si].len() as u32)
+                .filter(|o| dead.contains(*o))
+                .collect();
+            for o in ords {
+                let id = index.segments[si].passages[o as usize].id;
+                index.kill(id);
+            }
+        }
+        index.language = index.corpus_language();
+        index
+    }
+
+    /// The knowledge base's user dictionary.
+    pub fn user_words(&self) -> &[UserWord] {
+        &self.user_words
+    }
+
+    /// The knowledge base's synonym groups.
+    pub fn synonym_groups(&self) -> &[SynonymGroup] {
+        &self.synonym_groups
     }
 
     fn push_segment(&mut self, segment: Segment) {

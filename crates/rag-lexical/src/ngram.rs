@@ -27,6 +27,16 @@ fn key(chars: &[char]) -> u64 {
 }
 
 impl NgramIndex {
+    /// The posting lists (for encoding).
+    pub(crate) fn parts(&self) -> &FxHashMap<u64, Vec<u32>> {
+        &self.postings
+    }
+
+    /// From decoded posting lists.
+    pub(crate) fn from_parts(postings: FxHashMap<u64, Vec<u32>>) -> Self {
+        NgramIndex { postings }
+    }
+
     pub(crate) fn build(texts: &[String]) -> Self {
         let mut postings: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
         let mut keys: Vec<u64> = Vec::new();

@@ -323,7 +323,60 @@ proptest! {
                 same_answers(&index, &fresh)?;
             }
         }
+        // Written and read back, it answers the same too.
+        let bytes = index.encode();
+        prop_assert_eq!(LexicalIndex::encoded_seq(&bytes), Ok(model.seq));
+        let read = LexicalIndex::decode(analyzer(), &bytes).unwrap();
+        let fresh = LexicalIndex::build(analyzer(), &model.snapshot());
+        same_answers(&read, &fresh)?;
     }
+}
+
+#[test]
+fn damaged_index_bytes_are_an_error_not_a_panic() {
+    let mut model = Model::default();
+    let ops: Vec<Op> = (0..10)
+        .map(|slot| Op::Put {
+            slot,
+            words: vec![slot, slot.wrapping_add(20), 3],
+            owner: slot % 3 == 0,
+            searchable: true,
+        })
+        .chain([
+            Op::PutFact {
+                slot: 1,
+                key: 16,
+                value: 2,
+            },
+            Op::Synonyms(0, 16),
+            Op::UserWord(16),
+        ])
+        .collect();
+    model.commit(&ops);
+    let index = LexicalIndex::build(analyzer(), &model.snapshot());
+    let index = index.apply(&model.commit(&[Op::Delete(2)])).0;
+    let bytes = index.encode();
+    for cut in 0..bytes.len() {
+        assert!(
+            LexicalIndex::decode(analyzer(), &bytes[..cut]).is_err(),
+            "prefix {cut}"
+        );
+    }
+    // Flipped bytes: whatever they decode to, decoding returns.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..2000 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let mut damaged = bytes.clone();
+        let at = (state >> 33) as usize % damaged.len();
+        damaged[at] ^= 1 << ((state >> 20) % 8);
+        let _ = LexicalIndex::decode(analyzer(), &damaged);
+    }
+    let mut other = bytes.clone();
+    other[4] ^= 0xff;
+    assert!(matches!(
+        LexicalIndex::decode(analyzer(), &other),
+        Err(rag_lexical::DecodeError::Version(_))
+    ));
 }
 
 #[test]

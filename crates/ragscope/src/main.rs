@@ -134,6 +134,12 @@ impl App {
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
                 max_file_bytes: self.config.limits.max_file_bytes,
+                // Lexical indexes are kept next to the embedded store.
+                index_dir: self
+                    .config
+                    .store
+                    .is_none()
+                    .then(|| self.config.data_dir.join("index")),
                 ..EngineConfig::default()
             },
         ))

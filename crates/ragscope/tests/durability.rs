@@ -153,3 +153,51 @@ fn killed_while_writing_and_second_writer_refused() {
     c.args(["kb", "create", "kb2"]);
     ok(c);
 }
+
+#[test]
+fn killed_while_storing_the_index_leaves_the_old_or_the_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.args(["kb", "create", "kb1"]);
+    ok(c);
+    let f = dir.path().join("faq.csv");
+    std::fs::write(&f, "question,answer\n发票怎么开,下单时填写抬头即可\n").unwrap();
+    let mut c = cmd(&data);
+    c.args(["ingest", "--kb", "kb1"]).arg(&f);
+    ok(c);
+    let index_dir = data.join("index");
+    for point in ["index.save.before_rename", "index.save.after_rename"] {
+        let _ = std::fs::remove_dir_all(&index_dir);
+        // The first query builds the index and dies while storing it.
+        let mut c = cmd(&data);
+        c.args(["query", "--kb", "kb1", "--json", "发票"])
+            .env("RAGSCOPE_FAILPOINTS", format!("{point}=abort"));
+        let out = c.output().unwrap();
+        assert!(!out.status.success(), "{point}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("failpoint {point} aborting")),
+            "{point}"
+        );
+        let stored: Vec<_> = std::fs::read_dir(&index_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".lex"))
+            .collect();
+        assert_eq!(
+            stored.len(),
+            usize::from(point.ends_with("after_rename")),
+            "{point}"
+        );
+        // The next process answers, from the file or from the store.
+        let s = sources(&query_events(&data, "kb1", "發票", &[]));
+        assert!(s[0].0.contains("发票"), "{point}: {s:?}");
+    }
+    // A write after the file was stored is found by the next process.
+    std::fs::write(&f, "question,answer\n营业时间,每天 16:00 开门\n").unwrap();
+    let mut c = cmd(&data);
+    c.args(["ingest", "--kb", "kb1"]).arg(&f);
+    ok(c);
+    let s = sources(&query_events(&data, "kb1", "营业时间", &[]));
+    assert!(s[0].0.contains("营业时间"), "{s:?}");
+}

@@ -1,0 +1,77 @@
+//! Lexical indexes kept on disk next to the store, one file per knowledge
+//! base (`<index_dir>/<kb id>.lex`), so a process starting over a large
+//! knowledge base reads its index and applies the store's change log
+//! instead of analysing every passage again.
+//!
+//! The store stays the source of truth: a missing, unreadable, damaged or
+//! newer-than-the-store file is ignored (and the index built from a
+//! snapshot), so deleting these files loses nothing. A file is written to a
+//! temporary name, synced and renamed over the old one, so a crash at any
+//! point leaves the old file or the new one (failpoints
+//! `index.save.before_rename` and `index.save.after_rename`).
+
+use rag_core::{failpoint, KbId};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn path(dir: &Path, kb: KbId) -> PathBuf {
+    dir.join(format!("{kb}.lex"))
+}
+
+/// The stored bytes of a knowledge base's index, if there are any.
+pub(crate) fn load(dir: &Path, kb: KbId) -> Option<Vec<u8>> {
+    match std::fs::read(path(dir, kb)) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            tracing::warn!(kb = %kb, error = %e, "cannot read the stored index; building it");
+            None
+        }
+    }
+}
+
+/// Replaces the stored index of a knowledge base, atomically.
+pub(crate) fn save(dir: &Path, kb: KbId, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let target = path(dir, kb);
+    // Temporary files of a process that died before its rename.
+    let prefix = format!("{kb}.lex.tmp-");
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let temp = dir.join(format!("{prefix}{}", std::process::id()));
+    let result = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut f = options.open(&temp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        if failpoint::hit("index.save.before_rename") {
+            return Err(std::io::Error::other("failpoint index.save.before_rename"));
+        }
+        std::fs::rename(&temp, &target)?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        failpoint::hit("index.save.after_rename");
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Forgets the stored index of a knowledge base (it was deleted).
+pub(crate) fn remove(dir: &Path, kb: KbId) {
+    let _ = std::fs::remove_file(path(dir, kb));
+}

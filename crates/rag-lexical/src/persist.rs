@@ -1,0 +1,506 @@
+//! The index as bytes, so that a process starting over a large knowledge
+//! base reads its index instead of analysing every passage again.
+//!
+//! Pure encoding and decoding (no I/O: the engine writes and reads the
+//! files). The bytes carry a magic, this format's version, the analyzer's
+//! version and the commit sequence; [`LexicalIndex::decode`] refuses bytes
+//! of another format or analyzer, and any truncated or inconsistent input,
+//! with an error rather than a panic: the file is outside input too.
+
+use crate::fuzzy::FuzzyVocab;
+use crate::index::{Dead, LexicalIndex, FIELDS};
+use crate::ngram::NgramIndex;
+use crate::segment::{Posting, Script, Segment, Term};
+use crate::synonyms::SynonymTable;
+use rag_core::{
+    ChunkId, DocId, FactId, FaqId, Passage, PassageId, SynonymGroup, TokenKind, UserWord,
+};
+use rag_text::Analyzer;
+use rustc_hash::FxHashMap;
+
+const MAGIC: &[u8; 4] = b"RSLX";
+/// Bumped whenever the layout below changes.
+const FORMAT: u32 = 1;
+
+/// Why bytes are not an index this build can use.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Not an index file, or one of another format or analyzer version.
+    #[error("not an index of this version: {0}")]
+    Version(String),
+    /// Truncated or inconsistent.
+    #[error("corrupt index: {0}")]
+    Corrupt(&'static str),
+}
+
+type R<T> = Result<T, DecodeError>;
+
+struct W<'a>(&'a mut Vec<u8>);
+
+impl W<'_> {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn len(&mut self, n: usize) {
+        self.u64(n as u64);
+    }
+    fn str(&mut self, s: &str) {
+        self.len(s.len());
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn opt_i64(&mut self, v: Option<i64>) {
+        match v {
+            Some(v) => {
+                self.u8(1);
+                self.u64(v as u64);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn strs(&mut self, v: &[String]) {
+        self.len(v.len());
+        for s in v {
+            self.str(s);
+        }
+    }
+    fn u32s(&mut self, v: &[u32]) {
+        self.len(v.len());
+        for x in v {
+            self.u32(*x);
+        }
+    }
+    fn uuid(&mut self, u: &uuid::Uuid) {
+        self.0.extend_from_slice(u.as_bytes());
+    }
+    fn passage(&mut self, p: &Passage) {
+        match p.id {
+            PassageId::Chunk(c) => {
+                self.u8(0);
+                self.uuid(&c.0);
+            }
+            PassageId::Faq(f) => {
+                self.u8(1);
+                self.uuid(&f.0);
+            }
+            PassageId::Fact(f) => {
+                self.u8(2);
+                self.uuid(&f.0);
+            }
+        }
+        self.str(&p.title);
+        self.str(&p.body);
+        self.strs(&p.tags);
+        self.strs(&p.aliases);
+        match &p.doc {
+            Some(d) => {
+                self.u8(1);
+                self.uuid(&d.0);
+            }
+            None => self.u8(0),
+        }
+        self.opt_str(p.source.as_deref());
+        match p.span {
+            Some((a, b)) => {
+                self.u8(1);
+                self.len(a);
+                self.len(b);
+            }
+            None => self.u8(0),
+        }
+        self.u64(p.created_at as u64);
+        self.opt_i64(p.valid_from);
+        self.opt_i64(p.valid_until);
+        self.u8(u8::from(p.searchable));
+        self.opt_str(p.owner.as_deref());
+    }
+}
+
+struct Rd<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Rd<'a> {
+    fn take(&mut self, n: usize) -> R<&'a [u8]> {
+        if self.b.len() < n {
+            return Err(DecodeError::Corrupt("truncated"));
+        }
+        let (a, rest) = self.b.split_at(n);
+        self.b = rest;
+        Ok(a)
+    }
+    fn u8(&mut self) -> R<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> R<u32> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self) -> R<u64> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    /// A length, checked against the bytes left (each item takes at least `min` bytes).
+    fn len(&mut self, min: usize) -> R<usize> {
+        let n = self.u64()?;
+        if n > (self.b.len() / min.max(1)) as u64 {
+            return Err(DecodeError::Corrupt("length past the end"));
+        }
+        Ok(n as usize)
+    }
+    fn str(&mut self) -> R<String> {
+        let n = self.len(1)?;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| DecodeError::Corrupt("utf-8"))
+    }
+    fn flag(&mut self) -> R<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(DecodeError::Corrupt("flag")),
+        }
+    }
+    fn opt_str(&mut self) -> R<Option<String>> {
+        Ok(if self.flag()? {
+            Some(self.str()?)
+        } else {
+            None
+        })
+    }
+    fn opt_i64(&mut self) -> R<Option<i64>> {
+        Ok(if self.flag()? {
+            Some(self.u64()? as i64)
+        } else {
+            None
+        })
+    }
+    fn strs(&mut self) -> R<Vec<String>> {
+        let n = self.len(8)?;
+        (0..n).map(|_| self.str()).collect()
+    }
+    fn u32s(&mut self) -> R<Vec<u32>> {
+        let n = self.len(4)?;
+        (0..n).map(|_| self.u32()).collect()
+    }
+    fn uuid(&mut self) -> R<uuid::Uuid> {
+        Ok(uuid::Uuid::from_bytes(
+            self.take(16)?.try_into().expect("16 bytes"),
+        ))
+    }
+    fn passage(&mut self) -> R<Passage> {
+        let id = match self.u8()? {
+            0 => PassageId::Chunk(ChunkId(self.uuid()?)),
+            1 => PassageId::Faq(FaqId(self.uuid()?)),
+            2 => PassageId::Fact(FactId(self.uuid()?)),
+            _ => return Err(DecodeError::Corrupt("passage kind")),
+        };
+        Ok(Passage {
+            id,
+            title: self.str()?,
+            body: self.str()?,
+            tags: self.strs()?,
+            aliases: self.strs()?,
+            doc: if self.flag()? {
+                Some(DocId(self.uuid()?))
+            } else {
+                None
+            },
+            source: self.opt_str()?,
+            span: if self.flag()? {
+                Some((self.u64()? as usize, self.u64()? as usize))
+            } else {
+                None
+            },
+            created_at: self.u64()? as i64,
+            valid_from: self.opt_i64()?,
+            valid_until: self.opt_i64()?,
+            searchable: self.flag()?,
+            owner: self.opt_str()?,
+        })
+    }
+}
+
+const KINDS: [TokenKind; 6] = [
+    TokenKind::Word,
+    TokenKind::Ident,
+    TokenKind::Number,
+    TokenKind::Han,
+    TokenKind::HanChar,
+    TokenKind::HanBigram,
+];
+
+fn kind_code(k: TokenKind) -> u8 {
+    KINDS.iter().position(|x| *x == k).unwrap_or(0) as u8
+}
+
+fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
+    w.len(seg.passages.len());
+    for (o, p) in seg.passages.iter().enumerate() {
+        w.passage(p);
+        for l in &seg.lengths[o] {
+            w.u32(*l);
+        }
+        w.str(&seg.match_text[o]);
+        w.u32(seg.scripts[o].han);
+        w.u32(seg.scripts[o].latin);
+        w.u8(u8::from(dead.contains(o as u32)));
+    }
+    w.len(seg.terms.len());
+    for t in &seg.terms {
+        w.str(&t.text);
+        w.u8(kind_code(t.kind));
+        w.len(t.postings.len());
+        for p in &t.postings {
+            w.u32(p.ord);
+            for tf in p.tf {
+                w.0.extend_from_slice(&tf.to_le_bytes());
+            }
+        }
+    }
+    let (grams, fuzzy) = (seg.ngrams.parts(), seg.fuzzy.parts());
+    w.len(grams.len());
+    for (k, list) in grams {
+        w.u64(*k);
+        w.u32s(list);
+    }
+    w.len(fuzzy.0.len());
+    for (k, list) in fuzzy.0 {
+        w.u64(*k);
+        w.u32s(list);
+    }
+    w.len(fuzzy.1.len());
+    for (id, n) in fuzzy.1 {
+        w.u32(*id);
+        w.u32(u32::from(*n));
+    }
+    w.len(fuzzy.2.len());
+    for (k, list) in fuzzy.2 {
+        w.str(k);
+        w.u32s(list);
+    }
+}
+
+fn decode_segment(r: &mut Rd<'_>) -> R<(Segment, Dead)> {
+    let n = r.len(16)?;
+    let mut seg = Segment::default();
+    let mut dead = Dead::default();
+    for o in 0..n {
+        let p = r.passage()?;
+        let mut len = [0u32; FIELDS];
+        for l in &mut len {
+            *l = r.u32()?;
+        }
+        seg.ord_of.insert(p.id, o as u32);
+        seg.passages.push(p);
+        seg.lengths.push(len);
+        seg.match_text.push(r.str()?);
+        seg.scripts.push(Script {
+            han: r.u32()?,
+            latin: r.u32()?,
+        });
+        if r.flag()? {
+            dead.insert(o as u32);
+        }
+    }
+    let terms = r.len(9)?;
+    for id in 0..terms {
+        let text: Box<str> = r.str()?.into();
+        let kind = *KINDS
+            .get(r.u8()? as usize)
+            .ok_or(DecodeError::Corrupt("token kind"))?;
+        let np = r.len(12)?;
+        let mut postings = Vec::with_capacity(np);
+        let mut df = [0u32; FIELDS];
+        let mut word_df = 0;
+        let mut last: Option<u32> = None;
+        for _ in 0..np {
+            let ord = r.u32()?;
+            if ord as usize >= n || last.is_some_and(|l| l >= ord) {
+                return Err(DecodeError::Corrupt("posting order"));
+            }
+            last = Some(ord);
+            let mut tf = [0u16; FIELDS];
+            for t in &mut tf {
+                *t = u16::from_le_bytes(r.take(2)?.try_into().expect("2 bytes"));
+            }
+            for (d, &x) in df.iter_mut().zip(&tf) {
+                if x > 0 {
+                    *d += 1;
+                }
+            }
+            if tf[..crate::index::WORD_FIELDS].iter().any(|t| *t > 0) {
+                word_df += 1;
+            }
+            postings.push(Posting { ord, tf });
+        }
+        if seg.vocab.insert(text.clone(), id as u32).is_some() {
+            return Err(DecodeError::Corrupt("duplicate term"));
+        }
+        seg.terms.push(Term {
+            text,
+            kind,
+            postings,
+            df,
+            word_df,
+        });
+    }
+    let check = |list: &[u32], bound: usize| list.iter().all(|x| (*x as usize) < bound);
+    let mut grams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+    for _ in 0..r.len(16)? {
+        let k = r.u64()?;
+        let list = r.u32s()?;
+        if !check(&list, n) {
+            return Err(DecodeError::Corrupt("n-gram ordinal"));
+        }
+        grams.insert(k, list);
+    }
+    let mut trigrams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+    for _ in 0..r.len(16)? {
+        let k = r.u64()?;
+        let list = r.u32s()?;
+        if !check(&list, terms) {
+            return Err(DecodeError::Corrupt("trigram term"));
+        }
+        trigrams.insert(k, list);
+    }
+    let mut lens: FxHashMap<u32, u16> = FxHashMap::default();
+    for _ in 0..r.len(8)? {
+        let id = r.u32()?;
+        let n = r.u32()?;
+        if id as usize >= terms {
+            return Err(DecodeError::Corrupt("trigram term"));
+        }
+        lens.insert(id, n as u16);
+    }
+    let mut pinyin: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+    for _ in 0..r.len(16)? {
+        let k = r.str()?;
+        let list = r.u32s()?;
+        if !check(&list, terms) {
+            return Err(DecodeError::Corrupt("pinyin term"));
+        }
+        pinyin.insert(k, list);
+    }
+    seg.ngrams = NgramIndex::from_parts(grams);
+    seg.fuzzy = FuzzyVocab::from_parts(trigrams, lens, pinyin);
+    Ok((seg, dead))
+}
+
+impl LexicalIndex {
+    /// The index as bytes (see [`LexicalIndex::decode`]).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = W(&mut out);
+        w.0.extend_from_slice(MAGIC);
+        w.u32(FORMAT);
+        w.u32(rag_text::ANALYZER_VERSION);
+        w.u64(self.seq());
+        w.len(self.user_words().len());
+        for u in self.user_words() {
+            w.str(&u.word);
+            w.opt_i64(u.freq.map(i64::from));
+        }
+        w.len(self.synonym_groups().len());
+        for g in self.synonym_groups() {
+            w.strs(&g.terms);
+        }
+        w.len(self.facts.len());
+        for p in self.facts.iter() {
+            w.passage(p);
+        }
+        w.len(self.segments.len());
+        for (seg, dead) in self.segments.iter().zip(&self.dead) {
+            encode_segment(&mut w, seg, dead);
+        }
+        out
+    }
+
+    /// The commit sequence of encoded bytes, if they are an index of this
+    /// format and analyzer.
+    pub fn encoded_seq(bytes: &[u8]) -> Result<u64, DecodeError> {
+        let mut r = Rd { b: bytes };
+        header(&mut r)
+    }
+
+    /// An index from [`LexicalIndex::encode`]'s bytes, with `analyzer` (the
+    /// base analyzer, without user words) as a fresh build would use.
+    pub fn decode(analyzer: &Analyzer, bytes: &[u8]) -> Result<LexicalIndex, DecodeError> {
+        let mut r = Rd { b: bytes };
+        let seq = header(&mut r)?;
+        let mut user_words = Vec::new();
+        for _ in 0..r.len(9)? {
+            let word = r.str()?;
+            let freq = r.opt_i64()?.map(|f| f as u32);
+            user_words.push(UserWord { word, freq });
+        }
+        let mut synonyms = Vec::new();
+        for _ in 0..r.len(8)? {
+            synonyms.push(SynonymGroup { terms: r.strs()? });
+        }
+        let mut facts = Vec::new();
+        for _ in 0..r.len(16)? {
+            facts.push(r.passage()?);
+        }
+        if facts.windows(2).any(|w| w[0].id >= w[1].id) {
+            return Err(DecodeError::Corrupt("fact order"));
+        }
+        let mut segments = Vec::new();
+        for _ in 0..r.len(8)? {
+            segments.push(decode_segment(&mut r)?);
+        }
+        if !r.b.is_empty() {
+            return Err(DecodeError::Corrupt("trailing bytes"));
+        }
+        let analyzer_words = analyzer.with_user_words(
+            user_words
+                .iter()
+                .map(|w: &UserWord| (w.word.as_str(), w.freq)),
+        );
+        let table = SynonymTable::build(&analyzer_words, &synonyms);
+        Ok(LexicalIndex::from_parts(
+            analyzer.clone(),
+            analyzer_words,
+            user_words,
+            synonyms,
+            table,
+            facts,
+            segments,
+            seq,
+        ))
+    }
+}
+
+fn header(r: &mut Rd<'_>) -> R<u64> {
+    if r.take(4).ok() != Some(MAGIC.as_slice()) {
+        return Err(DecodeError::Version("no index magic".into()));
+    }
+    let format = r.u32()?;
+    if format != FORMAT {
+        return Err(DecodeError::Version(format!(
+            "format {format}, expected {FORMAT}"
+        )));
+    }
+    let analyzer = r.u32()?;
+    if analyzer != rag_text::ANALYZER_VERSION {
+        return Err(DecodeError::Version(format!(
+            "analyzer {analyzer}, expected {}",
+            rag_text::ANALYZER_VERSION
+        )));
+    }
+    r.u64()
+}
