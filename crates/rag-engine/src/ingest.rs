@@ -265,13 +265,11 @@ impl Engine {
                     Err(e) => return Err(e),
                 };
                 progress(self.embedded_event(source, &stats));
+                // The older versions of this source, by index (not a listing
+                // of every document per file, which made ingest quadratic).
                 let older: Vec<DocId> = store
-                    .documents(tenant, kb.id)
-                    .await?
-                    .into_iter()
-                    .filter(|d| d.source == source && d.owner == options.owner)
-                    .map(|d| d.id)
-                    .collect();
+                    .document_by_source(tenant, kb.id, source, options.owner.as_deref())
+                    .await?;
                 let replaced = !older.is_empty();
                 // Unedited drafts of the older version, which this write deletes (reported when drafting again).
                 let old_drafts = if replaced && kb.settings.drafts.auto {

@@ -37,9 +37,10 @@
 // The modules mirror rag-store's, so the two stores can be read side by
 // side: open (connecting, the role and schema checks, transactions and the
 // tenant check), rows (stored values to domain types), write (the atomic
-// writes), snapshot (index snapshots), read (the other reads), sources, keys
-// and log. Only here: migrate, pool, lex (the recall tables), recall and
+// writes), snapshot (index snapshots), read (the other reads), changes (the
+// change feed), sources, keys and log. Only here: migrate, pool, lex (the recall tables), recall and
 // vector; only there: cache, lock and schema.
+mod changes;
 mod error;
 mod keys;
 mod lex;
@@ -55,6 +56,7 @@ mod sources;
 mod vector;
 mod write;
 
+pub use changes::CHANGE_LOG_COMMITS;
 pub use error::PgStoreError;
 pub use migrate::{
     latest_version, migrate, set_app_password, Migration, MigrationReport, MIGRATIONS,

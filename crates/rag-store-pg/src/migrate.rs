@@ -33,6 +33,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "recall",
         sql: include_str!("../migrations/0003_recall.sql"),
     },
+    Migration {
+        version: 4,
+        name: "change_log",
+        sql: include_str!("../migrations/0004_change_log.sql"),
+    },
 ];
 
 /// The schema version this build needs.

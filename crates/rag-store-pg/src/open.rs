@@ -6,6 +6,7 @@ use crate::error::{pg, PgStoreError};
 use crate::migrate::latest_version;
 use crate::pool::{Conn, Pool};
 use rag_core::{CoreError, KbId, TenantId, UserError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, IsolationLevel, Transaction};
@@ -19,6 +20,8 @@ pub struct PgStore {
     pool: Arc<Pool>,
     /// The analysis behind the stored term statistics (the engine's own).
     pub(crate) analyzer: rag_text::Analyzer,
+    /// How many of each knowledge base's latest commits the change log keeps.
+    retain: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -58,7 +61,21 @@ impl PgStore {
         Ok(PgStore {
             pool: Arc::new(pool),
             analyzer: rag_text::Analyzer::new(),
+            retain: Arc::new(AtomicU64::new(crate::changes::CHANGE_LOG_COMMITS)),
         })
+    }
+
+    /// Keeps the change log of each knowledge base to its last `commits`
+    /// commits (at least 1; by default [`crate::CHANGE_LOG_COMMITS`]), from
+    /// this store's next write on (a setting of this process: another
+    /// process writing the same database prunes by its own).
+    /// `changes_since` an older commit is `None`.
+    pub fn set_change_log_retention(&self, commits: u64) {
+        self.retain.store(commits.max(1), Ordering::Relaxed);
+    }
+
+    pub(crate) fn change_log_retention(&self) -> u64 {
+        self.retain.load(Ordering::Relaxed)
     }
 
     pub(crate) async fn conn(&self) -> Result<Conn<'_>, CoreError> {

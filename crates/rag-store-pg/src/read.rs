@@ -5,8 +5,8 @@ use crate::open::{begin, owned, PgStore};
 use crate::rows::{json, read_faqs, space_of, to_kb};
 use async_trait::async_trait;
 use rag_core::{
-    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbId,
-    KbSnapshot, KnowledgeBase, Source, StoreRead, TenantId, UserError,
+    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbCounts,
+    KbId, KbSnapshot, KnowledgeBase, Source, StoreRead, TenantId, UserError,
 };
 use std::sync::Arc;
 
@@ -71,6 +71,15 @@ impl StoreRead for PgStore {
         kb: KbId,
     ) -> Result<(KbSnapshot, usize), CoreError> {
         crate::snapshot::index_snapshot(self, tenant, kb).await
+    }
+
+    async fn changes_since(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        since: u64,
+    ) -> Result<Option<rag_core::KbChanges>, CoreError> {
+        crate::changes::changes_since(self, tenant, kb, since).await
     }
 
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>, CoreError> {
@@ -172,6 +181,48 @@ impl StoreRead for PgStore {
             .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
         Ok(row.map(|r| DocId(r.get(0))))
+    }
+
+    async fn document_by_source(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        source: &str,
+        owner: Option<&str>,
+    ) -> Result<Vec<DocId>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let rows = tx
+            .query(
+                "SELECT id FROM documents WHERE kb_id = $1 AND source = $2 AND owner IS NOT DISTINCT FROM $3 ORDER BY created_at, id",
+                &[&kb.0, &source, &owner],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(rows.iter().map(|r| DocId(r.get(0))).collect())
+    }
+
+    async fn kb_counts(&self, tenant: &TenantId, kb: KbId) -> Result<KbCounts, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let r = tx
+            .query_one(
+                "SELECT (SELECT count(*) FROM documents WHERE kb_id = $1),
+                        (SELECT count(*) FROM chunks WHERE kb_id = $1),
+                        (SELECT count(*) FROM faqs WHERE kb_id = $1)",
+                &[&kb.0],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(KbCounts {
+            documents: r.get::<_, i64>(0) as usize,
+            chunks: r.get::<_, i64>(1) as usize,
+            faqs: r.get::<_, i64>(2) as usize,
+        })
     }
 
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {

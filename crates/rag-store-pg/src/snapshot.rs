@@ -4,13 +4,13 @@
 
 use crate::error::{corrupt, pg};
 use crate::open::{begin, owned, PgStore};
-use crate::rows::{json, read_faqs, space_of};
+use crate::rows::{fact_from_row, faq_from_row, json, space_of, FACT_COLUMNS, FAQ_COLUMNS};
 use crate::vector::VectorOwned;
 use rag_core::{
-    ChunkId, CoreError, DocId, FactId, KbId, KbSnapshot, Passage, PassageId, PassageVector,
-    SynonymGroup, TenantId, UserWord,
+    ChunkId, CoreError, DocId, KbId, KbSnapshot, Passage, PassageId, PassageVector, SynonymGroup,
+    TenantId, UserWord,
 };
-use tokio_postgres::Transaction;
+use tokio_postgres::{Row, Transaction};
 
 /// Which passages [`passages_of`] loads.
 #[derive(Debug, Default)]
@@ -38,59 +38,88 @@ pub(crate) async fn passages_of(
     if all || !scope.docs.is_empty() {
         let rows = tx
             .query(
-                "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner, c.ordinal
-                 FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = $1 AND ($2 OR c.doc_id = ANY($3))
-                 ORDER BY d.created_at, d.id, c.ordinal",
+                &format!(
+                    "SELECT {CHUNK_PASSAGE_COLUMNS}, c.ordinal
+                     FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = $1 AND ($2 OR c.doc_id = ANY($3))
+                     ORDER BY d.created_at, d.id, c.ordinal"
+                ),
                 &[&kb.0, &all, &scope.docs],
             )
             .await
             .map_err(pg)?;
         for r in &rows {
-            let headings: Vec<String> = json(r, 3, "chunks", "heading_path")?;
-            let title: String = r.get(2);
-            let passage = Passage {
-                id: PassageId::Chunk(ChunkId(r.get(0))),
-                title: rag_core::chunk_title(&title, &headings),
-                body: r.get(4),
-                tags: r.get(5),
-                aliases: Vec::new(),
-                doc: Some(DocId(r.get(1))),
-                source: Some(r.get(6)),
-                span: Some((r.get::<_, i64>(7) as usize, r.get::<_, i64>(8) as usize)),
-                created_at: r.get(9),
-                valid_from: None,
-                valid_until: None,
-                searchable: true,
-                owner: r.get(10),
-            };
-            passages.push((passage, r.get::<_, i32>(11)));
+            passages.push((chunk_passage(r)?, r.get::<_, i32>(11)));
         }
     }
     if all || !scope.faqs.is_empty() {
-        let faqs = read_faqs(tx, kb).await?;
-        passages.extend(
-            faqs.into_iter()
-                .filter(|f| all || scope.faqs.contains(&f.id.0))
-                .map(|f| (Passage::from(f), 0)),
-        );
-    }
-    if all || !scope.facts.is_empty() {
         let rows = tx
-            .query("SELECT id, key, value, key_synonyms FROM facts WHERE kb_id = $1 AND ($2 OR id = ANY($3)) ORDER BY id", &[&kb.0, &all, &scope.facts])
+            .query(
+                &format!(
+                    "SELECT {FAQ_COLUMNS} FROM faqs WHERE kb_id = $1 AND ($2 OR id = ANY($3)) ORDER BY created_at, id"
+                ),
+                &[&kb.0, &all, &scope.faqs],
+            )
             .await
             .map_err(pg)?;
         for r in &rows {
-            let fact = rag_core::Fact {
-                id: FactId(r.get(0)),
-                kb,
-                key: r.get(1),
-                value: r.get(2),
-                key_synonyms: r.get(3),
-            };
-            passages.push((Passage::from(fact), 0));
+            passages.push((Passage::from(faq_from_row(r, kb)?), 0));
+        }
+    }
+    if all || !scope.facts.is_empty() {
+        let rows = tx
+            .query(
+                &format!("SELECT {FACT_COLUMNS} FROM facts WHERE kb_id = $1 AND ($2 OR id = ANY($3)) ORDER BY id"),
+                &[&kb.0, &all, &scope.facts],
+            )
+            .await
+            .map_err(pg)?;
+        for r in &rows {
+            passages.push((Passage::from(fact_from_row(r, kb)), 0));
         }
     }
     Ok(passages)
+}
+
+/// The columns [`chunk_passage`] decodes, of `chunks c JOIN documents d ON d.id = c.doc_id`.
+pub(crate) const CHUNK_PASSAGE_COLUMNS: &str = "c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner";
+
+/// A chunk's passage from a row of [`CHUNK_PASSAGE_COLUMNS`]: the title field
+/// carries the document title and the headings above the chunk.
+pub(crate) fn chunk_passage(r: &Row) -> Result<Passage, CoreError> {
+    let headings: Vec<String> = json(r, 3, "chunks", "heading_path")?;
+    let title: String = r.get(2);
+    Ok(Passage {
+        id: PassageId::Chunk(ChunkId(r.get(0))),
+        title: rag_core::chunk_title(&title, &headings),
+        body: r.get(4),
+        tags: r.get(5),
+        aliases: Vec::new(),
+        doc: Some(DocId(r.get(1))),
+        source: Some(r.get(6)),
+        span: Some((r.get::<_, i64>(7) as usize, r.get::<_, i64>(8) as usize)),
+        created_at: r.get(9),
+        valid_from: None,
+        valid_until: None,
+        searchable: true,
+        owner: r.get(10),
+    })
+}
+
+/// The synonym groups of a knowledge base, in the order they were added.
+pub(crate) async fn synonyms(
+    tx: &Transaction<'_>,
+    kb: KbId,
+) -> Result<Vec<SynonymGroup>, CoreError> {
+    Ok(tx
+        .query(
+            "SELECT terms FROM synonyms WHERE kb_id = $1 ORDER BY position",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(|r| SynonymGroup { terms: r.get(0) })
+        .collect())
 }
 
 /// The user dictionary of a knowledge base.
@@ -175,16 +204,7 @@ async fn load_snapshot(
     .into_iter()
     .map(|(p, _)| p)
     .collect();
-    let synonyms = tx
-        .query(
-            "SELECT terms FROM synonyms WHERE kb_id = $1 ORDER BY position",
-            &[&kb.0],
-        )
-        .await
-        .map_err(pg)?
-        .iter()
-        .map(|r| SynonymGroup { terms: r.get(0) })
-        .collect();
+    let synonyms = synonyms(tx, kb).await?;
     let user_words = user_words(tx, kb).await?;
     let mut vectors = Vec::new();
     let rows = if with_vectors {

@@ -2,6 +2,7 @@
 //! operations in one transaction that holds the knowledge base's row lock and
 //! moves its commit sequence.
 
+use crate::changes::{Touched, SYNONYMS, USER_WORDS, VECTORS_RESET};
 use crate::error::{pg, PgStoreError};
 use crate::open::{begin, owned, PgStore};
 use crate::rows::space_of;
@@ -15,7 +16,18 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Json;
 use tokio_postgres::Transaction;
 
-async fn delete_document(tx: &Transaction<'_>, kb: KbId, id: DocId) -> Result<(), CoreError> {
+async fn delete_document(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    id: DocId,
+    log: &mut Touched,
+) -> Result<(), CoreError> {
+    log.passages_of(
+        tx,
+        "SELECT 'chunk:' || id::text FROM chunks WHERE doc_id = $1 AND kb_id = $2",
+        &[&id.0, &kb.0],
+    )
+    .await?;
     tx.execute(
         "DELETE FROM vectors WHERE kb_id = $1 AND passage IN (SELECT 'chunk:' || id::text FROM chunks WHERE doc_id = $2)",
         &[&kb.0, &id.0],
@@ -38,9 +50,22 @@ async fn put_documents(
     tenant: &TenantId,
     kb: KbId,
     docs: Vec<(Document, Vec<Chunk>)>,
+    log: &mut Touched,
 ) -> Result<(), CoreError> {
     let t = &tenant.0;
     let ids: Vec<uuid::Uuid> = docs.iter().map(|(d, _)| d.id.0).collect();
+    // The chunks of replaced versions, and the new ones.
+    log.passages_of(
+        tx,
+        "SELECT 'chunk:' || id::text FROM chunks WHERE doc_id = ANY($1) AND kb_id = $2",
+        &[&ids, &kb.0],
+    )
+    .await?;
+    for (_, chunks) in &docs {
+        for c in chunks {
+            log.passage(PassageId::Chunk(c.id));
+        }
+    }
     tx.execute(
         "DELETE FROM vectors WHERE kb_id = $1 AND passage IN (SELECT 'chunk:' || id::text FROM chunks WHERE doc_id = ANY($2))",
         &[&kb.0, &ids],
@@ -99,7 +124,14 @@ async fn delete_unedited_drafts(
     tx: &Transaction<'_>,
     kb: KbId,
     doc: DocId,
+    log: &mut Touched,
 ) -> Result<(), CoreError> {
+    log.passages_of(
+        tx,
+        "SELECT 'faq:' || id::text FROM faqs WHERE kb_id = $1 AND source_doc = $2 AND NOT edited",
+        &[&kb.0, &doc.0],
+    )
+    .await?;
     tx.execute(
         "DELETE FROM vectors WHERE kb_id = $1 AND passage IN
            (SELECT 'faq:' || id::text FROM faqs WHERE kb_id = $1 AND source_doc = $2 AND NOT edited)",
@@ -132,25 +164,26 @@ async fn apply_op(
     tenant: &TenantId,
     kb: KbId,
     op: WriteOp,
+    log: &mut Touched,
 ) -> Result<(), CoreError> {
     let t = &tenant.0;
     match op {
         WriteOp::PutDocument { document, chunks } => {
-            put_documents(tx, tenant, kb, vec![(document, chunks)]).await?
+            put_documents(tx, tenant, kb, vec![(document, chunks)], log).await?
         }
         WriteOp::DeleteDocument(id) => {
             // Its drafts: unedited ones go with it; edited ones are human
             // knowledge now and stay, unlinked.
-            delete_unedited_drafts(tx, kb, id).await?;
+            delete_unedited_drafts(tx, kb, id, log).await?;
             tx.execute(
                 "UPDATE faqs SET source_doc = NULL WHERE kb_id = $1 AND source_doc = $2",
                 &[&kb.0, &id.0],
             )
             .await
             .map_err(pg)?;
-            delete_document(tx, kb, id).await?;
+            delete_document(tx, kb, id, log).await?;
         }
-        WriteOp::DeleteUneditedDrafts(doc) => delete_unedited_drafts(tx, kb, doc).await?,
+        WriteOp::DeleteUneditedDrafts(doc) => delete_unedited_drafts(tx, kb, doc, log).await?,
         WriteOp::RelinkDrafts { from, to } => {
             if !document_exists(tx, kb, to).await? {
                 return Err(rag_core::UserError::NotFound {
@@ -167,6 +200,7 @@ async fn apply_op(
             .map_err(pg)?;
         }
         WriteOp::PutFaq(f) => {
+            log.passage(PassageId::Faq(f.id));
             let exists = tx
                 .query_opt(
                     "SELECT 1 FROM faqs WHERE id = $1 AND kb_id = $2",
@@ -217,6 +251,7 @@ async fn apply_op(
             .map_err(pg)?;
         }
         WriteOp::DeleteFaq(id) => {
+            log.passage(PassageId::Faq(id));
             tx.execute(
                 "DELETE FROM vectors WHERE passage = $1 AND kb_id = $2",
                 &[&PassageId::Faq(id).to_string(), &kb.0],
@@ -231,6 +266,7 @@ async fn apply_op(
             .map_err(pg)?;
         }
         WriteOp::PutFact(f) => {
+            log.passage(PassageId::Fact(f.id));
             tx.execute(
                 "INSERT INTO facts (id, tenant, kb_id, key, value, key_synonyms) VALUES ($1, $2, $3, $4, $5, $6)
                  ON CONFLICT (id) DO UPDATE SET key = excluded.key, value = excluded.value, key_synonyms = excluded.key_synonyms
@@ -241,6 +277,7 @@ async fn apply_op(
             .map_err(pg)?;
         }
         WriteOp::DeleteFact(id) => {
+            log.passage(PassageId::Fact(id));
             tx.execute(
                 "DELETE FROM vectors WHERE passage = $1 AND kb_id = $2",
                 &[&PassageId::Fact(id).to_string(), &kb.0],
@@ -282,6 +319,8 @@ async fn apply_op(
                 }
                 Some(_) => {}
                 None => {
+                    // The space is fixed now: dense indexes start over.
+                    log.flag(VECTORS_RESET);
                     tx.execute(
                         "UPDATE kbs SET embed_model = $1, embed_dims = $2 WHERE id = $3",
                         &[&space.model_id, &(space.dims as i32), &kb.0],
@@ -314,6 +353,9 @@ async fn apply_op(
                 .filter(|(i, v)| last[&v.id] == *i)
                 .map(|(_, v)| v)
                 .collect();
+            for v in &kept {
+                log.vector(v.id);
+            }
             let passages: Vec<String> = kept.iter().map(|v| v.id.to_string()).collect();
             let hashes: Vec<&str> = kept.iter().map(|v| v.text_hash.as_str()).collect();
             let values: Vec<VectorRef<'_>> = kept.iter().map(|v| VectorRef(&v.vector)).collect();
@@ -327,6 +369,7 @@ async fn apply_op(
             .map_err(pg)?;
         }
         WriteOp::ClearVectors => {
+            log.flag(VECTORS_RESET);
             tx.execute("DELETE FROM vectors WHERE kb_id = $1", &[&kb.0])
                 .await
                 .map_err(pg)?;
@@ -338,6 +381,7 @@ async fn apply_op(
             .map_err(pg)?;
         }
         WriteOp::AddSynonyms(g) => {
+            log.flag(SYNONYMS);
             tx.execute(
                 "INSERT INTO synonyms (tenant, kb_id, position, terms)
                  SELECT $1, $2, coalesce(max(position), 0) + 1, $3 FROM synonyms WHERE kb_id = $2",
@@ -347,6 +391,7 @@ async fn apply_op(
             .map_err(pg)?;
         }
         WriteOp::AddUserWord(w) => {
+            log.flag(USER_WORDS);
             tx.execute(
                 "INSERT INTO user_words (tenant, kb_id, word, freq) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (kb_id, word) DO UPDATE SET freq = excluded.freq",
@@ -374,7 +419,7 @@ impl StoreWrite for PgStore {
         let tx = begin(&mut conn, &tenant.0, false).await?;
         match tx
             .execute(
-                "INSERT INTO kbs (id, tenant, name, created_at, settings, seq) VALUES ($1, $2, $3, $4, $5, 1)",
+                "INSERT INTO kbs (id, tenant, name, created_at, settings, seq, log_from) VALUES ($1, $2, $3, $4, $5, 1, 1)",
                 &[&kb.id.0, &tenant.0, &kb.name, &kb.created_at, &Json(&kb.settings)],
             )
             .await
@@ -422,6 +467,7 @@ impl StoreWrite for PgStore {
             .into());
         }
         let mut dirty = crate::lex::Dirty::default();
+        let mut log = Touched::default();
         // Runs of documents go in together (a few statements per run, not per document).
         let mut run: Vec<(Document, Vec<Chunk>)> = Vec::new();
         for op in ops {
@@ -434,18 +480,18 @@ impl StoreWrite for PgStore {
                 }
                 op => {
                     if !run.is_empty() {
-                        put_documents(&tx, tenant, kb, std::mem::take(&mut run)).await?;
+                        put_documents(&tx, tenant, kb, std::mem::take(&mut run), &mut log).await?;
                     }
                     if let WriteOp::PutDocument { document, chunks } = op {
                         run.push((document, chunks));
                     } else {
-                        apply_op(&tx, tenant, kb, op).await?;
+                        apply_op(&tx, tenant, kb, op, &mut log).await?;
                     }
                 }
             }
         }
         if !run.is_empty() {
-            put_documents(&tx, tenant, kb, run).await?;
+            put_documents(&tx, tenant, kb, run, &mut log).await?;
         }
         crate::lex::sync(&tx, tenant, kb, &self.analyzer, dirty).await?;
         let seq: i64 = tx
@@ -456,6 +502,9 @@ impl StoreWrite for PgStore {
             .await
             .map_err(pg)?
             .get(0);
+        // The change log, in the same transaction.
+        let retain = self.change_log_retention();
+        crate::changes::record(&tx, tenant, kb, seq as u64, log, retain).await?;
         if failpoint::hit("store.apply.before_commit") {
             return Err(PgStoreError::Failpoint("store.apply.before_commit").into());
         }

@@ -11,6 +11,9 @@
 #![cfg(feature = "pg-tests")]
 
 mod conformance;
+// The change-feed property, shared with the embedded store's tests.
+#[path = "../../rag-store/tests/changefeed/mod.rs"]
+mod changefeed;
 
 use rag_core::*;
 use rag_store_pg::{
@@ -308,7 +311,7 @@ fn the_app_role_cannot_bypass_row_level_security() {
             .iter()
             .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
             .collect();
-        assert_eq!(tables.len(), 17, "{tables:?}");
+        assert_eq!(tables.len(), 18, "{tables:?}");
         for (table, owner, rls, forced) in &tables {
             assert_ne!(owner, APP_ROLE, "{table}");
             if table != "schema_migrations" {
@@ -656,6 +659,118 @@ fn recall_rows_of_another_analysis_or_none_are_rebuilt_on_first_search() {
             assert_eq!(stats().await, incremental, "rebuilt statistics after {damage}");
         }
         drop((store, admin));
+        db.drop().await;
+    });
+}
+
+#[test]
+fn snapshot_then_changes_equals_the_snapshot_now() {
+    use proptest::prelude::*;
+    let rt = rt();
+    let (db, store) = rt.block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        (db, store)
+    });
+    let tenant = TenantId::default_tenant();
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    proptest!(ProptestConfig::with_cases(64), |(commits in changefeed::commits(12))| {
+        let name = format!("kb{}", n.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let result = rt.block_on(async {
+            let kb = store.create_kb(&tenant, &name, KbSettings::default()).await.unwrap();
+            // Vectors are searched in PostgreSQL: its changes carry none.
+            changefeed::check(&store, &tenant, &changefeed::Ids::new(kb.id), &commits, false).await
+        });
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    });
+    for (i, commits) in changefeed::scenarios().iter().enumerate() {
+        let result = rt.block_on(async {
+            let kb = store
+                .create_kb(&tenant, &format!("scenario{i}"), KbSettings::default())
+                .await
+                .unwrap();
+            changefeed::check(
+                &store,
+                &tenant,
+                &changefeed::Ids::new(kb.id),
+                commits,
+                false,
+            )
+            .await
+        });
+        assert!(result.is_ok(), "scenario {i}: {}", result.unwrap_err());
+    }
+    drop(store);
+    rt.block_on(db.drop());
+}
+
+#[test]
+fn changes_older_than_the_retained_log_or_the_log_itself_are_unknown() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        store.set_change_log_retention(3);
+        let t = TenantId::default_tenant();
+        let kb = store
+            .create_kb(&t, "kb", KbSettings::default())
+            .await
+            .unwrap()
+            .id;
+        let first = store.kb_seq(&t, kb).await.unwrap();
+        let mut faqs = Vec::new();
+        for i in 0..10 {
+            let f = changefeed::small_faq(kb, &format!("q{i}"));
+            faqs.push(f.id);
+            store.apply(&t, kb, vec![WriteOp::PutFaq(f)]).await.unwrap();
+        }
+        let seq = store.kb_seq(&t, kb).await.unwrap();
+        let kept = store.changes_since(&t, kb, seq - 3).await.unwrap().unwrap();
+        let mut want: Vec<PassageId> = faqs[7..].iter().map(|&f| PassageId::Faq(f)).collect();
+        want.sort();
+        assert_eq!(kept.upserted.iter().map(|p| p.id).collect::<Vec<_>>(), want);
+        for since in [first, seq - 4] {
+            assert_eq!(store.changes_since(&t, kb, since).await.unwrap(), None);
+        }
+        let admin = client(&db.admin).await;
+        assert_eq!(count(&admin, "kb_changes").await, 3);
+        // A knowledge base from before the log (no lower bound): unknown
+        // until its next write, known from then on.
+        admin
+            .execute("UPDATE ragscope.kbs SET log_from = NULL", &[])
+            .await
+            .unwrap();
+        assert_eq!(store.changes_since(&t, kb, seq).await.unwrap(), None);
+        let f = changefeed::small_faq(kb, "new");
+        store
+            .apply(&t, kb, vec![WriteOp::PutFaq(f.clone())])
+            .await
+            .unwrap();
+        let after = store.changes_since(&t, kb, seq).await.unwrap().unwrap();
+        assert_eq!(after.upserted, vec![Passage::from(f)]);
+        assert_eq!(store.changes_since(&t, kb, seq - 1).await.unwrap(), None);
+        // Another tenant: not found.
+        assert!(store
+            .changes_since(&TenantId("other".into()), kb, seq)
+            .await
+            .is_err());
+        drop(store);
+        db.drop().await;
+    });
+}
+
+#[test]
+fn one_faq_write_in_a_thousand_documents_is_one_passage() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        let t = TenantId::default_tenant();
+        let kb = store
+            .create_kb(&t, "kb", KbSettings::default())
+            .await
+            .unwrap()
+            .id;
+        changefeed::one_faq_in_a_thousand_documents(&store, &t, kb).await;
+        drop(store);
         db.drop().await;
     });
 }

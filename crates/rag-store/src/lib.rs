@@ -26,9 +26,11 @@
 // The modules mirror rag-store-pg's, so the two stores can be read side by
 // side: open (opening, schema, lock, the tenant check), rows (stored values
 // to domain types), write (the atomic writes), snapshot (index snapshots),
-// read (the other reads), sources, keys and log. Only here: cache, lock and
-// schema; only there: migrate, pool, lex, recall and vector.
+// read (the other reads), changes (the change feed), sources, keys and log.
+// Only here: cache, lock and schema; only there: migrate, pool, lex, recall
+// and vector.
 mod cache;
+mod changes;
 mod error;
 mod keys;
 mod lock;
@@ -44,4 +46,4 @@ mod write;
 pub use cache::SqliteEmbeddingCache;
 pub use error::StoreError;
 pub use open::{EmbeddedStore, OpenMode, StoreInfo};
-pub use schema::FORMAT_VERSION;
+pub use schema::{CHANGE_LOG_COMMITS, FORMAT_VERSION};

@@ -5,10 +5,13 @@
 use crate::error::StoreError;
 use crate::lock::DirLock;
 use crate::rows::sql;
-use crate::schema::{FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, V3_COLUMNS};
+use crate::schema::{
+    FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, V3_COLUMNS, V4_COLUMNS,
+};
 use rag_core::{CoreError, KbId, TenantId, UserError};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How to open a data directory.
@@ -42,6 +45,8 @@ struct Inner {
     conn: Mutex<Connection>,
     dir: PathBuf,
     info: StoreInfo,
+    /// How many of each knowledge base's latest commits the change log keeps.
+    retain: AtomicU64,
     _lock: Option<DirLock>,
 }
 
@@ -133,6 +138,7 @@ impl EmbeddedStore {
                 conn: Mutex::new(conn),
                 dir: dir.to_owned(),
                 info,
+                retain: AtomicU64::new(crate::schema::CHANGE_LOG_COMMITS),
                 _lock: lock,
             }),
         })
@@ -151,6 +157,17 @@ impl EmbeddedStore {
     /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// Keeps the change log of each knowledge base to its last `commits`
+    /// commits (at least 1; by default [`crate::CHANGE_LOG_COMMITS`]), from
+    /// its next write on. `changes_since` an older commit is `None`.
+    pub fn set_change_log_retention(&self, commits: u64) {
+        self.inner.retain.store(commits.max(1), Ordering::Relaxed);
+    }
+
+    pub(crate) fn change_log_retention(&self) -> u64 {
+        self.inner.retain.load(Ordering::Relaxed)
     }
 
     fn read_info(conn: &Connection, analyzer: &str) -> Result<StoreInfo, StoreError> {
@@ -191,7 +208,7 @@ impl EmbeddedStore {
         conn.execute_batch(SCHEMA_V1)?;
         conn.execute_batch(SCHEMA_V2)?;
         conn.execute_batch(SCHEMA_V3)?;
-        for (table, column, decl) in V3_COLUMNS {
+        for (table, column, decl) in V3_COLUMNS.iter().chain(V4_COLUMNS) {
             let present: bool = conn.query_row(
                 &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
                 [column],
@@ -201,6 +218,9 @@ impl EmbeddedStore {
                 conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
             }
         }
+        conn.execute_batch(SCHEMA_V4)?;
+        // Commits before the change log are not in it.
+        conn.execute("UPDATE kbs SET log_from = seq WHERE log_from IS NULL", [])?;
         conn.execute(
             "INSERT INTO meta(key, value) VALUES ('format_version', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [FORMAT_VERSION.to_string()],

@@ -4,8 +4,8 @@ use crate::open::{owned, EmbeddedStore};
 use crate::rows::{json_vec, kb_from_row, parse_id, read_faqs, sql, to_kb};
 use async_trait::async_trait;
 use rag_core::{
-    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbId,
-    KbSnapshot, KnowledgeBase, StoreRead, TenantId, UserError,
+    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbCounts,
+    KbId, KbSnapshot, KnowledgeBase, StoreRead, TenantId, UserError,
 };
 use rusqlite::{params, OptionalExtension};
 
@@ -66,6 +66,15 @@ impl StoreRead for EmbeddedStore {
 
     async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot, CoreError> {
         crate::snapshot::snapshot(self, tenant, kb).await
+    }
+
+    async fn changes_since(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        since: u64,
+    ) -> Result<Option<rag_core::KbChanges>, CoreError> {
+        crate::changes::changes_since(self, tenant, kb, since).await
     }
 
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>, CoreError> {
@@ -193,6 +202,61 @@ impl StoreRead for EmbeddedStore {
                 .optional()
                 .map_err(sql)?;
             id.map(|s| parse_id(&s, "documents", DocId::parse)).transpose()
+        })
+        .await
+    }
+
+    async fn document_by_source(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        source: &str,
+        owner: Option<&str>,
+    ) -> Result<Vec<DocId>, CoreError> {
+        let (tenant, source, owner) = (tenant.clone(), source.to_owned(), owner.map(str::to_owned));
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let mut stmt = c
+                // Sorted here: an ORDER BY makes SQLite walk the knowledge
+                // base's documents in order instead of looking the source up.
+                .prepare_cached(
+                    "SELECT id, created_at FROM documents WHERE kb_id = ?1 AND source = ?2 AND owner IS ?3",
+                )
+                .map_err(sql)?;
+            let mut found = stmt
+                .query_map(params![kb.to_string(), source, owner], |r| {
+                    Ok((r.get::<_, i64>(1)?, r.get::<_, String>(0)?))
+                })
+                .map_err(sql)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(sql)?;
+            found.sort();
+            found
+                .iter()
+                .map(|(_, id)| parse_id(id, "documents", DocId::parse))
+                .collect()
+        })
+        .await
+    }
+
+    async fn kb_counts(&self, tenant: &TenantId, kb: KbId) -> Result<KbCounts, CoreError> {
+        let tenant = tenant.clone();
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let (documents, chunks, faqs): (i64, i64, i64) = c
+                .query_row(
+                    "SELECT (SELECT count(*) FROM documents WHERE kb_id = ?1),
+                            (SELECT count(*) FROM chunks WHERE kb_id = ?1),
+                            (SELECT count(*) FROM faqs WHERE kb_id = ?1)",
+                    [kb.to_string()],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .map_err(sql)?;
+            Ok(KbCounts {
+                documents: documents as usize,
+                chunks: chunks as usize,
+                faqs: faqs as usize,
+            })
         })
         .await
     }

@@ -2,8 +2,11 @@
 //! vectors) and the rows shared by several reads.
 
 use crate::error::StoreError;
-use rag_core::{CoreError, DocId, FaqEntry, FaqId, FaqStatus, KbId, KnowledgeBase, TenantId};
-use rusqlite::Connection;
+use rag_core::{
+    ChunkId, CoreError, DocId, Fact, FactId, FaqEntry, FaqId, FaqStatus, KbId, KnowledgeBase,
+    Passage, PassageId, PassageVector, TenantId,
+};
+use rusqlite::{Connection, Row};
 
 pub(crate) fn sql(e: rusqlite::Error) -> CoreError {
     StoreError::Sqlite(e).into()
@@ -75,68 +78,118 @@ pub(crate) fn vector_from_bytes(b: &[u8]) -> Option<Vec<f32>> {
     })
 }
 
+/// The columns [`chunk_passage`] decodes, of `chunks c JOIN documents d ON d.id = c.doc_id`.
+pub(crate) const CHUNK_PASSAGE_COLUMNS: &str = "c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner";
+
+/// A chunk's passage from a row of [`CHUNK_PASSAGE_COLUMNS`]: the title field
+/// carries the document title and the headings above the chunk.
+pub(crate) fn chunk_passage(r: &Row<'_>) -> Result<Passage, CoreError> {
+    let id: String = r.get(0).map_err(sql)?;
+    let doc: String = r.get(1).map_err(sql)?;
+    let title: String = r.get(2).map_err(sql)?;
+    let headings: String = r.get(3).map_err(sql)?;
+    let tags: String = r.get(5).map_err(sql)?;
+    let headings = json_vec(&headings, "chunks", "heading_path")?;
+    Ok(Passage {
+        id: PassageId::Chunk(parse_id(&id, "chunks", ChunkId::parse)?),
+        title: rag_core::chunk_title(&title, &headings),
+        body: r.get(4).map_err(sql)?,
+        tags: json_vec(&tags, "documents", "tags")?,
+        aliases: Vec::new(),
+        doc: Some(parse_id(&doc, "documents", DocId::parse)?),
+        source: Some(r.get(6).map_err(sql)?),
+        span: Some((
+            r.get::<_, i64>(7).map_err(sql)? as usize,
+            r.get::<_, i64>(8).map_err(sql)? as usize,
+        )),
+        created_at: r.get(9).map_err(sql)?,
+        valid_from: None,
+        valid_until: None,
+        searchable: true,
+        owner: r.get(10).map_err(sql)?,
+    })
+}
+
+/// The columns [`fact_from_row`] decodes, of `facts`.
+pub(crate) const FACT_COLUMNS: &str = "id, key, value, key_synonyms";
+
+/// A fact from a row of [`FACT_COLUMNS`].
+pub(crate) fn fact_from_row(r: &Row<'_>, kb: KbId) -> Result<Fact, CoreError> {
+    let id: String = r.get(0).map_err(sql)?;
+    let syn: String = r.get(3).map_err(sql)?;
+    Ok(Fact {
+        id: parse_id(&id, "facts", FactId::parse)?,
+        kb,
+        key: r.get(1).map_err(sql)?,
+        value: r.get(2).map_err(sql)?,
+        key_synonyms: json_vec(&syn, "facts", "key_synonyms")?,
+    })
+}
+
+/// A stored vector from a row of `passage, text_hash, vector` of `vectors`.
+pub(crate) fn vector_from_row(r: &Row<'_>) -> Result<PassageVector, CoreError> {
+    let passage: String = r.get(0).map_err(sql)?;
+    let bytes: Vec<u8> = r.get(2).map_err(sql)?;
+    let id = PassageId::parse(&passage).ok_or_else(|| StoreError::Corrupt {
+        table: "vectors",
+        column: "passage",
+        detail: passage.clone(),
+    })?;
+    let vector = vector_from_bytes(&bytes).ok_or_else(|| StoreError::Corrupt {
+        table: "vectors",
+        column: "vector",
+        detail: format!("{} bytes", bytes.len()),
+    })?;
+    Ok(PassageVector {
+        id,
+        text_hash: r.get(1).map_err(sql)?,
+        vector,
+    })
+}
+
+/// The columns [`faq_from_row`] decodes, of `faqs`.
+pub(crate) const FAQ_COLUMNS: &str = "id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc";
+
+/// An FAQ entry from a row of [`FAQ_COLUMNS`].
+pub(crate) fn faq_from_row(r: &Row<'_>, kb: KbId) -> Result<FaqEntry, CoreError> {
+    let id: String = r.get(0).map_err(sql)?;
+    let status: String = r.get(3).map_err(sql)?;
+    let tags: String = r.get(6).map_err(sql)?;
+    let source_doc: Option<String> = r.get(11).map_err(sql)?;
+    Ok(FaqEntry {
+        id: parse_id(&id, "faqs", FaqId::parse)?,
+        kb,
+        question: r.get(1).map_err(sql)?,
+        answer: r.get(2).map_err(sql)?,
+        status: FaqStatus::parse(&status).ok_or(StoreError::Corrupt {
+            table: "faqs",
+            column: "status",
+            detail: status.clone(),
+        })?,
+        edited: r.get(4).map_err(sql)?,
+        source_url: r.get(5).map_err(sql)?,
+        tags: json_vec(&tags, "faqs", "tags")?,
+        created_at: r.get(7).map_err(sql)?,
+        updated_at: r.get(8).map_err(sql)?,
+        valid_from: r.get(9).map_err(sql)?,
+        valid_until: r.get(10).map_err(sql)?,
+        source_doc: source_doc
+            .map(|d| parse_id(&d, "faqs", DocId::parse))
+            .transpose()?,
+    })
+}
+
+/// Every FAQ entry of a knowledge base, oldest first.
 pub(crate) fn read_faqs(conn: &Connection, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
     let mut stmt = conn
-        .prepare(
-            "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
-             FROM faqs WHERE kb_id = ?1 ORDER BY created_at, id",
-        )
+        .prepare_cached(&format!(
+            "SELECT {FAQ_COLUMNS} FROM faqs WHERE kb_id = ?1 ORDER BY created_at, id"
+        ))
         .map_err(sql)?;
-    let rows = stmt
-        .query_map([kb.to_string()], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, bool>(4)?,
-                r.get::<_, Option<String>>(5)?,
-                r.get::<_, String>(6)?,
-                r.get::<_, i64>(7)?,
-                r.get::<_, i64>(8)?,
-                r.get::<_, Option<i64>>(9)?,
-                r.get::<_, Option<i64>>(10)?,
-                r.get::<_, Option<String>>(11)?,
-            ))
-        })
-        .map_err(sql)?;
+    let mut rows = stmt.query([kb.to_string()]).map_err(sql)?;
     let mut out = Vec::new();
-    for row in rows {
-        let (
-            id,
-            question,
-            answer,
-            status,
-            edited,
-            source_url,
-            tags,
-            created_at,
-            updated_at,
-            valid_from,
-            valid_until,
-            source_doc,
-        ) = row.map_err(sql)?;
-        out.push(FaqEntry {
-            id: parse_id(&id, "faqs", FaqId::parse)?,
-            kb,
-            question,
-            answer,
-            status: FaqStatus::parse(&status).ok_or(StoreError::Corrupt {
-                table: "faqs",
-                column: "status",
-                detail: status.clone(),
-            })?,
-            edited,
-            source_url,
-            tags: json_vec(&tags, "faqs", "tags")?,
-            created_at,
-            updated_at,
-            valid_from,
-            valid_until,
-            source_doc: source_doc
-                .map(|d| parse_id(&d, "faqs", DocId::parse))
-                .transpose()?,
-        });
+    while let Some(r) = rows.next().map_err(sql)? {
+        out.push(faq_from_row(r, kb)?);
     }
     Ok(out)
 }

@@ -2,7 +2,7 @@
 
 /// Bumped whenever the schema changes incompatibly; older data is migrated,
 /// newer data refused.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 pub(crate) const SCHEMA_V1: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (
@@ -152,6 +152,37 @@ CREATE TABLE IF NOT EXISTS sources (
 );
 CREATE INDEX IF NOT EXISTS sources_by_kb ON sources (kb_id);
 "#;
+
+/// Format 4 adds the change log: per knowledge base and commit, what the
+/// commit touched (`what` 0: a passage written or deleted, by its id; 1: a
+/// passage's vector written; 2: the synonyms; 3: the user dictionary; 4:
+/// every vector cleared or the embedding space fixed; `passage` is '' for
+/// 2–4), written in the commit's transaction and pruned to the last commits
+/// (`kbs.log_from`: the log holds every commit after it). Also indexes for
+/// the per-knowledge-base reads that scanned or sorted: synonyms, FAQ
+/// drafts by document, documents by source (ingest's lookup of an older
+/// version) and in listing order.
+pub(crate) const SCHEMA_V4: &str = r#"
+CREATE TABLE IF NOT EXISTS kb_changes (
+    kb_id   TEXT NOT NULL REFERENCES kbs(id) ON DELETE CASCADE,
+    seq     INTEGER NOT NULL,
+    what    INTEGER NOT NULL,
+    passage TEXT NOT NULL,
+    PRIMARY KEY (kb_id, seq, what, passage)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS synonyms_by_kb ON synonyms (kb_id, id);
+CREATE INDEX IF NOT EXISTS faqs_by_source_doc ON faqs (kb_id, source_doc);
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents (kb_id, source, owner);
+CREATE INDEX IF NOT EXISTS documents_by_kb ON documents (kb_id, created_at, id);
+"#;
+
+/// How many of a knowledge base's latest commits the change log keeps by
+/// default.
+pub const CHANGE_LOG_COMMITS: u64 = 4096;
+
+/// Format 4's columns: `kbs.log_from` (set to the current commit for
+/// knowledge bases from before the log: their earlier commits are unknown).
+pub(crate) const V4_COLUMNS: &[(&str, &str, &str)] = &[("kbs", "log_from", "INTEGER")];
 
 /// The embedding cache, a separate database shared across data directories.
 pub(crate) const CACHE_SCHEMA: &str = r#"

@@ -1,6 +1,7 @@
 //! The atomic writes: [`StoreWrite`] for the embedded store, every batch of
 //! operations in one transaction that moves the commit sequence.
 
+use crate::changes::{Touched, SYNONYMS, USER_WORDS, VECTORS_RESET};
 use crate::error::StoreError;
 use crate::open::{owned, EmbeddedStore};
 use crate::rows::{sql, vector_bytes};
@@ -11,9 +12,21 @@ use rag_core::{
 };
 use rusqlite::{params, OptionalExtension, Transaction};
 
-fn delete_document(tx: &Transaction<'_>, kb_s: &str, id: &str) -> Result<(), CoreError> {
+fn delete_document(
+    tx: &Transaction<'_>,
+    kb_s: &str,
+    id: &str,
+    log: &mut Touched,
+) -> Result<(), CoreError> {
+    log.passages_of(
+        tx,
+        "SELECT 'chunk:' || id FROM chunks WHERE doc_id = ?2 AND kb_id = ?1",
+        kb_s,
+        id,
+    )?;
     tx.execute(
-        "DELETE FROM vectors WHERE kb_id = ?1 AND passage IN (SELECT 'chunk:' || id FROM chunks WHERE doc_id = ?2)",
+        // `+kb_id`: by primary key, not through every vector of the knowledge base.
+        "DELETE FROM vectors WHERE +kb_id = ?1 AND passage IN (SELECT 'chunk:' || id FROM chunks WHERE doc_id = ?2)",
         params![kb_s, id],
     )
     .map_err(sql)?;
@@ -26,9 +39,21 @@ fn delete_document(tx: &Transaction<'_>, kb_s: &str, id: &str) -> Result<(), Cor
 }
 
 /// Deletes the FAQ entries drafted from document `doc` that nobody edited, with their vectors.
-fn delete_unedited_drafts(tx: &Transaction<'_>, kb_s: &str, doc: &str) -> Result<(), CoreError> {
+fn delete_unedited_drafts(
+    tx: &Transaction<'_>,
+    kb_s: &str,
+    doc: &str,
+    log: &mut Touched,
+) -> Result<(), CoreError> {
+    log.passages_of(
+        tx,
+        "SELECT 'faq:' || id FROM faqs WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 0",
+        kb_s,
+        doc,
+    )?;
     tx.execute(
-        "DELETE FROM vectors WHERE kb_id = ?1 AND passage IN
+        // `+kb_id`: by primary key, not through every vector of the knowledge base.
+        "DELETE FROM vectors WHERE +kb_id = ?1 AND passage IN
            (SELECT 'faq:' || id FROM faqs WHERE kb_id = ?1 AND source_doc = ?2 AND edited = 0)",
         params![kb_s, doc],
     )
@@ -53,14 +78,19 @@ fn document_exists(tx: &Transaction<'_>, kb_s: &str, doc: &str) -> Result<bool, 
     Ok(found.is_some())
 }
 
-fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError> {
+fn apply_op(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    op: WriteOp,
+    log: &mut Touched,
+) -> Result<(), CoreError> {
     let kb_s = kb.to_string();
     match op {
         WriteOp::PutDocument {
             document: d,
             chunks,
         } => {
-            delete_document(tx, &kb_s, &d.id.to_string())?;
+            delete_document(tx, &kb_s, &d.id.to_string(), log)?;
             tx.execute(
                 "INSERT INTO documents (id, kb_id, title, source, content_hash, tags, created_at, updated_at, text, owner)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -96,6 +126,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                     c.end as i64
                 ])
                 .map_err(sql)?;
+                log.passage(PassageId::Chunk(c.id));
                 if i + 1 == chunks.len().div_ceil(2)
                     && failpoint::hit("store.put_document.mid_chunks")
                 {
@@ -107,15 +138,17 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             // Its drafts: unedited ones go with it; edited ones are human
             // knowledge now and stay, unlinked.
             let id = id.to_string();
-            delete_unedited_drafts(tx, &kb_s, &id)?;
+            delete_unedited_drafts(tx, &kb_s, &id, log)?;
             tx.execute(
                 "UPDATE faqs SET source_doc = NULL WHERE kb_id = ?1 AND source_doc = ?2",
                 params![kb_s, id],
             )
             .map_err(sql)?;
-            delete_document(tx, &kb_s, &id)?;
+            delete_document(tx, &kb_s, &id, log)?;
         }
-        WriteOp::DeleteUneditedDrafts(doc) => delete_unedited_drafts(tx, &kb_s, &doc.to_string())?,
+        WriteOp::DeleteUneditedDrafts(doc) => {
+            delete_unedited_drafts(tx, &kb_s, &doc.to_string(), log)?
+        }
         WriteOp::RelinkDrafts { from, to } => {
             if !document_exists(tx, &kb_s, &to.to_string())? {
                 return Err(UserError::NotFound {
@@ -131,6 +164,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::PutFaq(f) => {
+            log.passage(PassageId::Faq(f.id));
             let id = f.id.to_string();
             let exists: Option<i64> = tx
                 .query_row(
@@ -180,6 +214,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::DeleteFaq(id) => {
+            log.passage(PassageId::Faq(id));
             tx.execute(
                 "DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2",
                 params![PassageId::Faq(id).to_string(), kb_s],
@@ -192,6 +227,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::PutFact(f) => {
+            log.passage(PassageId::Fact(f.id));
             tx.execute(
                 "INSERT INTO facts (id, kb_id, key, value, key_synonyms) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(id) DO UPDATE SET key = excluded.key, value = excluded.value, key_synonyms = excluded.key_synonyms
@@ -210,6 +246,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::DeleteFact(id) => {
+            log.passage(PassageId::Fact(id));
             tx.execute(
                 "DELETE FROM vectors WHERE passage = ?1 AND kb_id = ?2",
                 params![PassageId::Fact(id).to_string(), kb_s],
@@ -243,6 +280,8 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                 }
                 (Some(_), Some(_)) => {}
                 _ => {
+                    // The space is fixed now: dense indexes start over.
+                    log.flag(VECTORS_RESET);
                     tx.execute(
                         "UPDATE kbs SET embed_model = ?1, embed_dims = ?2 WHERE id = ?3",
                         params![space.model_id, space.dims as i64, kb_s],
@@ -265,6 +304,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
                     }
                     .into());
                 }
+                log.vector(v.id);
                 stmt.execute(params![
                     v.id.to_string(),
                     kb_s,
@@ -277,6 +317,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
         WriteOp::PutSource(source) => crate::sources::put(tx, kb, &source)?,
         WriteOp::DeleteSource(id) => crate::sources::delete(tx, kb, id)?,
         WriteOp::ClearVectors => {
+            log.flag(VECTORS_RESET);
             tx.execute("DELETE FROM vectors WHERE kb_id = ?1", [&kb_s])
                 .map_err(sql)?;
             tx.execute(
@@ -286,6 +327,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::AddSynonyms(g) => {
+            log.flag(SYNONYMS);
             tx.execute(
                 "INSERT INTO synonyms (kb_id, terms) VALUES (?1, ?2)",
                 params![kb_s, serde_json::to_string(&g.terms).unwrap_or_default()],
@@ -293,6 +335,7 @@ fn apply_op(tx: &Transaction<'_>, kb: KbId, op: WriteOp) -> Result<(), CoreError
             .map_err(sql)?;
         }
         WriteOp::AddUserWord(w) => {
+            log.flag(USER_WORDS);
             tx.execute(
                 "INSERT INTO user_words (kb_id, word, freq) VALUES (?1, ?2, ?3)
                  ON CONFLICT(kb_id, word) DO UPDATE SET freq = excluded.freq",
@@ -317,7 +360,7 @@ impl StoreWrite for EmbeddedStore {
         self.with_conn(move |c| {
             let settings = serde_json::to_string(&row.settings).unwrap_or_default();
             match c.execute(
-                "INSERT INTO kbs (id, tenant, name, created_at, settings, seq) VALUES (?1, ?2, ?3, ?4, ?5, 1)",
+                "INSERT INTO kbs (id, tenant, name, created_at, settings, seq, log_from) VALUES (?1, ?2, ?3, ?4, ?5, 1, 1)",
                 params![row.id.to_string(), row.tenant.0, row.name, row.created_at, settings],
             ) {
                 Ok(_) => Ok(()),
@@ -350,11 +393,13 @@ impl StoreWrite for EmbeddedStore {
         ops: Vec<WriteOp>,
     ) -> Result<u64, CoreError> {
         let tenant = tenant.clone();
+        let retain = self.change_log_retention();
         self.with_conn(move |c| {
             let tx = c.transaction().map_err(sql)?;
             owned(&tx, &tenant, kb)?;
+            let mut log = Touched::default();
             for op in ops {
-                apply_op(&tx, kb, op)?;
+                apply_op(&tx, kb, op, &mut log)?;
             }
             tx.execute(
                 "UPDATE kbs SET seq = seq + 1 WHERE id = ?1",
@@ -366,6 +411,8 @@ impl StoreWrite for EmbeddedStore {
                     r.get(0)
                 })
                 .map_err(sql)?;
+            // The change log, in the same transaction.
+            crate::changes::record(&tx, kb, seq as u64, log, retain)?;
             if failpoint::hit("store.apply.before_commit") {
                 return Err(StoreError::Failpoint("store.apply.before_commit").into());
             }

@@ -235,13 +235,13 @@ fn owners_restrict_documents_and_log_rows_and_old_stores_gain_the_columns() {
         drop(store);
         let c = rusqlite::Connection::open(dir.path().join("ragscope.sqlite3")).unwrap();
         c.execute_batch(
-            "ALTER TABLE documents DROP COLUMN owner; ALTER TABLE query_log DROP COLUMN owner;
+            "DROP INDEX documents_by_source; ALTER TABLE documents DROP COLUMN owner; ALTER TABLE query_log DROP COLUMN owner;
              UPDATE meta SET value = '2' WHERE key = 'format_version';",
         )
         .unwrap();
     }
     let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
-    assert_eq!(store.info().format_version, 3);
+    assert_eq!(store.info().format_version, rag_store::FORMAT_VERSION);
     rt().block_on(async {
         let kb = store
             .create_kb(&tenant, "kb", KbSettings::default())
@@ -462,7 +462,7 @@ fn drafts_follow_their_document_and_edited_ones_are_never_deleted() {
         let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
         drop(store);
         let c = rusqlite::Connection::open(dir.path().join("ragscope.sqlite3")).unwrap();
-        c.execute_batch("ALTER TABLE faqs DROP COLUMN source_doc; UPDATE meta SET value = '2' WHERE key = 'format_version';").unwrap();
+        c.execute_batch("DROP INDEX faqs_by_source_doc; ALTER TABLE faqs DROP COLUMN source_doc; UPDATE meta SET value = '2' WHERE key = 'format_version';").unwrap();
     }
     let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
     rt().block_on(async {
