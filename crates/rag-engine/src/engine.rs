@@ -175,6 +175,8 @@ pub(crate) struct Inner {
     /// The commit of each knowledge base's stored index file, and whether
     /// a save is under way.
     saved: Arc<Mutex<HashMap<KbId, (u64, bool)>>>,
+    /// Index files being written.
+    pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// Commits applied in memory before the stored index is written again.
@@ -217,6 +219,7 @@ impl Engine {
                 indexes: Mutex::new(HashMap::new()),
                 build: Mutex::new(HashMap::new()),
                 saved: Arc::new(Mutex::new(HashMap::new())),
+                pending: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -336,7 +339,7 @@ impl Engine {
                 if let Some((index, report)) = updated {
                     tracing::debug!(kb = %kb.name, seq = index.seq(), analysed = report.analysed, removed = report.removed, merged = report.merged, segments = report.segments, us = started.elapsed().as_micros() as u64, "updated indexes");
                     let index = self.install(kb.id, Arc::new(index));
-                    self.save_in_background(kb.id, &index);
+                    self.save_in_background(kb.id, &index, false);
                     return Ok(index);
                 }
             }
@@ -346,20 +349,8 @@ impl Engine {
         let analyzer = self.inner.analyzer.clone();
         let vector_params = self.inner.config.vectors;
         let store_dense = self.store_dense();
-        let index_dir = self.inner.config.index_dir.clone();
-        let kb_id = kb.id;
         let index = tokio::task::spawn_blocking(move || {
             let lexical = LexicalIndex::build(&analyzer, &snapshot);
-            // Written before the build is used, so that a short-lived
-            // process (eval, ingest) leaves its index behind too.
-            if let Some(dir) = index_dir
-                .as_ref()
-                .filter(|_| store_dense || snapshot.space.is_none())
-            {
-                if let Err(e) = crate::index_files::save(dir, kb_id, &lexical.encode()) {
-                    tracing::warn!(kb = %kb_id, error = %e, "cannot store the index");
-                }
-            }
             let dense = if store_dense {
                 None
             } else {
@@ -380,14 +371,22 @@ impl Engine {
             message: e.to_string(),
         })?;
         tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
-        if self.inner.config.index_dir.is_some() {
-            self.inner
-                .saved
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(kb.id, (index.seq(), false));
+        let storable = index.store_dense || index.space.is_none();
+        let index = self.install(kb.id, Arc::new(index));
+        if storable {
+            self.save_in_background(kb.id, &index, true);
         }
-        Ok(self.install(kb.id, Arc::new(index)))
+        Ok(index)
+    }
+
+    /// Waits for the index files being written (a short-lived process calls
+    /// this before it exits, so its builds are not lost).
+    pub async fn flush_index_files(&self) {
+        let pending: Vec<_> =
+            std::mem::take(&mut *self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        for handle in pending {
+            let _ = handle.await;
+        }
     }
 
     /// The stored lexical index of a knowledge base, when there is one this
@@ -444,21 +443,22 @@ impl Engine {
     }
 
     /// Writes the index to its file, off the runtime and without making
-    /// anyone wait, once enough commits were applied since the last write.
-    fn save_in_background(&self, kb: KbId, index: &Arc<KbIndex>) {
+    /// anyone wait: after a full build (`now`), else once enough commits
+    /// were applied since the last write.
+    fn save_in_background(&self, kb: KbId, index: &Arc<KbIndex>, now: bool) {
         let Some(dir) = self.inner.config.index_dir.clone() else {
             return;
         };
         {
             let mut saved = self.inner.saved.lock().unwrap_or_else(|p| p.into_inner());
             let entry = saved.entry(kb).or_insert((0, false));
-            if entry.1 || index.seq() < entry.0 + SAVE_EVERY_COMMITS {
+            if entry.1 || (!now && index.seq() < entry.0 + SAVE_EVERY_COMMITS) {
                 return;
             }
             entry.1 = true;
         }
         let (index, saved) = (index.clone(), self.inner.saved.clone());
-        tokio::task::spawn_blocking(move || {
+        let handle = tokio::task::spawn_blocking(move || {
             let result = crate::index_files::save(&dir, kb, &index.lexical.encode());
             let mut saved = saved.lock().unwrap_or_else(|p| p.into_inner());
             let entry = saved.entry(kb).or_insert((0, false));
@@ -468,6 +468,9 @@ impl Engine {
                 Err(e) => tracing::warn!(kb = %kb, error = %e, "cannot store the index"),
             }
         });
+        let mut pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.retain(|h| !h.is_finished());
+        pending.push(handle);
     }
 
     fn store_dense(&self) -> bool {

@@ -268,6 +268,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let kb = first.kb(&tenant, "kb").await.unwrap();
     // The full build stores the index; a write after it is in the change log only.
     first.index(&tenant, &kb).await.unwrap();
+    first.flush_index_files().await;
     let file = dir.path().join("index").join(format!("{}.lex", kb.id));
     assert!(file.exists());
     first
@@ -314,6 +315,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let third = lexical(store.clone());
     let built = third.index(&tenant, &kb).await.unwrap();
     assert_eq!(built.lexical.segment_count(), 1);
+    third.flush_index_files().await;
     for q in QUERIES {
         assert_eq!(
             lists(&third, &tenant, q).await,

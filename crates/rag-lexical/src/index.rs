@@ -592,8 +592,8 @@ impl LexicalIndex {
     pub(crate) fn avg_len(&self) -> [f32; FIELDS + 1] {
         let n = self.text_count.max(1) as f32;
         let mut avg = [0f32; FIELDS + 1];
-        for f in 0..FIELDS {
-            avg[f] = (self.totals[f] as f32 / n).max(1.0);
+        for (a, t) in avg.iter_mut().zip(&self.totals) {
+            *a = (*t as f32 / n).max(1.0);
         }
         avg[FIELDS] = (self.totals[..WORD_FIELDS].iter().sum::<u64>() as f32 / n).max(1.0);
         avg

@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 
 const MAGIC: &[u8; 4] = b"RSLX";
 /// Bumped whenever the layout below changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Why bytes are not an index this build can use.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -78,10 +78,21 @@ impl W<'_> {
             self.str(s);
         }
     }
+    fn var(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    /// A strictly increasing list, as gaps in variable-length bytes.
     fn u32s(&mut self, v: &[u32]) {
         self.len(v.len());
-        for x in v {
-            self.u32(*x);
+        let mut prev = 0u64;
+        for (i, x) in v.iter().enumerate() {
+            let x = u64::from(*x);
+            self.var(if i == 0 { x } else { x - prev });
+            prev = x;
         }
     }
     fn uuid(&mut self, u: &uuid::Uuid) {
@@ -193,9 +204,39 @@ impl<'a> Rd<'a> {
         let n = self.len(8)?;
         (0..n).map(|_| self.str()).collect()
     }
+    fn var(&mut self) -> R<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::Corrupt("variable-length number"))
+    }
+    fn var32(&mut self) -> R<u32> {
+        u32::try_from(self.var()?).map_err(|_| DecodeError::Corrupt("number too large"))
+    }
+    /// A strictly increasing list written by `W::u32s`.
     fn u32s(&mut self) -> R<Vec<u32>> {
-        let n = self.len(4)?;
-        (0..n).map(|_| self.u32()).collect()
+        let n = self.len(1)?;
+        let mut out = Vec::with_capacity(n);
+        let mut prev = 0u64;
+        for i in 0..n {
+            let gap = self.var()?;
+            if i > 0 && gap == 0 {
+                return Err(DecodeError::Corrupt("list not increasing"));
+            }
+            prev = if i == 0 {
+                gap
+            } else {
+                prev.checked_add(gap)
+                    .ok_or(DecodeError::Corrupt("list overflow"))?
+            };
+            out.push(u32::try_from(prev).map_err(|_| DecodeError::Corrupt("number too large"))?);
+        }
+        Ok(out)
     }
     fn uuid(&mut self) -> R<uuid::Uuid> {
         Ok(uuid::Uuid::from_bytes(
@@ -265,10 +306,12 @@ fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
         w.str(&t.text);
         w.u8(kind_code(t.kind));
         w.len(t.postings.len());
-        for p in &t.postings {
-            w.u32(p.ord);
+        let mut prev = 0u32;
+        for (i, p) in t.postings.iter().enumerate() {
+            w.var(u64::from(if i == 0 { p.ord } else { p.ord - prev }));
+            prev = p.ord;
             for tf in p.tf {
-                w.0.extend_from_slice(&tf.to_le_bytes());
+                w.var(u64::from(tf));
             }
         }
     }
@@ -317,26 +360,33 @@ fn decode_segment(r: &mut Rd<'_>) -> R<(Segment, Dead)> {
             dead.insert(o as u32);
         }
     }
-    let terms = r.len(9)?;
+    let terms = r.len(10)?;
     for id in 0..terms {
         let text: Box<str> = r.str()?.into();
         let kind = *KINDS
             .get(r.u8()? as usize)
             .ok_or(DecodeError::Corrupt("token kind"))?;
-        let np = r.len(12)?;
+        let np = r.len(1 + FIELDS)?;
         let mut postings = Vec::with_capacity(np);
         let mut df = [0u32; FIELDS];
         let mut word_df = 0;
         let mut last: Option<u32> = None;
         for _ in 0..np {
-            let ord = r.u32()?;
-            if ord as usize >= n || last.is_some_and(|l| l >= ord) {
+            let gap = r.var32()?;
+            let ord = match last {
+                None => gap,
+                Some(_) if gap == 0 => return Err(DecodeError::Corrupt("posting order")),
+                Some(l) => l
+                    .checked_add(gap)
+                    .ok_or(DecodeError::Corrupt("posting order"))?,
+            };
+            if ord as usize >= n {
                 return Err(DecodeError::Corrupt("posting order"));
             }
             last = Some(ord);
             let mut tf = [0u16; FIELDS];
             for t in &mut tf {
-                *t = u16::from_le_bytes(r.take(2)?.try_into().expect("2 bytes"));
+                *t = u16::try_from(r.var()?).map_err(|_| DecodeError::Corrupt("term frequency"))?;
             }
             for (d, &x) in df.iter_mut().zip(&tf) {
                 if x > 0 {
@@ -361,7 +411,7 @@ fn decode_segment(r: &mut Rd<'_>) -> R<(Segment, Dead)> {
     }
     let check = |list: &[u32], bound: usize| list.iter().all(|x| (*x as usize) < bound);
     let mut grams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-    for _ in 0..r.len(16)? {
+    for _ in 0..r.len(9)? {
         let k = r.u64()?;
         let list = r.u32s()?;
         if !check(&list, n) {
@@ -370,7 +420,7 @@ fn decode_segment(r: &mut Rd<'_>) -> R<(Segment, Dead)> {
         grams.insert(k, list);
     }
     let mut trigrams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-    for _ in 0..r.len(16)? {
+    for _ in 0..r.len(9)? {
         let k = r.u64()?;
         let list = r.u32s()?;
         if !check(&list, terms) {
@@ -388,7 +438,7 @@ fn decode_segment(r: &mut Rd<'_>) -> R<(Segment, Dead)> {
         lens.insert(id, n as u16);
     }
     let mut pinyin: FxHashMap<String, Vec<u32>> = FxHashMap::default();
-    for _ in 0..r.len(16)? {
+    for _ in 0..r.len(9)? {
         let k = r.str()?;
         let list = r.u32s()?;
         if !check(&list, terms) {

@@ -115,7 +115,7 @@ fn slot_id(slot: u8, fact: bool) -> PassageId {
     let u = uuid::Uuid::from_u128(n);
     if fact {
         PassageId::Fact(FactId(u))
-    } else if slot % 2 == 0 {
+    } else if slot.is_multiple_of(2) {
         PassageId::Faq(FaqId(u))
     } else {
         PassageId::Chunk(ChunkId(u))
@@ -277,7 +277,7 @@ fn same_answers(a: &LexicalIndex, b: &LexicalIndex) -> Result<(), TestCaseError>
         let (qa, qb) = (a.analyze_query(q), b.analyze_query(q));
         prop_assert_eq!(&qa.tokens, &qb.tokens);
         for f in &filters {
-            for params in [Bm25Params::default(), multi.clone()] {
+            for params in [Bm25Params::default(), multi] {
                 let (la, lb) = (a.bm25(&qa, 10, &params, f), b.bm25(&qb, 10, &params, f));
                 prop_assert_eq!(key(&la), key(&lb), "bm25 {}", q);
                 prop_assert_eq!(&la.notes, &lb.notes, "bm25 notes {}", q);

@@ -539,6 +539,8 @@ pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
             error = Some((code.clone(), message.clone()));
         }
     }
+    // An index this process built is kept for the next one.
+    engine.flush_index_files().await;
     match error {
         Some((code, message)) if code == "store_error" || code == "internal" => {
             anyhow::bail!("{message}")

@@ -249,6 +249,9 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         },
         EngineConfig {
             max_query_bytes: 1 << 20,
+            // With --data-dir the index is kept for the next process.
+            index_dir: (app.config.store.is_none() && app.data_dir_given)
+                .then(|| dir.join("index")),
             ..EngineConfig::default()
         },
     );
@@ -476,6 +479,8 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             sum.mrr10 / n
         );
     }
+    // The index file written in the background belongs to the data directory.
+    engine.flush_index_files().await;
     Ok(())
 }
 

@@ -327,21 +327,15 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
                     println!("no knowledge bases; create one with: ragscope kb create NAME");
                 } else {
                     for kb in kbs {
-                        let docs = engine
+                        // Counted by the store's indexes, not by loading every row.
+                        let counts = engine
                             .store()
-                            .documents(&app.tenant, kb.id)
+                            .kb_counts(&app.tenant, kb.id)
                             .await
-                            .map_err(core_err)?
-                            .len();
-                        let faqs = engine
-                            .store()
-                            .faqs(&app.tenant, kb.id)
-                            .await
-                            .map_err(core_err)?
-                            .len();
+                            .map_err(core_err)?;
                         println!(
                             "{:<24} {:>5} documents {:>5} FAQ entries  {}",
-                            kb.name, docs, faqs, kb.id
+                            kb.name, counts.documents, counts.faqs, kb.id
                         );
                     }
                 }

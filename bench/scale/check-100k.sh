@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The scale issue's 100k check, step by step, with each step's time:
+#   eval (load + index) → kb list → serve → first query → one FAQ write →
+#   next query → the server's VmRSS.
+# usage: bench/scale/check-100k.sh [N] (default 100000); needs a release build
+# (cargo build --release -p ragscope) and the evaluation data.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N="${1:-100000}"
+EVAL="${RAGSCOPE_EVAL_DIR:-../shared/eval}"
+BIN="${SCALE_BIN:-target/release/ragscope}"
+WORK="$(mktemp -d)"
+trap 'kill "${PID:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+python3 bench/scale/make-corpus.py "$EVAL" "$WORK/c" "$N"
+D="$WORK/data"
+ms() { date +%s%3N; }
+t=$(ms)
+/usr/bin/time -f "%M" -o "$WORK/eval.rss" "$BIN" --embedder none --data-dir "$D" eval \
+  --corpus "$WORK/c/corpus.jsonl" --queries "$WORK/c/queries.jsonl" \
+  --qrels "$WORK/c/qrels/test.tsv" --mode lexical --json > "$WORK/eval.json"
+echo "eval (load + index + $(wc -l < "$WORK/c/queries.jsonl") queries): $(( $(ms) - t )) ms, peak RSS $(( $(cat "$WORK/eval.rss") / 1024 )) MB"
+t=$(ms)
+"$BIN" --embedder none --data-dir "$D" kb list > /dev/null
+echo "kb list: $(( $(ms) - t )) ms"
+PORT=$((20000 + RANDOM % 20000))
+t=$(ms)
+RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$D" serve --open > "$WORK/serve.log" 2>&1 &
+PID=$!
+until curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null; do
+  kill -0 "$PID" 2>/dev/null || { cat "$WORK/serve.log"; exit 1; }
+  sleep 0.05
+done
+echo "serve: /healthz after $(( $(ms) - t )) ms"
+q() {
+  curl -s -o "$WORK/out.json" -w "%{http_code} %{time_total}" -X POST \
+    -H 'content-type: application/json' \
+    "http://127.0.0.1:$PORT/api/v1/kbs/eval-corpus/query/sync" -d "{\"query\": \"$1\"}"
+}
+echo "first query: $(q 'vitamin D deficiency and bone density') s (status, seconds)"
+python3 -c "import json,sys; d=json.load(open('$WORK/out.json')); print('  hits:', len(d.get('hits', d.get('reranked', []))))" || true
+echo "second query: $(q 'obesity taxation in India') s"
+curl -s -o /dev/null -w "faq write: %{http_code} %{time_total} s\n" -X POST -H 'content-type: application/json' \
+  "http://127.0.0.1:$PORT/api/v1/kbs/eval-corpus/faqs" -d '{"question": "How long do refunds take?", "answer": "Refunds take three days."}'
+echo "query after the write: $(q 'how long do refunds take') s"
+echo "next query: $(q 'vitamin D deficiency and bone density') s"
+echo "server VmRSS: $(awk '/VmRSS/ {print int($2/1024)}' /proc/$PID/status) MB (peak $(awk '/VmHWM/ {print int($2/1024)}' /proc/$PID/status) MB)"
+du -sh "$D/index" | awk '{print "index files: " $1}'
+du -sh "$D" | awk '{print "data directory: " $1}'
