@@ -179,6 +179,14 @@ pub(crate) struct Inner {
     pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
+/// An index task that panicked or was cancelled.
+fn index_task_failed(e: tokio::task::JoinError) -> CoreError {
+    CoreError::Component {
+        component: "index".into(),
+        message: e.to_string(),
+    }
+}
+
 /// Commits applied in memory before the stored index is written again.
 const SAVE_EVERY_COMMITS: u64 = 64;
 
@@ -332,10 +340,7 @@ impl Engine {
             if let Some(changes) = self.store().changes_since(tenant, kb.id, old.seq()).await? {
                 let updated = tokio::task::spawn_blocking(move || old.apply(&changes))
                     .await
-                    .map_err(|e| CoreError::Component {
-                        component: "index".into(),
-                        message: e.to_string(),
-                    })?;
+                    .map_err(index_task_failed)?;
                 if let Some((index, report)) = updated {
                     tracing::debug!(kb = %kb.name, seq = index.seq(), analysed = report.analysed, removed = report.removed, merged = report.merged, segments = report.segments, us = started.elapsed().as_micros() as u64, "updated indexes");
                     let index = self.install(kb.id, Arc::new(index));
@@ -366,10 +371,7 @@ impl Engine {
             }
         })
         .await
-        .map_err(|e| CoreError::Component {
-            component: "index".into(),
-            message: e.to_string(),
-        })?;
+        .map_err(index_task_failed)?;
         tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
         let storable = index.store_dense || index.space.is_none();
         let index = self.install(kb.id, Arc::new(index));
@@ -420,10 +422,7 @@ impl Engine {
             }
         })
         .await
-        .map_err(|e| CoreError::Component {
-            component: "index".into(),
-            message: e.to_string(),
-        })?;
+        .map_err(index_task_failed)?;
         let Some(lexical) = lexical.filter(|l| l.seq() <= seq) else {
             return Ok(None);
         };

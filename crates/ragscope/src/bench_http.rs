@@ -24,7 +24,8 @@ struct Samples {
     errors: Vec<String>,
 }
 
-fn rss_kib(pid: u32, field: &str) -> Option<u64> {
+/// A `/proc/<pid>/status` field in KiB (VmRSS:, VmHWM:), where Linux has it.
+pub(crate) fn rss_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()

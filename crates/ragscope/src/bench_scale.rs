@@ -40,18 +40,14 @@ fn sentences(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Kilobytes of resident memory now and at the peak (Linux; 0 elsewhere).
-pub(crate) fn rss_kb() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+/// Kibibytes of this process's resident memory now and at the peak (0 where
+/// Linux's `/proc` is missing).
+fn rss_kb() -> (u64, u64) {
+    let me = std::process::id();
+    (
+        crate::bench_http::rss_kib(me, "VmRSS:").unwrap_or(0),
+        crate::bench_http::rss_kib(me, "VmHWM:").unwrap_or(0),
+    )
 }
 
 fn request(kb: &str, query: &str, params: &rag_core::RetrievalParams) -> QueryRequest {
