@@ -168,6 +168,12 @@ pub enum PipelineEvent {
         max_score: f64,
         /// RRF k.
         k: f64,
+        /// The fusion rule that ran (absent in events logged before rules could be chosen).
+        #[serde(default)]
+        rule: Option<crate::FusionRule>,
+        /// Why that rule, and what it reads.
+        #[serde(default)]
+        rule_reason: Option<String>,
         /// The λ applied, if any (set by the request, or suggested for the query
         /// and possibly raised after recall when BM25 has a clear winner).
         lexical_interpolation: Option<f64>,

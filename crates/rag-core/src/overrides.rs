@@ -4,7 +4,7 @@
 //! the knowledge base, and reports where the values that matter came from
 //! ([`Provenance`]).
 
-use crate::params::{Bm25Params, PathKind, PathWeights, RetrievalParams};
+use crate::params::{Bm25Params, FusionRule, PathKind, PathWeights, RetrievalParams};
 use serde::{Deserialize, Serialize};
 
 /// Every knob a request may set; `None` keeps the base value (the
@@ -23,6 +23,8 @@ pub struct RetrievalOverrides {
     pub rerank_top_k: Option<usize>,
     /// RRF k.
     pub k: Option<f64>,
+    /// The fusion rule.
+    pub fusion_rule: Option<FusionRule>,
     /// Per-path fusion weights.
     pub weights: Option<PathWeights>,
     /// λ in [0, 1]: 0 = vectors only, 1 = lexical only.
@@ -58,6 +60,9 @@ pub enum Origin {
 pub struct Provenance {
     /// λ (`fusion.lexical_interpolation`).
     pub lexical_interpolation: Origin,
+    /// The fusion rule (`fusion.rule`): `Base` whenever the request did not
+    /// set it (the knowledge base's settings always hold a rule).
+    pub fusion_rule: Origin,
 }
 
 impl RetrievalOverrides {
@@ -89,6 +94,13 @@ impl RetrievalOverrides {
         if let Some(v) = self.weights {
             p.fusion.weights = v;
         }
+        let fusion_rule = match self.fusion_rule {
+            Some(v) => {
+                p.fusion.rule = v;
+                Origin::Request
+            }
+            None => Origin::Base,
+        };
         if let Some(v) = self.auto_interpolation {
             p.fusion.auto_interpolation = v;
         }
@@ -116,6 +128,7 @@ impl RetrievalOverrides {
             p,
             Provenance {
                 lexical_interpolation,
+                fusion_rule,
             },
         )
     }

@@ -211,11 +211,37 @@ impl PathWeights {
     }
 }
 
-/// Fusion parameters: weighted reciprocal rank fusion.
+/// How the ranked lists of the paths are combined.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionRule {
+    /// Weighted reciprocal rank fusion: Σ w / (k + rank). Reads ranks only.
+    Rrf,
+    /// A convex combination of each path's scores, min-max normalised
+    /// between its best score and its score at a fixed rank: reads how far
+    /// ahead a path's best candidates are, not only their order.
+    #[default]
+    Convex,
+}
+
+impl FusionRule {
+    /// The setting's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FusionRule::Rrf => "rrf",
+            FusionRule::Convex => "convex",
+        }
+    }
+}
+
+/// Fusion parameters: the rule, the per-path weights and the λ split.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct FusionParams {
+    /// Which fusion function combines the paths.
+    pub rule: FusionRule,
     /// The RRF constant.
     pub k: f64,
     /// Per-path weights before interpolation.
@@ -235,6 +261,7 @@ pub struct FusionParams {
 impl Default for FusionParams {
     fn default() -> Self {
         FusionParams {
+            rule: FusionRule::default(),
             k: 60.0,
             weights: PathWeights::default(),
             lexical_interpolation: None,

@@ -152,8 +152,13 @@ pub struct Contribution {
     pub path_score: f64,
     /// Effective weight of the path.
     pub weight: f64,
-    /// weight / (k + rank).
+    /// This path's share of the fused score: weight / (k + rank) under RRF,
+    /// weight × `normalized_score` under the convex rule. (The name is kept
+    /// from when RRF was the only rule.)
     pub rrf: f64,
+    /// The path's score normalised to [0, 1] (convex rule only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalized_score: Option<f64>,
 }
 
 /// A hit after fusion, with its explanation.
@@ -166,7 +171,7 @@ pub struct FusedHit {
     pub rank: u32,
     /// Σ contributions.
     pub score: f64,
-    /// score / (Σ w_i / (k+1)): 1.0 means first in every path.
+    /// score / the maximum possible score: 1.0 means first in every path.
     pub normalized: f64,
     /// Per-path contributions, in path order; they sum to `score`.
     pub contributions: Vec<Contribution>,
@@ -213,7 +218,8 @@ pub struct Fused {
     pub hits: Vec<FusedHit>,
     /// Dropped candidates.
     pub dropped: Vec<Dropped>,
-    /// The maximum possible fused score, Σ w_i / (k+1).
+    /// The maximum possible fused score: Σ w_i / (k+1) under RRF, Σ w_i
+    /// under the convex rule (over the paths that returned candidates).
     pub max_score: f64,
 }
 

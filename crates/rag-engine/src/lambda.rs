@@ -2,7 +2,7 @@
 //! recall, and raised after recall when BM25 has a clear winner. The
 //! `fused` event reports the value applied and why.
 
-use rag_core::{AnalyzedQuery, Language, PathKind, RankedList, TokenKind};
+use rag_core::{AnalyzedQuery, FusionRule, Language, PathKind, RankedList, TokenKind};
 
 /// Whether the question is in one of the two languages and the knowledge base in the other.
 fn across_languages(q: &AnalyzedQuery, kb: Language) -> bool {
@@ -16,7 +16,14 @@ fn across_languages(q: &AnalyzedQuery, kb: Language) -> bool {
 /// knowledge base leans on vectors; identifiers and very short queries lean
 /// lexical; otherwise an even split (best among 0.4–0.8 on XQuAD zh→zh and
 /// en→en).
-pub(crate) fn suggest_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
+pub(crate) fn suggest_lambda(
+    q: &AnalyzedQuery,
+    kb: Language,
+    rule: FusionRule,
+) -> (f64, &'static str) {
+    if rule == FusionRule::Convex {
+        return convex_lambda(q, kb);
+    }
     if across_languages(q, kb) {
         (0.2, "the question and the knowledge base are in different languages: words rarely match across languages, meaning does")
     } else if q
@@ -32,6 +39,24 @@ pub(crate) fn suggest_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static 
         (0.6, "a short keyword query")
     } else {
         (0.5, "a balanced question")
+    }
+}
+
+/// λ of the convex rule for a question in the knowledge base's language:
+/// 0.4, best on the development sets (banking77 and bq dev, XQuAD zh→zh and
+/// en→en; 0.25–0.4 tried, see docs/quality.md). The rule needs no
+/// per-query adjustment: a path's lead shows in its normalised scores.
+pub(crate) const CONVEX_LAMBDA: f64 = 0.4;
+/// λ of the convex rule across languages: the RRF rule's value, kept (no
+/// development set is cross-lingual).
+pub(crate) const CONVEX_ACROSS_LAMBDA: f64 = 0.2;
+
+/// λ of the convex rule: lexical matching weighs less across languages.
+fn convex_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
+    if across_languages(q, kb) {
+        (CONVEX_ACROSS_LAMBDA, "the question and the knowledge base are in different languages: words rarely match across languages, meaning does")
+    } else {
+        (CONVEX_LAMBDA, "the convex rule's split for a question in the knowledge base's language; each path's weight then follows how far its best candidates lead")
     }
 }
 
@@ -126,6 +151,21 @@ mod tests {
             why.contains("50 %") && why.contains("a balanced question"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn the_convex_rule_splits_by_language_only() {
+        let mut q = query(Language::En);
+        assert_eq!(
+            suggest_lambda(&q, Language::En, FusionRule::Convex).0,
+            CONVEX_LAMBDA
+        );
+        assert_eq!(
+            suggest_lambda(&q, Language::Zh, FusionRule::Convex).0,
+            CONVEX_ACROSS_LAMBDA
+        );
+        q.language = Language::Zh;
+        assert_eq!(suggest_lambda(&q, Language::Zh, FusionRule::Rrf).0, 0.6);
     }
 
     #[test]

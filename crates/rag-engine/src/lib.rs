@@ -31,6 +31,7 @@ mod emit;
 mod engine;
 mod export;
 mod extractor;
+mod fusion_rule;
 mod index_files;
 mod ingest;
 mod job;

@@ -219,7 +219,11 @@ impl Engine {
                 component: "analyzer".into(),
                 message: e.to_string(),
             })?;
-        let (lambda, reason) = suggest_lambda(&analyzed, run.index.lexical.language());
+        let (lambda, reason) = suggest_lambda(
+            &analyzed,
+            run.index.lexical.language(),
+            run.params.fusion.rule,
+        );
         let elapsed = ms(t);
         run.timings.push(StageTiming {
             stage: "query_analyzed".into(),

@@ -12,7 +12,7 @@ use rag_core::{
     AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, KnowledgeBase, PathKind, PipelineEvent,
     QueryRequest, RankedList, RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId,
 };
-use rag_fusion::RrfFuser;
+use rag_fusion::Fusion;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -155,8 +155,19 @@ impl Engine {
             }
         }
         let k = run.params.per_path_k;
+        // The convex rule normalises the dense scores against the one at rank
+        // DEPTH, so that path goes at least that deep.
+        let dense_k = match run.params.fusion.rule {
+            rag_core::FusionRule::Convex => k.max(rag_fusion::convex::DEPTH),
+            rag_core::FusionRule::Rrf => k,
+        };
         let runs = retrievers.iter().map(|r| {
             let ctx = &ctx;
+            let k = if r.path() == PathKind::Dense {
+                dense_k
+            } else {
+                k
+            };
             async move {
                 let t = Instant::now();
                 let result = r.retrieve(analyzed, k, ctx).await;
@@ -238,6 +249,14 @@ impl Engine {
                 }
                 _ => "set in the knowledge base's settings".to_owned(),
             })
+        } else if fusion.auto_interpolation
+            && dense_took_part
+            && fusion.rule == rag_core::FusionRule::Convex
+        {
+            // The convex rule reads each path's confidence from its scores;
+            // the suggestion stands (see crate::lambda).
+            fusion.lexical_interpolation = Some(lambda);
+            Some(reason.to_owned())
         } else if fusion.auto_interpolation && dense_took_part {
             let (applied, why) = lambda_after_recall(
                 (lambda, reason),
@@ -250,7 +269,18 @@ impl Engine {
         } else {
             None
         };
-        let fused = RrfFuser::new(fusion).fuse(lists);
+        // The convex rule combines lexical and dense evidence; lexical paths
+        // alone are fused by ranks, as lexical mode was tuned.
+        let lexical_only = fusion.rule == rag_core::FusionRule::Convex && !dense_took_part;
+        if lexical_only {
+            fusion.rule = rag_core::FusionRule::Rrf;
+        }
+        let fused = Fusion::new(fusion).fuse(lists);
+        let rule_reason = if lexical_only {
+            "weighted reciprocal rank fusion: the convex rule combines lexical and dense scores, and the dense path returned nothing here, so the lexical paths are fused by their ranks (as lexical mode was tuned)".to_owned()
+        } else {
+            crate::fusion_rule::rule_reason(fusion.rule, run.provenance.fusion_rule)
+        };
         let elapsed = ms(t);
         run.timings.push(StageTiming {
             stage: "fused".into(),
@@ -261,6 +291,8 @@ impl Engine {
             dropped: fused.dropped.clone(),
             max_score: fused.max_score,
             k: fusion.k,
+            rule: Some(fusion.rule),
+            rule_reason: Some(rule_reason),
             lexical_interpolation: fusion.lexical_interpolation,
             interpolation_reason,
             elapsed_ms: elapsed,

@@ -1,60 +1,75 @@
-//! Weighted reciprocal rank fusion (RRF) over any number of ranked lists.
+//! Fusion of any number of ranked lists into one, with explanations.
 //!
-//! score(d) = Σ_i w_i / (k + rank_i(d)). Every fused hit keeps, per path, its
-//! rank, the path's own score, the effective weight and the RRF contribution;
-//! the contributions add up to the fused score. Scores are also reported
-//! normalised by the maximum possible value Σ w_i / (k + 1) over the paths
-//! that returned candidates, so a threshold keeps its meaning when paths or
-//! weights change.
+//! Two rules ([`FusionRule`](rag_core::FusionRule)), both over the same
+//! per-path weights and λ split ([`FusionParams::effective_weight`]):
+//!
+//! - [`rrf`]: weighted reciprocal rank fusion, score(d) = Σ_i w_i / (k + rank_i(d)).
+//! - [`convex`]: a convex combination of normalised path scores,
+//!   score(d) = Σ_i w_i · n_i(d) (lexical scores over their best, cosine
+//!   min-max between the best and the score at rank [`convex::DEPTH`]).
+//!
+//! Every fused hit keeps, per path, its rank, the path's own score, the
+//! effective weight and its contribution; the contributions add up to the
+//! fused score. Scores are also reported normalised by the maximum possible
+//! value over the paths that returned candidates, so a threshold keeps its
+//! meaning when paths or weights change.
 //!
 //! ```
 //! use rag_core::{FusionParams, Hit, PassageId, FaqId, PathKind, RankedList};
-//! use rag_fusion::RrfFuser;
+//! use rag_fusion::Fusion;
 //! use rag_core::Fuser;
 //! let id = PassageId::Faq(FaqId::generate());
 //! let list = |path| RankedList { path, hits: vec![Hit { id, rank: 1, score: 1.0, matched: vec![] }], notes: vec![] };
-//! let fuser = RrfFuser::new(FusionParams::default());
+//! let fuser = Fusion::new(FusionParams::default());
 //! let fused = fuser.fuse(&[list(PathKind::Bm25), list(PathKind::Substring)]);
 //! assert_eq!(fused.hits.len(), 1);
 //! assert!((fused.hits[0].normalized - 1.0).abs() < 1e-12);
 //! ```
 
-use rag_core::{
-    Contribution, DropReason, Dropped, Fused, FusedHit, Fuser, FusionParams, PassageId, PathKind,
-    RankedList,
-};
-use rustc_hash::FxHashMap;
+pub mod convex;
+mod rank;
+pub mod rrf;
 
-/// The RRF fuser.
+use rag_core::{Fused, Fuser, FusionParams, FusionRule, PathKind, RankedList};
+
+/// The fuser of a query: the rule and parameters it was resolved with.
 #[derive(Debug, Clone)]
-pub struct RrfFuser {
+pub struct Fusion {
     params: FusionParams,
 }
 
-impl RrfFuser {
+impl Fusion {
     /// A fuser with these parameters (validated by the caller).
     pub fn new(params: FusionParams) -> Self {
-        RrfFuser { params }
+        Fusion { params }
     }
 }
 
-impl Fuser for RrfFuser {
+impl Fuser for Fusion {
     fn fuse(&self, lists: &[RankedList]) -> Fused {
         fuse(lists, &self.params)
     }
 }
 
-/// Fuses `lists` with `params`. Ties are broken by the best rank in any path,
-/// then by the order in which the passage first appeared, so the output is
-/// deterministic.
+/// Fuses `lists` with `params` by the rule they name. Ties are broken by the
+/// best rank in any path, then by the order in which the passage first
+/// appeared, so the output is deterministic.
 pub fn fuse(lists: &[RankedList], params: &FusionParams) -> Fused {
-    // Paths that returned nothing take no share of the weight.
+    match params.rule {
+        FusionRule::Rrf => rrf::fuse(lists, params),
+        FusionRule::Convex => convex::fuse(lists, params),
+    }
+}
+
+/// The effective weight of each list: paths that returned nothing take no
+/// share of the weight.
+pub(crate) fn weights(lists: &[RankedList], params: &FusionParams) -> Vec<f64> {
     let running: Vec<PathKind> = lists
         .iter()
         .filter(|l| !l.hits.is_empty())
         .map(|l| l.path)
         .collect();
-    let weights: Vec<f64> = lists
+    lists
         .iter()
         .map(|l| {
             if l.hits.is_empty() {
@@ -63,105 +78,14 @@ pub fn fuse(lists: &[RankedList], params: &FusionParams) -> Fused {
                 params.effective_weight(l.path, &running)
             }
         })
-        .collect();
-    let max_score: f64 = weights.iter().map(|w| w / (params.k + 1.0)).sum();
-
-    let mut order: Vec<PassageId> = Vec::new();
-    let mut by_id: FxHashMap<PassageId, Vec<Contribution>> = FxHashMap::default();
-    for (list, &weight) in lists.iter().zip(&weights) {
-        for hit in &list.hits {
-            let contribution = Contribution {
-                path: list.path,
-                rank: hit.rank,
-                path_score: hit.score,
-                weight,
-                rrf: weight / (params.k + hit.rank as f64),
-            };
-            by_id
-                .entry(hit.id)
-                .or_insert_with(|| {
-                    order.push(hit.id);
-                    Vec::new()
-                })
-                .push(contribution);
-        }
-    }
-
-    let mut all: Vec<(usize, FusedHit)> = order
-        .into_iter()
-        .enumerate()
-        .map(|(first_seen, id)| {
-            let contributions = by_id.remove(&id).unwrap_or_default();
-            let score: f64 = contributions.iter().map(|c| c.rrf).sum();
-            let normalized = if max_score > 0.0 {
-                score / max_score
-            } else {
-                0.0
-            };
-            (
-                first_seen,
-                FusedHit {
-                    id,
-                    rank: 0,
-                    score,
-                    normalized,
-                    contributions,
-                },
-            )
-        })
-        .collect();
-    all.sort_by(|(fa, a), (fb, b)| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| best_rank(a).cmp(&best_rank(b)))
-            .then_with(|| fa.cmp(fb))
-    });
-
-    let mut hits = Vec::new();
-    let mut dropped = Vec::new();
-    for (i, (_, mut hit)) in all.into_iter().enumerate() {
-        hit.rank = i as u32 + 1;
-        if hit.normalized < params.min_score {
-            dropped.push(Dropped {
-                id: hit.id,
-                score: hit.score,
-                reason: DropReason::Threshold {
-                    normalized: hit.normalized,
-                    min_score: params.min_score,
-                },
-            });
-        } else if hits.len() >= params.top_k {
-            dropped.push(Dropped {
-                id: hit.id,
-                score: hit.score,
-                reason: DropReason::TopK {
-                    rank: hit.rank,
-                    top_k: params.top_k,
-                },
-            });
-        } else {
-            hits.push(hit);
-        }
-    }
-    Fused {
-        hits,
-        dropped,
-        max_score,
-    }
-}
-
-fn best_rank(hit: &FusedHit) -> u32 {
-    hit.contributions
-        .iter()
-        .map(|c| c.rank)
-        .min()
-        .unwrap_or(u32::MAX)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rag_core::{DropReason, PassageId};
     use rag_core::{FaqId, Hit, PathWeights};
 
     fn ids(n: usize) -> Vec<PassageId> {
@@ -213,7 +137,7 @@ mod tests {
         fn contributions_add_up(spec in lists_strategy(), k in 0.0f64..200.0, lambda in proptest::option::of(0.0f64..=1.0), top_k in 1usize..50) {
             let pool = ids(40);
             let lists = build(&spec, &pool);
-            let params = FusionParams { k, lexical_interpolation: lambda, top_k, ..FusionParams::default() };
+            let params = FusionParams { rule: FusionRule::Rrf, k, lexical_interpolation: lambda, top_k, ..FusionParams::default() };
             let fused = fuse(&lists, &params);
             for hit in &fused.hits {
                 let sum: f64 = hit.contributions.iter().map(|c| c.rrf).sum();
@@ -235,12 +159,13 @@ mod tests {
         }
 
         #[test]
-        fn permutation_invariant(spec in lists_strategy()) {
+        fn permutation_invariant(spec in lists_strategy(), convex in any::<bool>()) {
             let pool = ids(40);
             let lists = build(&spec, &pool);
             let mut reversed = lists.clone();
             reversed.reverse();
-            let params = FusionParams { top_k: 100, weights: PathWeights { bm25: 1.0, substring: 1.0, fuzzy: 1.0, synonym: 1.0, fact: 1.0, dense: 1.0 }, ..FusionParams::default() };
+            let rule = if convex { FusionRule::Convex } else { FusionRule::Rrf };
+            let params = FusionParams { rule, top_k: 100, weights: PathWeights { bm25: 1.0, substring: 1.0, fuzzy: 1.0, synonym: 1.0, fact: 1.0, dense: 1.0 }, ..FusionParams::default() };
             let a = fuse(&lists, &params);
             let b = fuse(&reversed, &params);
             let score_of = |f: &Fused, id: PassageId| f.hits.iter().find(|h| h.id == id).map(|h| h.score);
@@ -254,7 +179,7 @@ mod tests {
         fn better_rank_never_scores_lower(spec in lists_strategy()) {
             let pool = ids(40);
             let lists = build(&spec, &pool);
-            let fused = fuse(&lists, &FusionParams { top_k: 1000, ..FusionParams::default() });
+            let fused = fuse(&lists, &FusionParams { rule: FusionRule::Rrf, top_k: 1000, ..FusionParams::default() });
             // Within one path, a better rank gives a larger contribution.
             for hit in &fused.hits {
                 for c in &hit.contributions {
@@ -263,6 +188,114 @@ mod tests {
                 }
             }
         }
+
+        #[test]
+        fn convex_contributions_add_up_and_are_monotone(spec in lists_strategy(), lambda in proptest::option::of(0.0f64..=1.0), top_k in 1usize..50, step in 0.01f64..5.0) {
+            let pool = ids(40);
+            let mut lists = build(&spec, &pool);
+            // Uneven score gaps: scores fall by `step` times the rank.
+            for l in &mut lists {
+                for h in &mut l.hits {
+                    h.score = 100.0 - step * (h.rank as f64).powi(2);
+                }
+            }
+            let params = FusionParams { rule: FusionRule::Convex, lexical_interpolation: lambda, top_k, ..FusionParams::default() };
+            let fused = fuse(&lists, &params);
+            let max: f64 = fused.max_score;
+            for hit in &fused.hits {
+                let sum: f64 = hit.contributions.iter().map(|c| c.rrf).sum();
+                prop_assert!((sum - hit.score).abs() <= 1e-12 * hit.score.max(1.0));
+                for c in &hit.contributions {
+                    let n = c.normalized_score.unwrap();
+                    prop_assert!((0.0..=1.0).contains(&n));
+                    prop_assert!((c.rrf - c.weight * n).abs() <= 1e-12);
+                    if c.rank == 1 { prop_assert!(n == 1.0); }
+                }
+                prop_assert!(hit.normalized >= 0.0 && hit.normalized <= 1.0);
+                prop_assert!(hit.score <= max + 1e-12);
+            }
+            prop_assert!(fused.hits.windows(2).all(|w| w[0].score >= w[1].score));
+            // Within one path, a better rank never has a smaller normalised score.
+            for l in &lists {
+                let n = convex::normalize(l.path, &l.hits);
+                prop_assert!(n.windows(2).all(|w| w[0] >= w[1]));
+            }
+        }
+    }
+
+    #[test]
+    fn convex_reads_score_gaps_that_rrf_cannot_see() {
+        // Path A: p0 far ahead of p1; path B: p1 barely ahead of p0.
+        let pool = ids(25);
+        let list = |path, scores: Vec<(usize, f64)>| RankedList {
+            path,
+            hits: scores
+                .into_iter()
+                .enumerate()
+                .map(|(r, (i, s))| Hit {
+                    id: pool[i],
+                    rank: r as u32 + 1,
+                    score: s,
+                    matched: vec![],
+                })
+                .collect(),
+            notes: vec![],
+        };
+        let tail = |from: f64| (2..22).map(move |i| (i, from - i as f64 * 0.01));
+        let a = list(
+            PathKind::Bm25,
+            [(0, 30.0), (1, 10.0)]
+                .into_iter()
+                .chain(tail(9.0))
+                .collect(),
+        );
+        let b = list(
+            PathKind::Dense,
+            [(1, 0.900), (0, 0.899)]
+                .into_iter()
+                .chain(tail(0.85))
+                .collect(),
+        );
+        let params = |rule| FusionParams {
+            rule,
+            lexical_interpolation: Some(0.5),
+            ..FusionParams::default()
+        };
+        let rrf = fuse(&[a.clone(), b.clone()], &params(FusionRule::Rrf));
+        let convex = fuse(&[a, b], &params(FusionRule::Convex));
+        // RRF sees a tie broken by first appearance; convex sees p0's lead.
+        assert_eq!(convex.hits[0].id, pool[0]);
+        assert!(convex.hits[0].score > convex.hits[1].score + 0.1);
+        assert!((rrf.hits[0].score - rrf.hits[1].score).abs() < 1e-12);
+    }
+
+    #[test]
+    fn normalisation_handles_flat_and_short_lists() {
+        let pool = ids(3);
+        let hits = |scores: &[f64]| -> Vec<Hit> {
+            scores
+                .iter()
+                .enumerate()
+                .map(|(r, s)| Hit {
+                    id: pool[r],
+                    rank: r as u32 + 1,
+                    score: *s,
+                    matched: vec![],
+                })
+                .collect()
+        };
+        let d = PathKind::Dense;
+        assert_eq!(convex::normalize(d, &hits(&[5.0])), vec![1.0]);
+        assert_eq!(convex::normalize(d, &hits(&[2.0, 2.0])), vec![1.0, 1.0]);
+        assert_eq!(
+            convex::normalize(d, &hits(&[4.0, 3.0, 2.0])),
+            vec![1.0, 0.5, 0.0]
+        );
+        assert_eq!(
+            convex::normalize(PathKind::Bm25, &hits(&[4.0, 3.0, 2.0])),
+            vec![1.0, 0.75, 0.5]
+        );
+        assert!(convex::normalize(d, &[]).is_empty());
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! `ragscope eval`: retrieval quality on BEIR-format files.
 
 use crate::cli::{eval_params, EvalArgs};
+use crate::corpus_kind::{self, CorpusKind};
 use crate::{core_err, App, UserFacing};
 use rag_core::{
-    now, Chunk, ChunkId, DocId, Document, KbSettings, KnowledgeBase, PassageId, PathKind,
-    PipelineEvent, QueryRequest, TenantId, WriteOp,
+    now, Chunk, ChunkId, DocId, Document, FaqEntry, FaqId, FaqStatus, KbSettings, KnowledgeBase,
+    PassageId, PathKind, PipelineEvent, QueryRequest, TenantId, WriteOp,
 };
 use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
 use rag_store::{EmbeddedStore, OpenMode};
@@ -138,9 +139,52 @@ pub async fn load_corpus(
     kb: &KnowledgeBase,
     corpus: Vec<CorpusDoc>,
 ) -> anyhow::Result<()> {
+    load_corpus_as(engine, tenant, kb, corpus, CorpusKind::Doc).await
+}
+
+/// Loads a corpus as `kind`: documents (one chunk each, source = the row's
+/// `_id`) or approved FAQ entries (question = the row's text, source link =
+/// the row's `_id`, so rankings map back to corpus ids).
+pub async fn load_corpus_as(
+    engine: &Engine,
+    tenant: &TenantId,
+    kb: &KnowledgeBase,
+    corpus: Vec<CorpusDoc>,
+    kind: CorpusKind,
+) -> anyhow::Result<()> {
     let ts = now();
     let mut ops = Vec::new();
     for d in corpus {
+        if kind == CorpusKind::Faq {
+            let question = if d.title.trim().is_empty() {
+                d.text
+            } else {
+                format!("{} {}", d.title, d.text)
+            };
+            ops.push(WriteOp::PutFaq(FaqEntry {
+                id: FaqId::generate(),
+                kb: kb.id,
+                question,
+                answer: String::new(),
+                status: FaqStatus::Approved,
+                edited: false,
+                source_url: Some(d.id),
+                tags: vec![],
+                created_at: ts,
+                updated_at: ts,
+                valid_from: None,
+                valid_until: None,
+                source_doc: None,
+            }));
+            if ops.len() == 2000 {
+                engine
+                    .store()
+                    .apply(tenant, kb.id, std::mem::take(&mut ops))
+                    .await
+                    .map_err(core_err)?;
+            }
+            continue;
+        }
         let doc = DocId::generate();
         let chunk = Chunk {
             id: ChunkId::generate(),
@@ -264,23 +308,33 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     );
     let tenant = app.tenant.clone();
     let n_docs = corpus.len();
-    let kb = match engine
+    let (kind, kind_reason) = match args.kind.as_str() {
+        "faq" => (CorpusKind::Faq, "--kind faq".to_owned()),
+        "doc" => (CorpusKind::Doc, "--kind doc".to_owned()),
+        _ => corpus_kind::detect(&corpus),
+    };
+    eprintln!("corpus kind: {kind:?} ({kind_reason})");
+    let wanted = match kind {
+        CorpusKind::Faq => (0, n_docs),
+        CorpusKind::Doc => (n_docs, 0),
+    };
+    let existing = engine
         .store()
         .kb_by_name(&tenant, &kb_name)
         .await
-        .map_err(core_err)?
-    {
-        Some(kb)
-            if engine
+        .map_err(core_err)?;
+    let counts = match &existing {
+        Some(kb) => Some(
+            engine
                 .store()
-                .documents(&tenant, kb.id)
+                .kb_counts(&tenant, kb.id)
                 .await
-                .map_err(core_err)?
-                .len()
-                == n_docs =>
-        {
-            kb
-        }
+                .map_err(core_err)?,
+        ),
+        None => None,
+    };
+    let kb = match existing {
+        Some(kb) if counts.is_some_and(|c| (c.documents, c.faqs) == wanted) => kb,
         existing => {
             if let Some(kb) = existing {
                 engine
@@ -294,7 +348,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 .create_kb(&tenant, &kb_name, KbSettings::default())
                 .await
                 .map_err(core_err)?;
-            load_corpus(&engine, &tenant, &kb, corpus).await?;
+            load_corpus_as(&engine, &tenant, &kb, corpus, kind).await?;
             kb
         }
     };
@@ -340,6 +394,13 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     }
 
     let mut dump = match &args.dump_lists {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|e| UserFacing(format!("{}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let mut run_out = match &args.run_out {
         Some(path) => Some(std::io::BufWriter::new(
             std::fs::File::create(path)
                 .map_err(|e| UserFacing(format!("{}: {e}", path.display())))?,
@@ -418,7 +479,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             });
             writeln!(out, "{line}")?;
         }
-        let ranked: Vec<String> = match result {
+        let ranked: Vec<(String, f64)> = match result {
             Ok(out) if needs_dense && !out.lists.iter().any(|l| l.path == PathKind::Dense) => {
                 anyhow::bail!("the dense path did not run for query {qid}; refusing to report {} figures as if it had", args.mode)
             }
@@ -427,16 +488,31 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 .hits
                 .iter()
                 .filter_map(|h| match h.id {
-                    PassageId::Chunk(_) => {
-                        index.lexical.passage(h.id).and_then(|p| p.source.clone())
+                    PassageId::Chunk(_) | PassageId::Faq(_) => {
+                        source_of(h.id).map(|s| (s, h.score))
                     }
-                    _ => None,
+                    PassageId::Fact(_) => None,
                 })
                 .collect(),
             // A query that cannot run (e.g. nothing but punctuation) retrieves nothing.
             Err(e) if e.is_user_error() => Vec::new(),
             Err(e) => return Err(core_err(e)),
         };
+        if let Some(out) = run_out.as_mut() {
+            // trec_eval orders by score, not by rank: tied scores are written
+            // strictly decreasing so that it reads our order.
+            let mut last = f64::INFINITY;
+            for (rank, (doc, score)) in ranked.iter().enumerate() {
+                let score = if *score < last - 1e-9 {
+                    *score
+                } else {
+                    last - 1e-9
+                };
+                last = score;
+                writeln!(out, "{qid} Q0 {doc} {} {score:.9} ragscope", rank + 1)?;
+            }
+        }
+        let ranked: Vec<String> = ranked.into_iter().map(|(d, _)| d).collect();
         let m = score(&ranked, rel);
         sum.ndcg10 += m.ndcg10;
         sum.recall10 += m.recall10;
@@ -445,6 +521,9 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         evaluated += 1;
     }
     if let Some(mut out) = dump {
+        out.flush()?;
+    }
+    if let Some(mut out) = run_out {
         out.flush()?;
     }
     if evaluated == 0 {
@@ -459,6 +538,8 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         "queries": evaluated,
         "queries_missing": missing,
         "docs": n_docs,
+        "kind": kind,
+        "kind_reason": kind_reason,
         "ndcg@10": round(sum.ndcg10),
         "recall@10": round(sum.recall10),
         "recall@100": round(sum.recall100),

@@ -23,6 +23,9 @@ pub struct RetrievalFlags {
     /// RRF k.
     #[arg(long)]
     pub rrf_k: Option<f64>,
+    /// Fusion rule: convex (normalised scores) or rrf (ranks only).
+    #[arg(long, value_parser = ["convex", "rrf"])]
+    pub fusion: Option<String>,
     /// λ in [0,1]: 0 = vector only, 1 = lexical only.
     #[arg(long)]
     pub lexical_interpolation: Option<f64>,
@@ -76,6 +79,9 @@ impl RetrievalFlags {
         if let Some(l) = self.lexical_interpolation {
             p.fusion.lexical_interpolation = Some(l);
         }
+        if let Some(rule) = self.rule() {
+            p.fusion.rule = rule;
+        }
         if let Some(ws) = &self.weights {
             for w in ws {
                 let (name, value) = w
@@ -115,6 +121,13 @@ impl RetrievalFlags {
 }
 
 impl RetrievalFlags {
+    fn rule(&self) -> Option<rag_core::FusionRule> {
+        self.fusion.as_deref().map(|f| match f {
+            "rrf" => rag_core::FusionRule::Rrf,
+            _ => rag_core::FusionRule::Convex,
+        })
+    }
+
     /// The flags as overrides of `base` (the knowledge base's settings): only
     /// the knobs a flag names are set; a partial flag (`--k1`, one weight)
     /// sets its whole group from `base` with that one value changed.
@@ -133,6 +146,7 @@ impl RetrievalFlags {
             top_k: self.top_k,
             rerank_top_k: self.rerank_top_k,
             k: self.rrf_k,
+            fusion_rule: self.rule(),
             weights: self.weights.as_ref().map(|_| p.fusion.weights),
             lexical_interpolation: self.lexical_interpolation,
             auto_interpolation: None,

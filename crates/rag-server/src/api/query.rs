@@ -425,7 +425,7 @@ pub(super) async fn refuse(
         fusion.top_k = t;
     }
     fusion.validate().map_err(rag_core::CoreError::from)?;
-    let fused = rag_core::Fuser::fuse(&rag_fusion::RrfFuser::new(fusion), &cached.lists);
+    let fused = rag_core::Fuser::fuse(&rag_fusion::Fusion::new(fusion), &cached.lists);
     Ok(Json(Refused { fusion, fused }))
 }
 
