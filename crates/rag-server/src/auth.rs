@@ -201,7 +201,7 @@ fn same_token(a: &str, b: &str) -> bool {
 /// In open mode, a write from a page of another origin is refused: browsers
 /// send `Origin` on cross-site requests, and a form on any web site could
 /// otherwise post files to a key-less server on loopback.
-fn cross_origin(parts: &Parts) -> bool {
+pub(crate) fn cross_origin(parts: &Parts) -> bool {
     let Some(origin) = parts.headers.get("origin").and_then(|v| v.to_str().ok()) else {
         return false;
     };
@@ -217,7 +217,7 @@ fn cross_origin(parts: &Parts) -> bool {
     origin_host != host
 }
 
-async fn caller_for_hash(state: &AppState, hash: &str) -> Result<Caller, ApiError> {
+pub(crate) async fn caller_for_hash(state: &AppState, hash: &str) -> Result<Caller, ApiError> {
     match state.keys.key_by_hash(hash).await.map_err(ApiError::from)? {
         Some(k) if !k.revoked => Ok(Caller {
             key_id: k.id,

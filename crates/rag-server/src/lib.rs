@@ -17,6 +17,7 @@ mod error;
 mod extract;
 mod metrics;
 mod ops;
+mod protocols;
 mod redact;
 mod sessions;
 mod sources;
@@ -25,6 +26,7 @@ mod web;
 
 pub use auth::{create_key, ensure_admin_key, hash_key, Caller};
 pub use error::{ApiError, ErrorBody};
+pub use protocols::mcp::stdio::serve_mcp_stdio;
 pub use state::{AppState, Limits, ServerConfig};
 
 use axum::body::Body;
@@ -96,6 +98,9 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             state.clone(),
             json_limit,
         ))
+        // MCP, OpenAI-compatible and Dify routes bound their bodies
+        // themselves, answering in their protocols' shapes.
+        .merge(protocols::routes(&state))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             request_context,

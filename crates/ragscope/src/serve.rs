@@ -29,20 +29,7 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
         println!("Created the admin API key (shown only this once; store it now):\n\n    {key}\n");
     }
     let engine = app.engine_with(store)?;
-    let config = rag_server::ServerConfig {
-        addr,
-        open: args.open,
-        log_queries: args.log_queries || c.log_queries,
-        limits: rag_server::Limits {
-            max_json_bytes: c.max_json_bytes,
-            max_upload_bytes: c.max_upload_bytes,
-            max_files_per_upload: c.max_files_per_upload,
-            max_top_k: c.max_top_k,
-            max_concurrent_queries_per_key: c.max_concurrent_queries_per_key,
-            max_concurrent_ingests_per_key: c.max_concurrent_ingests_per_key,
-        },
-        cors_origins: c.cors_origins.clone(),
-    };
+    let config = server_config(&app, addr, args.open, args.log_queries);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -87,6 +74,31 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
     }
     println!("ragscope stopped");
     Ok(())
+}
+
+/// The server's settings from the configuration (`ragscope mcp` uses the
+/// same limits).
+pub(crate) fn server_config(
+    app: &App,
+    addr: SocketAddr,
+    open: bool,
+    log_queries: bool,
+) -> rag_server::ServerConfig {
+    let c = &app.config.server;
+    rag_server::ServerConfig {
+        addr,
+        open,
+        log_queries: log_queries || c.log_queries,
+        limits: rag_server::Limits {
+            max_json_bytes: c.max_json_bytes,
+            max_upload_bytes: c.max_upload_bytes,
+            max_files_per_upload: c.max_files_per_upload,
+            max_top_k: c.max_top_k,
+            max_concurrent_queries_per_key: c.max_concurrent_queries_per_key,
+            max_concurrent_ingests_per_key: c.max_concurrent_ingests_per_key,
+        },
+        cors_origins: c.cors_origins.clone(),
+    }
 }
 
 /// How long in-flight requests may run on after a stop signal.

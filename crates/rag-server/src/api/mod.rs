@@ -7,7 +7,7 @@ mod documents;
 mod faqs;
 mod kbs;
 mod lexicon;
-mod query;
+pub(crate) mod query;
 
 use crate::state::AppState;
 use serde::Serialize;
