@@ -55,10 +55,7 @@ pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
                 code = Some(c.to_owned());
                 IngestOutcome {
                     source: source.clone(),
-                    status: IngestStatus::Failed {
-                        code: c.to_owned(),
-                        reason,
-                    },
+                    status: IngestStatus::Failed { reason },
                 }
             }
         };
@@ -102,7 +99,7 @@ fn read_checked(
 /// One file's result, as printed on stdout.
 fn file_line(o: &IngestOutcome, code: Option<&str>) -> String {
     match (&o.status, code) {
-        (IngestStatus::Failed { reason, .. }, Some(code)) => {
+        (IngestStatus::Failed { reason }, Some(code)) => {
             format!("  FAILED  {} [{code}]: {reason}", o.source)
         }
         _ => render::ingest_line(o),

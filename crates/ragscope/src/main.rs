@@ -11,12 +11,9 @@ mod bench_scale;
 mod bench_store;
 mod cli;
 mod config;
-mod corpus_kind;
 mod demo;
-mod docs_cmd;
 mod eval;
 mod ingest_cmd;
-mod mcp_cmd;
 mod render;
 mod retrieval_flags;
 mod serve;
@@ -357,7 +354,6 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             }
         },
         Command::Ingest(args) => ingest_cmd::run(&app, args).await,
-        Command::Docs(args) => docs_cmd::run(&app, args).await,
         Command::Source { command } => source_cmd::run(&app, command).await,
         Command::Synonyms(args) => cli::synonyms(&app, args).await,
         Command::Facts(args) => cli::facts(&app, args).await,
@@ -484,7 +480,6 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve(args) => serve::run(app, args).await,
-        Command::Mcp => mcp_cmd::run(app).await,
     }
 }
 
