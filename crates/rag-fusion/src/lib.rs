@@ -55,9 +55,14 @@ impl Fuser for Fusion {
 /// best rank in any path, then by the order in which the passage first
 /// appeared, so the output is deterministic.
 pub fn fuse(lists: &[RankedList], params: &FusionParams) -> Fused {
+    // The convex rule combines lexical and dense evidence; lexical paths
+    // alone are fused by their ranks (as lexical mode was tuned).
+    let dense = lists
+        .iter()
+        .any(|l| l.path == PathKind::Dense && !l.hits.is_empty());
     match params.rule {
-        FusionRule::Rrf => rrf::fuse(lists, params),
-        FusionRule::Convex => convex::fuse(lists, params),
+        FusionRule::Convex if dense => convex::fuse(lists, params),
+        _ => rrf::fuse(lists, params),
     }
 }
 
@@ -193,6 +198,9 @@ mod tests {
         fn convex_contributions_add_up_and_are_monotone(spec in lists_strategy(), lambda in proptest::option::of(0.0f64..=1.0), top_k in 1usize..50, step in 0.01f64..5.0) {
             let pool = ids(40);
             let mut lists = build(&spec, &pool);
+            // The convex rule runs when the dense path took part.
+            lists[0].path = PathKind::Dense;
+            prop_assume!(!lists[0].hits.is_empty());
             // Uneven score gaps: scores fall by `step` times the rank.
             for l in &mut lists {
                 for h in &mut l.hits {

@@ -102,6 +102,10 @@ pub enum Command {
     },
     /// Serve the HTTP API and the workbench on 127.0.0.1:3210.
     Serve(ServeArgs),
+    /// Serve MCP (Model Context Protocol) on standard input and output for an
+    /// agent: the tools list_knowledge_bases, search, ask and faq_lookup,
+    /// acting as the operator. Logs go to standard error.
+    Mcp,
 }
 
 #[derive(Debug, Args)]
@@ -245,6 +249,15 @@ pub struct EvalArgs {
     /// query, for offline analysis of fusion rules.
     #[arg(long, value_name = "FILE")]
     pub dump_lists: Option<PathBuf>,
+    /// How the corpus is loaded: `faq` (one FAQ entry per row, question =
+    /// the row's text), `doc` (one document per row), or `auto`: FAQ entries
+    /// when the rows look like questions (untitled, short single lines).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "faq", "doc"])]
+    pub kind: String,
+    /// Also write the fused ranking as a TREC run file
+    /// (`qid Q0 docid rank score ragscope`), for trec_eval or pytrec_eval.
+    #[arg(long, value_name = "FILE")]
+    pub run_out: Option<PathBuf>,
     #[command(flatten)]
     pub retrieval: RetrievalFlags,
 }

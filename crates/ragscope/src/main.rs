@@ -11,9 +11,11 @@ mod bench_scale;
 mod bench_store;
 mod cli;
 mod config;
+mod corpus_kind;
 mod demo;
 mod eval;
 mod ingest_cmd;
+mod mcp_cmd;
 mod render;
 mod retrieval_flags;
 mod serve;
@@ -480,6 +482,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve(args) => serve::run(app, args).await,
+        Command::Mcp => mcp_cmd::run(app).await,
     }
 }
 

@@ -88,12 +88,17 @@ pub fn event(e: &PipelineEvent) -> String {
             hits,
             dropped,
             k,
+            rule,
             elapsed_ms,
             ..
         } => {
+            let how = match rule {
+                Some(rag_core::FusionRule::Convex) => "convex".to_owned(),
+                _ => format!("RRF k={k}"),
+            };
             let _ = writeln!(
                 s,
-                "● fused (RRF k={k}, {elapsed_ms:.2} ms): {} kept, {} dropped",
+                "● fused ({how}, {elapsed_ms:.2} ms): {} kept, {} dropped",
                 hits.len(),
                 dropped.len()
             );
@@ -236,6 +241,6 @@ pub fn ingest_line(o: &IngestOutcome) -> String {
             o.source
         ),
         IngestStatus::Skipped { reason } => format!("  skipped {}: {reason}", o.source),
-        IngestStatus::Failed { reason } => format!("  FAILED  {}: {reason}", o.source),
+        IngestStatus::Failed { reason, .. } => format!("  FAILED  {}: {reason}", o.source),
     }
 }
