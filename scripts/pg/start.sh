@@ -46,6 +46,16 @@ if [ "${#as_pg[@]}" -gt 0 ]; then
   fi
 fi
 
+# pgvector's vector.so in the pinned wheel uses AVX2, FMA and F16C without a
+# run-time check (see requirements.txt): say so plainly rather than let the
+# server die with SIGILL on the first vector.
+for flag in avx2 fma f16c; do
+  if ! grep -qw "$flag" /proc/cpuinfo; then
+    echo "pg/start.sh: this CPU lacks $flag, which the bundled pgvector needs" >&2
+    exit 1
+  fi
+done
+
 url_of() { echo "postgres://postgres@127.0.0.1:$1/postgres"; }
 
 if [ -f "$dir/port" ] && "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
@@ -59,7 +69,7 @@ else
   # A free port: ask the kernel for one, then let the server take it.
   port="$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >&2 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c full_page_writes=off" start >&2 \
     || { tail -20 "$dir/log" >&2; exit 1; }
   echo "$port" > "$dir/port"
   url="$(url_of "$port")"
