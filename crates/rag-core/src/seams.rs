@@ -285,6 +285,99 @@ pub struct DocumentInfo {
     pub chunks: usize,
     /// The owner it is restricted to, if any.
     pub owner: Option<String>,
+    /// When it was stored (the listing's order, with the id).
+    pub created_at: crate::model::Timestamp,
+}
+
+/// The default size of a page of a listing.
+pub const DEFAULT_PAGE_LIMIT: usize = 50;
+/// The largest page of a listing.
+pub const MAX_PAGE_LIMIT: usize = 500;
+
+/// Where a page of the documents listing starts: right after the document
+/// with this key. The listing is ordered by (`created_at`, `id`), a key no
+/// later write changes, so paging goes on correctly across inserts and
+/// deletes: every document present from the first page to the last is
+/// listed exactly once, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DocCursor {
+    /// The last listed document's creation time.
+    pub created_at: crate::model::Timestamp,
+    /// The last listed document's id.
+    pub id: DocId,
+}
+
+impl DocCursor {
+    /// The key of a listed document.
+    pub fn of(doc: &DocumentInfo) -> Self {
+        DocCursor {
+            created_at: doc.created_at,
+            id: doc.id,
+        }
+    }
+
+    /// The opaque text form handed to clients: 48 lowercase hex digits
+    /// (the creation time's bits, then the id's).
+    pub fn encode(&self) -> String {
+        format!("{:016x}{}", self.created_at as u64, self.id.0.simple())
+    }
+
+    /// Reads [`DocCursor::encode`]'s form; anything else is `None`.
+    pub fn decode(text: &str) -> Option<Self> {
+        let lower = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+        if text.len() != 48 || !text.as_bytes().iter().all(lower) {
+            return None;
+        }
+        let created_at = u64::from_str_radix(&text[..16], 16).ok()? as i64;
+        let id = uuid::Uuid::try_parse(&text[16..]).ok()?;
+        Some(DocCursor {
+            created_at,
+            id: DocId(id),
+        })
+    }
+}
+
+/// Which page of a knowledge base's documents to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentQuery {
+    /// Whose owner-restricted documents are listed (and counted).
+    pub viewer: crate::auth::Viewer,
+    /// Start after this document (`None`: the first page).
+    pub after: Option<DocCursor>,
+    /// At most this many documents (1 to [`MAX_PAGE_LIMIT`]; callers validate).
+    pub limit: usize,
+    /// Only documents stored from this source (file name or URL).
+    pub source: Option<String>,
+}
+
+/// One page of a knowledge base's documents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentPage {
+    /// The documents, in (`created_at`, `id`) order.
+    pub documents: Vec<DocumentInfo>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<DocCursor>,
+    /// How many documents of the knowledge base the viewer may see (the
+    /// source filter aside), counted through an index.
+    pub total: usize,
+}
+
+impl DocumentPage {
+    /// A page from up to `limit + 1` rows read in order: the extra row only
+    /// tells that another page follows.
+    pub fn from_rows(mut rows: Vec<DocumentInfo>, limit: usize, total: usize) -> Self {
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(DocCursor::of)
+        } else {
+            None
+        };
+        DocumentPage {
+            documents: rows,
+            next,
+            total,
+        }
+    }
 }
 
 /// The size of a knowledge base.
@@ -330,8 +423,20 @@ pub trait StoreRead: Send + Sync {
     ) -> Result<Option<crate::model::KbChanges>> {
         Ok(None)
     }
-    /// Documents of a knowledge base.
+    /// Documents of a knowledge base, every owner's, in (`created_at`, `id`)
+    /// order. Loads them all: listings shown to people use
+    /// [`StoreRead::documents_page`].
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>>;
+    /// One page of a knowledge base's documents that `query.viewer` may see,
+    /// read through the index on (knowledge base, `created_at`, `id`)
+    /// from the cursor on (keyset pagination: the cost of a page does not
+    /// grow with its position or the knowledge base's size).
+    async fn documents_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        query: &DocumentQuery,
+    ) -> Result<DocumentPage>;
     /// A document with its chunks in order, if it exists in this tenant's knowledge base.
     async fn document(
         &self,
@@ -473,4 +578,40 @@ pub trait StoreRecall: Send + Sync {
         path: PathKind,
         q: StoreQuery<'_>,
     ) -> Result<RankedList>;
+}
+
+#[cfg(test)]
+mod cursor_tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_survives_its_text_form_and_nothing_else_reads_as_one() {
+        for created_at in [0, 1, -1, i64::MIN, i64::MAX, 1_700_000_000] {
+            let c = DocCursor {
+                created_at,
+                id: DocId::generate(),
+            };
+            let text = c.encode();
+            assert_eq!(text.len(), 48);
+            assert_eq!(DocCursor::decode(&text), Some(c));
+        }
+        let good = DocCursor {
+            created_at: 5,
+            id: DocId(uuid::Uuid::from_u128(
+                0x0190_abcd_ef01_7000_8000_0000_0000_0001,
+            )),
+        }
+        .encode();
+        for bad in [
+            "",
+            "abc",
+            &good[1..],
+            &format!("{good}0"),
+            &good.to_uppercase(),
+            &good.replace(|c: char| c.is_ascii_digit(), "g"),
+            "-00000000000000000000000000000000000000000000000",
+        ] {
+            assert_eq!(DocCursor::decode(bad), None, "{bad:?}");
+        }
+    }
 }

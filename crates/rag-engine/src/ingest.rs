@@ -50,6 +50,9 @@ pub enum IngestStatus {
     },
     /// The input was rejected; nothing of it was stored.
     Failed {
+        /// A stable snake_case code (`parse_limit`, `no_text_layer`,
+        /// `too_large`, ...), as in [`IngestProgress::Failed`].
+        code: String,
         /// Why.
         reason: String,
     },
@@ -124,7 +127,10 @@ impl Engine {
             Ok(Err((code, reason))) => {
                 tracing::warn!(kb = kb_name, source, code, %reason, "file rejected");
                 progress(IngestProgress::failed(source, code, reason.clone()));
-                IngestStatus::Failed { reason }
+                IngestStatus::Failed {
+                    code: code.to_owned(),
+                    reason,
+                }
             }
             Err(e) => {
                 progress(IngestProgress::failed(

@@ -6,9 +6,9 @@
 
 use crate::engine::Engine;
 use rag_core::{
-    Chunk, CoreError, DocId, Document, DocumentInfo, Fact, FactId, FaqEntry, FaqId, FaqStatus,
-    KbSettings, KnowledgeBase, PassageId, PassageKind, SynonymGroup, TenantId, Timestamp,
-    UserError, UserWord, Viewer, WriteOp,
+    Chunk, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery, Fact, FactId,
+    FaqEntry, FaqId, FaqStatus, KbSettings, KnowledgeBase, PassageId, PassageKind, SynonymGroup,
+    TenantId, Timestamp, UserError, UserWord, Viewer, WriteOp, MAX_PAGE_LIMIT,
 };
 
 /// A new FAQ entry.
@@ -134,6 +134,26 @@ impl Engine {
         let mut docs = self.store().documents(tenant, kb.id).await?;
         docs.retain(|d| viewer.sees(d.owner.as_deref()));
         Ok(docs)
+    }
+
+    /// One page of the documents `viewer` may see, in (`created_at`, `id`)
+    /// order from `after` on, with how many there are in all. `limit` must
+    /// be 1 to [`rag_core::MAX_PAGE_LIMIT`] (`invalid_param` otherwise).
+    pub async fn documents_page(
+        &self,
+        tenant: &TenantId,
+        kb: &str,
+        query: &DocumentQuery,
+    ) -> Result<DocumentPage, CoreError> {
+        if !(1..=MAX_PAGE_LIMIT).contains(&query.limit) {
+            return Err(UserError::InvalidParam {
+                name: "limit",
+                reason: format!("must be from 1 to {MAX_PAGE_LIMIT}, not {}", query.limit),
+            }
+            .into());
+        }
+        let kb = self.kb(tenant, kb).await?;
+        self.store().documents_page(tenant, kb.id, query).await
     }
 
     /// A document with its chunks; another owner's restricted document is not found.

@@ -284,7 +284,7 @@ impl Engine {
                             doc,
                             depth,
                         },
-                        IngestStatus::Failed { reason } => {
+                        IngestStatus::Failed { reason, .. } => {
                             let docs = self.store().documents(tenant, kb.id).await?;
                             SourcePage {
                                 url: url_s.clone(),

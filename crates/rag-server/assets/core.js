@@ -157,6 +157,7 @@ const DICT = {
   'corpus.faqs': ['FAQ 条目', 'FAQ entries'],
   'corpus.lexicon': ['同义词与词典', 'Synonyms & dictionary'],
   'corpus.filter': ['筛选…', 'filter…'],
+  'corpus.filterpage': ['筛选本页…', 'filter this page…'],
   'corpus.prev': ['上一页', 'previous'],
   'corpus.next': ['下一页', 'next'],
   'corpus.page': ['页', 'page'],
@@ -464,8 +465,8 @@ export async function openPassage(kb, passage, label) {
   dlg.classList.add('passage-dialog');
   if (passage.kind !== 'chunk' || !passage.source) return dlg;
   try {
-    const docs = await api('GET', `${kbPath(kb)}/documents`);
-    const doc = docs.find((d) => d.source === passage.source);
+    const found = await api('GET', `${kbPath(kb)}/documents?source=${encodeURIComponent(passage.source)}&limit=1`);
+    const doc = found.documents[0];
     if (!doc) return dlg;
     const full = await api('GET', `${kbPath(kb)}/documents/${doc.id}`);
     const view = documentView(full, passage.id.id);

@@ -5,7 +5,13 @@ import { app, api, el, clear, t, table, notice, kbPath, confirmDialog, modal, do
 const PAGE_SIZE = 20;
 let root;
 let tab = 'faqs';
-const view = { docs: { filter: '', page: 0, rows: [] }, faqs: { filter: '', status: '', page: 0, rows: [] } };
+// Documents are read from the server a page at a time (its cursors: the
+// start of page i is cursors[i]); FAQ entries are paged here.
+const DOC_PAGE_SIZE = 50;
+const view = {
+  docs: { kb: null, filter: '', page: 0, cursors: [null], rows: [], total: 0, next: null },
+  faqs: { filter: '', status: '', page: 0, rows: [] },
+};
 
 const canWrite = () => !!(app.session && app.session.can_write);
 
@@ -91,14 +97,41 @@ function filterInput(v, id, rerender) {
 
 // ---------------------------------------------------------------- documents
 
+async function loadDocs(v) {
+  const q = new URLSearchParams({ limit: String(DOC_PAGE_SIZE) });
+  const cursor = v.cursors[v.page];
+  if (cursor) q.set('cursor', cursor);
+  const r = await api('GET', `${kbPath(app.kb)}/documents?${q}`);
+  v.rows = r.documents;
+  v.total = r.total;
+  v.next = r.next_cursor;
+  if (v.next) v.cursors[v.page + 1] = v.next;
+  else v.cursors.length = v.page + 1;
+}
+
+// Previous / next over the server's pages; the count is the knowledge
+// base's, the filter applies to the page shown.
+function docPager(v, go) {
+  const pages = Math.max(v.page + 1, Math.ceil(v.total / DOC_PAGE_SIZE));
+  return el('div', { class: 'pager' },
+    el('button', { type: 'button', class: 'prev', i18n: 'corpus.prev', disabled: v.page === 0, onclick: () => go(-1) }),
+    el('span', { class: 'pageinfo', text: `${v.page + 1} / ${pages} · ${v.total}` }),
+    el('button', { type: 'button', class: 'next', i18n: 'corpus.next', disabled: !v.next, onclick: () => go(1) }));
+}
+
 async function renderDocs(box) {
   const v = view.docs;
-  v.rows = await api('GET', `${kbPath(app.kb)}/documents`);
+  if (v.kb !== app.kb) Object.assign(v, { kb: app.kb, filter: '', page: 0, cursors: [null] });
+  await loadDocs(v);
+  // A page emptied by deletes: step back to one that has documents.
+  while (!v.rows.length && v.page > 0) {
+    v.page--;
+    await loadDocs(v);
+  }
   const list = el('div', { class: 'list' });
   const draw = () => {
     const f = v.filter.toLowerCase();
     const rows = v.rows.filter((d) => !f || d.title.toLowerCase().includes(f) || d.source.toLowerCase().includes(f));
-    const pageRows = rows.slice(v.page * PAGE_SIZE, (v.page + 1) * PAGE_SIZE);
     clear(list, table([
       { i18n: 'col.title', cell: (d) => d.title },
       { i18n: 'col.source', cell: (d) => d.source },
@@ -107,9 +140,23 @@ async function renderDocs(box) {
         el('button', { type: 'button', class: 'view-doc', i18n: 'corpus.view', onclick: () => showDoc(d) }),
         canWrite() ? el('button', { type: 'button', class: 'draft-doc', i18n: 'corpus.draft', onclick: () => draftFaqs(d) }) : null,
         canWrite() ? el('button', { type: 'button', class: 'danger del-doc', i18n: 'corpus.delete', onclick: () => deleteDoc(d) }) : null) },
-    ], pageRows, { rowAttrs: (d) => ({ dataset: { doc: d.id } }) }), pager(v, rows.length, draw));
+    ], rows, { rowAttrs: (d) => ({ dataset: { doc: d.id } }) }), docPager(v, go));
   };
-  clear(box, el('div', { class: 'row' }, filterInput(v, 'doc-filter', () => draw())), list);
+  const go = async (step) => {
+    const from = v.page;
+    v.page = Math.max(0, v.page + step);
+    try {
+      await loadDocs(v);
+    } catch (e) {
+      v.page = from;
+      list.prepend(notice('error', e.message));
+      return;
+    }
+    draw();
+  };
+  const filter = el('input', { id: 'doc-filter', type: 'search', i18nPlaceholder: 'corpus.filterpage', value: v.filter, 'aria-label': 'filter' });
+  filter.addEventListener('input', () => { v.filter = filter.value; draw(); });
+  clear(box, el('div', { class: 'row' }, filter), list);
   draw();
 }
 

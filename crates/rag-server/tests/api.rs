@@ -290,7 +290,7 @@ async fn no_route_reveals_another_tenants_data() {
 
     // Alpha's ids.
     let (_, docs) = server.get("/kbs/shop/documents", &alpha).await;
-    let doc_id = docs[0]["id"].as_str().unwrap().to_owned();
+    let doc_id = docs["documents"][0]["id"].as_str().unwrap().to_owned();
     let (_, faqs) = server.get("/kbs/shop/faqs", &alpha).await;
     let faq_id = faqs[0]["id"].as_str().unwrap().to_owned();
     let (_, lex) = server.get("/kbs/shop/lexicon", &alpha).await;
@@ -499,7 +499,7 @@ async fn no_route_reveals_an_owners_restricted_document() {
 
     // Alice sees her document, finds it, and her conversation is hers.
     let (_, docs) = server.get("/kbs/shop/documents", &alice).await;
-    let mine = docs
+    let mine = docs["documents"]
         .as_array()
         .unwrap()
         .iter()
@@ -682,7 +682,7 @@ async fn url_sources_over_the_api_never_reach_private_addresses_by_default() {
         "{synced}"
     );
     let (_, docs) = server.get("/kbs/shop/documents", &key).await;
-    assert_eq!(docs, json!([]));
+    assert_eq!(docs["documents"], json!([]));
     // Bad input is refused with a clear error.
     let (s, e) = server
         .post(
@@ -1035,7 +1035,7 @@ async fn faq_and_document_lifecycle_over_the_api() {
     assert_eq!(s, 404);
 
     let (_, docs) = server.get("/kbs/shop/documents", &key).await;
-    let doc = docs[0]["id"].as_str().unwrap();
+    let doc = docs["documents"][0]["id"].as_str().unwrap();
     let (s, full) = server
         .get(&format!("/kbs/shop/documents/{doc}"), &key)
         .await;
@@ -1107,6 +1107,10 @@ async fn faq_and_document_lifecycle_over_the_api() {
         names,
         ["received", "indexed", "received", "failed", "received", "skipped", "summary"]
     );
+    // A refused file says why with a stable code, as every error does.
+    let failed = &events.iter().find(|(e, _)| e == "failed").unwrap().1;
+    assert_eq!(failed["file"], "broken.jsonl", "{failed}");
+    assert_eq!(failed["code"], "malformed_file", "{failed}");
     let stages: Vec<&str> = events
         .iter()
         .filter(|(e, _)| e == "stage")
@@ -1121,6 +1125,129 @@ async fn faq_and_document_lifecycle_over_the_api() {
         events.last().unwrap().1,
         json!({ "stage": "summary", "files": 3, "indexed": 1, "skipped": 1, "failed": 1 })
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_are_listed_a_page_at_a_time() {
+    let server = start(Limits::default(), None).await;
+    let key = server.tenant("acme").await;
+    let (s, b) = server.post("/kbs", &key, json!({ "name": "lib" })).await;
+    assert_eq!(s, 201, "{b}");
+    let upload = |i: usize| {
+        let (server, key) = (&server, &key);
+        async move {
+            let text = server
+                .upload(
+                    "lib",
+                    key,
+                    &format!("d{i}.md"),
+                    format!("# Doc {i}\n\ntext number {i}\n").into_bytes(),
+                )
+                .await;
+            assert!(text.contains("event: indexed"), "{text}");
+        }
+    };
+    for i in 0..7 {
+        upload(i).await;
+    }
+    // Three at a time; an upload between pages comes at the end, a delete
+    // of a document not yet listed takes it out.
+    let mut seen: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let path = match &cursor {
+            None => "/kbs/lib/documents?limit=3".to_owned(),
+            Some(c) => format!("/kbs/lib/documents?limit=3&cursor={c}"),
+        };
+        let (s, page) = server.get(&path, &key).await;
+        assert_eq!(s, 200, "{page}");
+        assert_eq!(page["limit"], 3);
+        let docs = page["documents"].as_array().unwrap();
+        assert!(docs.len() <= 3, "{page}");
+        seen.extend(docs.iter().cloned());
+        pages += 1;
+        if pages == 1 {
+            assert_eq!(page["total"], 7);
+            upload(7).await;
+        }
+        if pages == 2 {
+            assert_eq!(page["total"], 8);
+            // The newest document (not listed yet) is gone before the next page.
+            let (_, all) = server.get("/kbs/lib/documents?limit=500", &key).await;
+            let last = all["documents"].as_array().unwrap().last().unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let res = server
+                .client
+                .delete(server.api(&format!("/kbs/lib/documents/{last}")))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status().as_u16(), 204);
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => {
+                assert!(page["next_cursor"].is_null(), "{page}");
+                assert_eq!(page["total"], 7);
+                break;
+            }
+        }
+    }
+    let sources: Vec<&str> = seen.iter().map(|d| d["source"].as_str().unwrap()).collect();
+    let mut unique = sources.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), sources.len(), "listed twice: {sources:?}");
+    assert_eq!(sources.len(), 7, "{sources:?}");
+    let keys: Vec<(i64, &str)> = seen
+        .iter()
+        .map(|d| (d["created_at"].as_i64().unwrap(), d["id"].as_str().unwrap()))
+        .collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "out of order: {keys:?}"
+    );
+    // The default page, and one source.
+    let (_, first) = server.get("/kbs/lib/documents", &key).await;
+    assert_eq!(
+        (first["limit"].as_u64(), first["total"].as_u64()),
+        (Some(50), Some(7))
+    );
+    assert!(first["next_cursor"].is_null());
+    let (_, one) = server.get("/kbs/lib/documents?source=d3.md", &key).await;
+    let one = one["documents"].as_array().unwrap();
+    assert_eq!((one.len(), one[0]["source"].as_str()), (1, Some("d3.md")));
+    // Absurd limits and foreign cursors: 400 invalid_param naming the parameter.
+    for (query, name) in [
+        ("limit=0", "limit"),
+        ("limit=501", "limit"),
+        ("limit=-1", "limit"),
+        ("limit=abc", "limit"),
+        ("limit=1e3", "limit"),
+        ("limit=99999999999999999999999", "limit"),
+        ("cursor=nope", "cursor"),
+        (
+            "cursor=zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
+            "cursor",
+        ),
+    ] {
+        let (s, e) = server
+            .get(&format!("/kbs/lib/documents?{query}"), &key)
+            .await;
+        assert_eq!(
+            (s, e["code"].as_str()),
+            (400, Some("invalid_param")),
+            "{query}: {e}"
+        );
+        assert!(
+            e["message"].as_str().unwrap().contains(name),
+            "{query}: {e}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1381,5 +1508,134 @@ async fn a_widget_key_reaches_one_knowledge_base_from_an_allowed_origin_only() {
     assert_eq!(
         res.headers()["access-control-allow-origin"],
         "https://shop.example"
+    );
+}
+
+/// A site for URL-source syncs: the root links to /a, /b and /c; the first
+/// fetch of /b never answers (it tells the test it began, and tells it again
+/// when its future is dropped).
+struct StallingSite {
+    began: tokio::sync::mpsc::UnboundedSender<&'static str>,
+    stalled: AtomicBool,
+    fetched: std::sync::Mutex<Vec<String>>,
+}
+
+/// Sends `dropped` when the stalled fetch's future goes.
+struct DropSignal(tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        let _ = self.0.send("dropped");
+    }
+}
+
+#[async_trait]
+impl rag_core::Fetcher for StallingSite {
+    async fn fetch(&self, url: &str) -> Result<rag_core::FetchedPage, rag_core::FetchError> {
+        self.fetched.lock().unwrap().push(url.to_owned());
+        if url.ends_with("/b") && !self.stalled.swap(true, Ordering::SeqCst) {
+            let _signal = DropSignal(self.began.clone());
+            let _ = self.began.send("began");
+            std::future::pending::<()>().await;
+        }
+        let body = if url.ends_with("/a") || url.ends_with("/b") || url.ends_with("/c") {
+            format!("<html><body><p>page {url}</p></body></html>")
+        } else {
+            r#"<html><body><a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a></body></html>"#
+                .to_owned()
+        };
+        Ok(rag_core::FetchedPage {
+            final_url: url.to_owned(),
+            content_type: Some("text/html".into()),
+            body: body.into_bytes(),
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_sync_stops_when_its_client_disconnects() {
+    let (began_tx, mut began) = tokio::sync::mpsc::unbounded_channel();
+    let site = Arc::new(StallingSite {
+        began: began_tx,
+        stalled: AtomicBool::new(false),
+        fetched: Default::default(),
+    });
+    let fetcher = site.clone();
+    let server = common::start_with(Limits::default(), move |c| c.fetcher = Some(fetcher)).await;
+    let key = server.tenant("acme").await;
+    let (s, b) = server.post("/kbs", &key, json!({ "name": "web" })).await;
+    assert_eq!(s, 201, "{b}");
+    let (s, source) = server
+        .post(
+            "/kbs/web/sources",
+            &key,
+            json!({ "url": "https://site.example/", "depth": 1 }),
+        )
+        .await;
+    assert_eq!(s, 201, "{source}");
+    let sync = server.api(&format!(
+        "/kbs/web/sources/{}/sync",
+        source["id"].as_str().unwrap()
+    ));
+    let request = {
+        let (client, sync, key) = (server.client.clone(), sync.clone(), key.clone());
+        tokio::spawn(async move { client.post(sync).bearer_auth(key).send().await })
+    };
+    let within = std::time::Duration::from_secs(30);
+    assert_eq!(
+        tokio::time::timeout(within, began.recv()).await.unwrap(),
+        Some("began")
+    );
+    // The client goes away while /b is being fetched: the sync stops there.
+    request.abort();
+    assert_eq!(
+        tokio::time::timeout(within, began.recv())
+            .await
+            .expect("the stalled fetch was not dropped"),
+        Some("dropped")
+    );
+    let fetched = site.fetched.lock().unwrap().clone();
+    assert!(
+        !fetched.iter().any(|u| u.ends_with("/c")),
+        "went on after the client left: {fetched:?}"
+    );
+    // What was indexed before stays (each page is one commit), the key's
+    // ingest slot is free again, and the next sync finishes the site.
+    let (_, docs) = server.get("/kbs/web/documents", &key).await;
+    let sources: Vec<&str> = docs["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        ["https://site.example/", "https://site.example/a"],
+        "{docs}"
+    );
+    let res = server
+        .client
+        .post(&sync)
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let synced: Value = res.json().await.unwrap();
+    let outcomes: Vec<(&str, &str)> = synced["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["url"].as_str().unwrap(), p["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("https://site.example/", "unchanged"),
+            ("https://site.example/a", "unchanged"),
+            ("https://site.example/b", "indexed"),
+            ("https://site.example/c", "indexed"),
+        ],
+        "{synced}"
     );
 }

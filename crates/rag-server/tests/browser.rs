@@ -500,7 +500,7 @@ async fn hostile_html_in_documents_renders_as_text_and_never_runs() {
         .await;
     assert!(text.contains("event: indexed"), "{text}");
     let (_, docs) = server.call(Method::GET, "/kbs/demo/documents", None).await;
-    let doc = docs
+    let doc = docs["documents"]
         .as_array()
         .unwrap()
         .iter()
@@ -830,7 +830,7 @@ async fn ingest_page_uploads_several_files_and_shows_each_files_progress() {
         "indexed"
     );
     let (_, docs) = server.call(Method::GET, "/kbs/fresh/documents", None).await;
-    assert_eq!(docs.as_array().unwrap().len(), 2);
+    assert_eq!(docs["documents"].as_array().unwrap().len(), 2);
     let (_, faqs) = server.call(Method::GET, "/kbs/fresh/faqs", None).await;
     assert_eq!(faqs.as_array().unwrap().len(), 1);
 
@@ -861,7 +861,7 @@ async fn ingest_page_uploads_several_files_and_shows_each_files_progress() {
     .await;
     b.screenshot("2-url-source").await;
     let (_, docs) = server.call(Method::GET, "/kbs/fresh/documents", None).await;
-    assert_eq!(docs.as_array().unwrap().len(), 4);
+    assert_eq!(docs["documents"].as_array().unwrap().len(), 4);
     b.assert_no_page_errors();
 }
 

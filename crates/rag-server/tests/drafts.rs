@@ -99,7 +99,7 @@ const GUIDE_V2: &str = "# 升降桌使用指南\n\n升降桌最大承重 150 公
 async fn document_id(server: &common::Server, key: &str, kb: &str) -> String {
     let (s, docs) = server.get(&format!("/kbs/{kb}/documents"), key).await;
     assert_eq!(s, 200, "{docs}");
-    let docs = docs.as_array().unwrap();
+    let docs = docs["documents"].as_array().unwrap();
     assert_eq!(docs.len(), 1, "{docs:?}");
     docs[0]["id"].as_str().unwrap().to_owned()
 }

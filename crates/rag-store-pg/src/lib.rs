@@ -63,6 +63,11 @@ pub use migrate::{
 };
 pub use open::{parse_config, PgStore, DEFAULT_POOL_SIZE};
 pub use recall::HNSW_EF_SEARCH;
+
+/// The documents listing's SQL, for the tests that check its query plans.
+pub mod read_sql {
+    pub use crate::read::{COUNT_ALL_SQL, COUNT_VISIBLE_SQL, PAGE_BY_SOURCE_SQL, PAGE_SQL};
+}
 pub use tokio_postgres::Config;
 
 /// The role the application connects as (created by the first migration).

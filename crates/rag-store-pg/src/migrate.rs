@@ -38,6 +38,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "change_log",
         sql: include_str!("../migrations/0004_change_log.sql"),
     },
+    Migration {
+        version: 5,
+        name: "restricted",
+        sql: include_str!("../migrations/0005_restricted.sql"),
+    },
 ];
 
 /// The schema version this build needs.

@@ -5,10 +5,48 @@ use crate::open::{begin, owned, PgStore};
 use crate::rows::{json, read_faqs, space_of, to_kb};
 use async_trait::async_trait;
 use rag_core::{
-    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbCounts,
-    KbId, KbSnapshot, KnowledgeBase, Source, StoreRead, TenantId, UserError,
+    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery,
+    EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, Source, StoreRead,
+    TenantId, UserError, Viewer,
 };
 use std::sync::Arc;
+
+/// A page of the documents listing: the knowledge base's documents after
+/// the key ($2, $3) in key order, those the viewer may see ($4: every
+/// owner's; else unrestricted ones and $5's), $6 rows at most. The row
+/// comparison is a range of `documents_by_kb`.
+pub const PAGE_SQL: &str = "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
+     FROM documents d
+     WHERE d.kb_id = $1 AND (d.created_at, d.id) > ($2, $3) AND ($4 OR d.owner IS NULL OR d.owner = $5)
+     ORDER BY d.created_at, d.id LIMIT $6";
+
+/// [`PAGE_SQL`] for one source ($7), through `documents_by_source`.
+pub const PAGE_BY_SOURCE_SQL: &str = "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
+     FROM documents d
+     WHERE d.kb_id = $1 AND d.source = $7 AND (d.created_at, d.id) > ($2, $3) AND ($4 OR d.owner IS NULL OR d.owner = $5)
+     ORDER BY d.created_at, d.id LIMIT $6";
+
+/// Every document of a knowledge base.
+pub const COUNT_ALL_SQL: &str = "SELECT count(*) FROM documents WHERE kb_id = $1";
+
+/// The documents a viewer without every owner's rights may see: all of
+/// them, less the restricted ones, plus its owner's ($2; NULL adds none),
+/// the last two counted in the partial index `documents_restricted`.
+pub const COUNT_VISIBLE_SQL: &str = "SELECT (SELECT count(*) FROM documents WHERE kb_id = $1)
+          - (SELECT count(*) FROM documents WHERE kb_id = $1 AND owner IS NOT NULL)
+          + (SELECT count(*) FROM documents WHERE kb_id = $1 AND owner = $2)";
+
+fn doc_info(r: &tokio_postgres::Row) -> DocumentInfo {
+    DocumentInfo {
+        id: DocId(r.get(0)),
+        title: r.get(1),
+        source: r.get(2),
+        content_hash: r.get(3),
+        chunks: r.get::<_, i64>(4) as usize,
+        owner: r.get(5),
+        created_at: r.get(6),
+    }
+}
 
 #[async_trait]
 impl StoreRead for PgStore {
@@ -88,24 +126,71 @@ impl StoreRead for PgStore {
         owned(&tx, tenant, kb).await?;
         let rows = tx
             .query(
-                "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner
+                "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
                  FROM documents d WHERE d.kb_id = $1 ORDER BY d.created_at, d.id",
                 &[&kb.0],
             )
             .await
             .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
-        Ok(rows
-            .iter()
-            .map(|r| DocumentInfo {
-                id: DocId(r.get(0)),
-                title: r.get(1),
-                source: r.get(2),
-                content_hash: r.get(3),
-                chunks: r.get::<_, i64>(4) as usize,
-                owner: r.get(5),
-            })
-            .collect())
+        Ok(rows.iter().map(doc_info).collect())
+    }
+
+    async fn documents_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        query: &DocumentQuery,
+    ) -> Result<DocumentPage, CoreError> {
+        let (everyone, owner) = match &query.viewer {
+            Viewer::Everything => (true, None),
+            Viewer::Owner(o) => (false, Some(o.as_str())),
+            Viewer::Public => (false, None),
+        };
+        // The first page starts before every key.
+        let (after_at, after_id) = query
+            .after
+            .map(|a| (a.created_at, a.id.0))
+            .unwrap_or((i64::MIN, uuid::Uuid::nil()));
+        let limit = query.limit as i64 + 1;
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let rows = match &query.source {
+            None => tx
+                .query(
+                    PAGE_SQL,
+                    &[&kb.0, &after_at, &after_id, &everyone, &owner, &limit],
+                )
+                .await
+                .map_err(pg)?,
+            Some(source) => tx
+                .query(
+                    PAGE_BY_SOURCE_SQL,
+                    &[
+                        &kb.0, &after_at, &after_id, &everyone, &owner, &limit, source,
+                    ],
+                )
+                .await
+                .map_err(pg)?,
+        };
+        let total: i64 = if everyone {
+            tx.query_one(COUNT_ALL_SQL, &[&kb.0])
+                .await
+                .map_err(pg)?
+                .get(0)
+        } else {
+            tx.query_one(COUNT_VISIBLE_SQL, &[&kb.0, &owner])
+                .await
+                .map_err(pg)?
+                .get(0)
+        };
+        tx.commit().await.map_err(pg)?;
+        Ok(DocumentPage::from_rows(
+            rows.iter().map(doc_info).collect(),
+            query.limit,
+            total as usize,
+        ))
     }
 
     async fn document(

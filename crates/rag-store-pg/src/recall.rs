@@ -155,22 +155,61 @@ impl PgStore {
     }
 }
 
-/// Which of `terms` the knowledge base's vocabulary holds.
+/// Whether the viewer sees every passage of the knowledge base: the
+/// operator, or anyone when no passage is restricted to an owner (one probe
+/// of the partial index `passages_restricted`). Then the vocabulary can be
+/// read as it is; else only through passages the viewer may see.
+async fn sees_all(tx: &Transaction<'_>, f: &FilterArgs) -> Result<bool, CoreError> {
+    if f.everything {
+        return Ok(true);
+    }
+    let row = tx
+        .query_one(
+            "SELECT NOT EXISTS (SELECT 1 FROM passages WHERE kb_id = $1 AND owner IS NOT NULL)",
+            &[&f.kb],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(row.get(0))
+}
+
+/// A term's text (`$t`) occurs in a passage the viewer (`$owner`, unless
+/// it sees all) may see: the in-memory index's `term_visible`.
+fn visible_posting(term: &str, owner: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM postings po JOIN passages p ON p.kb_id = po.kb_id AND p.passage = po.passage
+                 WHERE po.kb_id = $1 AND po.term = ({term}) COLLATE \"C\" AND (p.owner IS NULL OR p.owner = {owner}))"
+    )
+}
+
+/// Which of `terms` the knowledge base's vocabulary holds, as far as the
+/// viewer may know: the words of another owner's documents stay unknown
+/// (`all`: the viewer sees every passage, see [`sees_all`]).
 async fn known(
     tx: &Transaction<'_>,
-    kb: KbId,
+    f: &FilterArgs,
+    all: bool,
     terms: &[&str],
 ) -> Result<std::collections::HashSet<String>, CoreError> {
     if terms.is_empty() {
         return Ok(Default::default());
     }
-    let rows = tx
-        .query(
+    let rows = if all {
+        tx.query(
             "SELECT term FROM lex_terms WHERE kb_id = $1 AND term = ANY($2)",
-            &[&kb.0, &terms],
+            &[&f.kb, &terms],
         )
         .await
-        .map_err(pg)?;
+        .map_err(pg)?
+    } else {
+        let sql = format!(
+            "SELECT t.term FROM unnest($2::text[]) AS t(term) WHERE {}",
+            visible_posting("t.term", "$3")
+        );
+        tx.query(&sql, &[&f.kb, &terms, &f.owner])
+            .await
+            .map_err(pg)?
+    };
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
@@ -306,13 +345,13 @@ fn query_terms(q: &rag_core::AnalyzedQuery) -> Vec<QueryTerm> {
 
 async fn bm25_path(
     tx: &Transaction<'_>,
-    kb: KbId,
     f: &FilterArgs,
     q: &StoreQuery<'_>,
 ) -> Result<RankedList, CoreError> {
     let terms = query_terms(q.query);
     let texts: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
-    let have = known(tx, kb, &texts).await?;
+    let all = sees_all(tx, f).await?;
+    let have = known(tx, f, all, &texts).await?;
     let unknown: Vec<&str> = texts
         .iter()
         .copied()
@@ -378,7 +417,10 @@ async fn fuzzy_path(
     }
     probe.sort_unstable();
     probe.dedup();
-    let have = known(tx, kb, &probe).await?;
+    // Owner scope before anything is looked up: another owner's words are
+    // neither known (so not "typos" to correct) nor corrections.
+    let all = sees_all(tx, f).await?;
+    let have = known(tx, f, all, &probe).await?;
 
     // (from, to, similarity), in the in-memory index's order: words first, then windows.
     let mut corrections: Vec<(String, String, f32)> = Vec::new();
@@ -389,14 +431,28 @@ async fn fuzzy_path(
     )
     .await
     .map_err(pg)?;
+    // Every candidate above the threshold in the function's order, the
+    // visible ones kept, then the first few: as the in-memory index does.
+    let similar_visible = format!(
+        "SELECT s.term, s.similarity FROM similar_terms($1, $2, $3, NULL::bigint) WITH ORDINALITY AS s(term, similarity, n)
+         WHERE {} ORDER BY s.n LIMIT $4",
+        visible_posting("s.term", "$5")
+    );
     for w in words.iter().filter(|w| !have.contains(**w)) {
-        let rows = tx
-            .query(
+        let rows = if all {
+            tx.query(
                 "SELECT term, similarity FROM similar_terms($1, $2, $3, $4)",
                 &[&kb.0, w, &threshold, &(MAX_CORRECTIONS as i64)],
             )
             .await
-            .map_err(pg)?;
+        } else {
+            tx.query(
+                &similar_visible,
+                &[&kb.0, w, &threshold, &(MAX_CORRECTIONS as i64), &f.owner],
+            )
+            .await
+        }
+        .map_err(pg)?;
         corrections.extend(
             rows.iter()
                 .map(|r| ((*w).to_owned(), r.get::<_, String>(0), r.get::<_, f32>(1))),
@@ -409,13 +465,21 @@ async fn fuzzy_path(
         .collect();
     if !unknown_windows.is_empty() {
         let keys: Vec<&str> = unknown_windows.iter().map(|(_, k)| k.as_str()).collect();
-        let rows = tx
-            .query(
+        let rows = if all {
+            tx.query(
                 "SELECT pinyin, term FROM lex_terms WHERE kb_id = $1 AND pinyin = ANY($2) AND han AND df_word > 0 ORDER BY pinyin, term",
                 &[&kb.0, &keys],
             )
             .await
-            .map_err(pg)?;
+        } else {
+            let sql = format!(
+                "SELECT t.pinyin, t.term FROM lex_terms t WHERE t.kb_id = $1 AND t.pinyin = ANY($2) AND t.han AND t.df_word > 0 AND {}
+                 ORDER BY t.pinyin, t.term",
+                visible_posting("t.term", "$3")
+            );
+            tx.query(&sql, &[&kb.0, &keys, &f.owner]).await
+        }
+        .map_err(pg)?;
         for (window, key) in &unknown_windows {
             let same: Vec<String> = rows
                 .iter()
@@ -753,7 +817,7 @@ impl StoreRecall for PgStore {
         }
         let f = FilterArgs::new(kb, q.ctx);
         let list = match path {
-            PathKind::Bm25 => bm25_path(&tx, kb, &f, &q).await?,
+            PathKind::Bm25 => bm25_path(&tx, &f, &q).await?,
             PathKind::Synonym => synonym_path(&tx, &f, &q).await?,
             PathKind::Fuzzy => fuzzy_path(&tx, kb, &f, &q).await?,
             PathKind::Substring => substring_path(&tx, &f, &q).await?,

@@ -14,6 +14,9 @@ mod conformance;
 // The change-feed property, shared with the embedded store's tests.
 #[path = "../../rag-store/tests/changefeed/mod.rs"]
 mod changefeed;
+// The documents listing's pagination property, shared likewise.
+#[path = "../../rag-store/tests/paging/mod.rs"]
+mod paging;
 
 use rag_core::*;
 use rag_store_pg::{
@@ -770,6 +773,252 @@ fn one_faq_write_in_a_thousand_documents_is_one_passage() {
             .unwrap()
             .id;
         changefeed::one_faq_in_a_thousand_documents(&store, &t, kb).await;
+        drop(store);
+        db.drop().await;
+    });
+}
+
+#[test]
+fn paging_lists_every_document_once_in_order_across_writes() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        paging::run(&store).await;
+        drop(store);
+        db.drop().await;
+    });
+}
+
+/// The plan PostgreSQL picks for `sql` as the application role (its
+/// row-level security policies included), with the tenant setting made.
+async fn app_plan(
+    db: &TestDb,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> String {
+    let mut app = client(&db.app).await;
+    let tx = app.transaction().await.unwrap();
+    tx.execute("SELECT set_config('ragscope.tenant', 'default', true)", &[])
+        .await
+        .unwrap();
+    tx.execute("SET LOCAL search_path = ragscope, public", &[])
+        .await
+        .unwrap();
+    let rows = tx
+        .query(&format!("EXPLAIN {sql}"), params)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        let t = TenantId::default_tenant();
+        let kb = store
+            .create_kb(&t, "kb", KbSettings::default())
+            .await
+            .unwrap()
+            .id;
+        let other = store
+            .create_kb(&t, "other", KbSettings::default())
+            .await
+            .unwrap()
+            .id;
+        // 120,000 documents in two knowledge bases (one in fifty
+        // restricted, one chunk each), written directly so the planner has
+        // statistics of a real size: the listed one holds a sixth of them.
+        let admin = client(&db.admin).await;
+        for (kb, n) in [(kb, 20_000), (other, 100_000)] {
+            admin
+                .execute(
+                    "INSERT INTO ragscope.documents (id, tenant, kb_id, title, source, content_hash, tags, created_at, updated_at, text, owner)
+                     SELECT gen_random_uuid(), 'default', $1, 'doc ' || i, 's' || i || '.md', 'h' || i, '{}', i, i, 'text',
+                            CASE WHEN i % 50 = 0 THEN 'alice' END
+                     FROM generate_series(1, $2) AS i",
+                    &[&kb.0, &n],
+                )
+                .await
+                .unwrap();
+        }
+        admin
+            .execute(
+                "INSERT INTO ragscope.chunks (id, tenant, doc_id, kb_id, ordinal, heading_path, text, start_byte, end_byte)
+                 SELECT gen_random_uuid(), tenant, id, kb_id, 0, '[]', 'text', 0, 4 FROM ragscope.documents",
+                &[],
+            )
+            .await
+            .unwrap();
+        admin
+            .batch_execute("ANALYZE ragscope.documents; ANALYZE ragscope.chunks")
+            .await
+            .unwrap();
+        let (at, id, everyone, owner, limit) = (5_000i64, uuid::Uuid::nil(), false, Some("alice"), 51i64);
+        let page = app_plan(
+            &db,
+            rag_store_pg::read_sql::PAGE_SQL,
+            &[&kb.0, &at, &id, &everyone, &owner, &limit],
+        )
+        .await;
+        let by_source = app_plan(
+            &db,
+            rag_store_pg::read_sql::PAGE_BY_SOURCE_SQL,
+            &[&kb.0, &at, &id, &everyone, &owner, &limit, &"s7.md"],
+        )
+        .await;
+        let all = app_plan(&db, rag_store_pg::read_sql::COUNT_ALL_SQL, &[&kb.0]).await;
+        let visible = app_plan(&db, rag_store_pg::read_sql::COUNT_VISIBLE_SQL, &[&kb.0, &owner]).await;
+        eprintln!("page:\n{page}\n\nby source:\n{by_source}\n\ncount:\n{all}\n\nvisible:\n{visible}");
+        for (what, plan, index) in [
+            ("page", &page, "documents_by_kb"),
+            ("page", &page, "chunks_by_doc"),
+            ("page of a source", &by_source, "documents_by_source"),
+            ("visible count", &visible, "documents_restricted"),
+        ] {
+            assert!(plan.contains(index), "{what}: no {index} in\n{plan}");
+        }
+        for (what, plan) in [
+            ("page", &page),
+            ("page of a source", &by_source),
+            ("count", &all),
+            ("visible count", &visible),
+        ] {
+            assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan in\n{plan}");
+        }
+        // The page is the first rows of the range, not a sort of all of them.
+        assert!(!page.contains("Sort"), "page: a sort in\n{page}");
+        // And the store's answer agrees with the data.
+        let got = store
+            .documents_page(
+                &t,
+                kb,
+                &DocumentQuery {
+                    viewer: Viewer::Public,
+                    after: None,
+                    limit: 50,
+                    source: None,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!((got.documents.len(), got.total), (50, 20_000 - 400));
+        assert_eq!(got.documents[0].created_at, 1);
+        drop(store);
+        db.drop().await;
+    });
+}
+
+/// Owner scope in the store's own recall, as in the in-memory index: a user
+/// who cannot see another owner's document learns none of its words, not as
+/// known words (BM25's note), not as corrections of a near miss (trigram or
+/// homophone); its owner does.
+#[test]
+fn another_owners_words_stay_hidden_from_notes_and_corrections() {
+    rt().block_on(async {
+        let db = TestDb::migrated().await;
+        let store = db.store().await;
+        let t = TenantId::default_tenant();
+        let kb = store
+            .create_kb(&t, "kb", KbSettings::default())
+            .await
+            .unwrap()
+            .id;
+        let put = |text: &str, owner: Option<&str>| {
+            let document = Document {
+                id: DocId::generate(),
+                kb,
+                title: String::new(),
+                source: format!("{text}.md"),
+                content_hash: text.into(),
+                tags: vec![],
+                created_at: 1,
+                updated_at: 1,
+                text: text.into(),
+                owner: owner.map(str::to_owned),
+            };
+            let chunk = Chunk {
+                id: ChunkId::generate(),
+                doc: document.id,
+                ordinal: 0,
+                heading_path: vec![],
+                text: text.into(),
+                start: 0,
+                end: text.len(),
+            };
+            WriteOp::PutDocument {
+                document,
+                chunks: vec![chunk],
+            }
+        };
+        store
+            .apply(
+                &t,
+                kb,
+                vec![
+                    put("public refund policy 退款", None),
+                    put("zebrafish 配送费 genome", Some("alice")),
+                ],
+            )
+            .await
+            .unwrap();
+        let params = RetrievalParams::default();
+        let analyzer = rag_text::Analyzer::new();
+        let notes = |raw: &'static str, path: PathKind, viewer: Viewer| {
+            let (store, t, params, analyzer) = (&store, &t, &params, &analyzer);
+            async move {
+                let ctx = SearchCtx {
+                    filters: Filters::default(),
+                    now: now(),
+                    viewer,
+                };
+                let normalized = rag_text::normalize(raw).text;
+                let q = AnalyzedQuery {
+                    raw: raw.into(),
+                    language: rag_text::detect_language(&normalized),
+                    tokens: analyzer.analyze(raw, rag_text::Mode::Query),
+                    key_terms: analyzer.key_terms(raw),
+                    normalized,
+                };
+                let sq = StoreQuery {
+                    query: &q,
+                    k: 10,
+                    ctx: &ctx,
+                    params,
+                    expansions: None,
+                    vector: None,
+                    dense_exact: true,
+                };
+                store.recall(t, kb, path, sq).await.unwrap().notes.join(" ")
+            }
+        };
+        let (alice, bob) = (Viewer::Owner("alice".into()), Viewer::Owner("bob".into()));
+        for viewer in [bob.clone(), Viewer::Public] {
+            let note = notes("zebrafish", PathKind::Bm25, viewer.clone()).await;
+            assert!(
+                note.contains("not in the vocabulary: zebrafish"),
+                "{viewer:?}: {note}"
+            );
+        }
+        let note = notes("zebrafish", PathKind::Bm25, alice.clone()).await;
+        assert!(!note.contains("zebrafish"), "{note}");
+        for typo in ["zebrafsh", "陪送费"] {
+            for viewer in [bob.clone(), Viewer::Public] {
+                let seen = notes(typo, PathKind::Fuzzy, viewer.clone()).await;
+                assert!(
+                    !seen.contains("zebrafish") && !seen.contains("配送费"),
+                    "{typo}, {viewer:?}: {seen}"
+                );
+            }
+            for viewer in [alice.clone(), Viewer::Everything] {
+                let seen = notes(typo, PathKind::Fuzzy, viewer.clone()).await;
+                assert!(seen.contains("→"), "{typo}, {viewer:?}: {seen}");
+            }
+        }
         drop(store);
         db.drop().await;
     });

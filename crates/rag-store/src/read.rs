@@ -4,10 +4,78 @@ use crate::open::{owned, EmbeddedStore};
 use crate::rows::{json_vec, kb_from_row, parse_id, read_faqs, sql, to_kb};
 use async_trait::async_trait;
 use rag_core::{
-    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, EmbeddingSpace, FaqEntry, KbCounts,
-    KbId, KbSnapshot, KnowledgeBase, StoreRead, TenantId, UserError,
+    Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery,
+    EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, StoreRead, TenantId,
+    UserError, Viewer,
 };
 use rusqlite::{params, OptionalExtension};
+
+/// A page of the documents listing: the knowledge base's documents after
+/// the key (?2, ?3) in key order, those the viewer may see (?4: every
+/// owner's; else unrestricted ones and ?5's), ?6 rows at most. The row
+/// value comparison is a range of `documents_by_kb`.
+pub(crate) const PAGE_SQL: &str = "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
+     FROM documents d
+     WHERE d.kb_id = ?1 AND (d.created_at, d.id) > (?2, ?3) AND (?4 OR d.owner IS NULL OR d.owner = ?5)
+     ORDER BY d.created_at, d.id LIMIT ?6";
+
+/// The documents of one source (?2), through `documents_by_source`: a
+/// source holds a handful of documents, paged in [`page_of_source`] (an
+/// ORDER BY or a key range here would make SQLite walk the whole knowledge
+/// base in `documents_by_kb` instead).
+pub(crate) const BY_SOURCE_SQL: &str = "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
+     FROM documents d WHERE d.kb_id = ?1 AND d.source = ?2";
+
+/// Every document of a knowledge base, counted in `documents_by_kb`.
+pub(crate) const COUNT_ALL_SQL: &str = "SELECT count(*) FROM documents WHERE kb_id = ?1";
+
+/// The documents a viewer without every owner's rights may see: all of
+/// them, less the restricted ones, plus its owner's (?2; NULL adds none),
+/// the last two counted in the partial index `documents_restricted`.
+pub(crate) const COUNT_VISIBLE_SQL: &str =
+    "SELECT (SELECT count(*) FROM documents WHERE kb_id = ?1)
+          - (SELECT count(*) FROM documents WHERE kb_id = ?1 AND owner IS NOT NULL)
+          + (SELECT count(*) FROM documents WHERE kb_id = ?1 AND owner = ?2)";
+
+/// One page of a source's documents, read whole, in key order.
+fn page_of_source(mut docs: Vec<DocumentInfo>, query: &DocumentQuery) -> Vec<DocumentInfo> {
+    docs.retain(|d| {
+        query.viewer.sees(d.owner.as_deref())
+            && query
+                .after
+                .is_none_or(|a| (d.created_at, d.id) > (a.created_at, a.id))
+    });
+    docs.sort_by_key(|d| (d.created_at, d.id));
+    docs.truncate(query.limit + 1);
+    docs
+}
+
+type DocInfoRow = (String, String, String, String, i64, Option<String>, i64);
+
+fn doc_info_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DocInfoRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+fn to_doc_info(row: DocInfoRow) -> Result<DocumentInfo, CoreError> {
+    let (id, title, source, content_hash, chunks, owner, created_at) = row;
+    Ok(DocumentInfo {
+        id: parse_id(&id, "documents", DocId::parse)?,
+        title,
+        source,
+        content_hash,
+        chunks: chunks as usize,
+        owner,
+        created_at,
+    })
+}
 
 #[async_trait]
 impl StoreRead for EmbeddedStore {
@@ -83,28 +151,70 @@ impl StoreRead for EmbeddedStore {
             owned(c, &tenant, kb)?;
             let mut stmt = c
                 .prepare(
-                    "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner
+                    "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
                      FROM documents d WHERE d.kb_id = ?1 ORDER BY d.created_at, d.id",
                 )
                 .map_err(sql)?;
-            let rows = stmt
-                .query_map([kb.to_string()], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)?, r.get(5)?))
-                })
-                .map_err(sql)?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (id, title, source, content_hash, chunks, owner) = row.map_err(sql)?;
-                out.push(DocumentInfo {
-                    id: parse_id(&id, "documents", DocId::parse)?,
-                    title,
-                    source,
-                    content_hash,
-                    chunks: chunks as usize,
-                    owner,
-                });
-            }
-            Ok(out)
+            let rows = stmt.query_map([kb.to_string()], doc_info_row).map_err(sql)?;
+            rows.map(|r| r.map_err(sql).and_then(to_doc_info)).collect()
+        })
+        .await
+    }
+
+    async fn documents_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        query: &DocumentQuery,
+    ) -> Result<DocumentPage, CoreError> {
+        let (tenant, query) = (tenant.clone(), query.clone());
+        self.with_conn(move |c| {
+            owned(c, &tenant, kb)?;
+            let (everyone, owner) = match &query.viewer {
+                Viewer::Everything => (true, None),
+                Viewer::Owner(o) => (false, Some(o.clone())),
+                Viewer::Public => (false, None),
+            };
+            // The first page starts before every key.
+            let (after_at, after_id) = query
+                .after
+                .map(|a| (a.created_at, a.id.to_string()))
+                .unwrap_or((i64::MIN, String::new()));
+            let limit = query.limit as i64 + 1;
+            let kb_s = kb.to_string();
+            let rows = match &query.source {
+                None => {
+                    let mut stmt = c.prepare_cached(PAGE_SQL).map_err(sql)?;
+                    let rows = stmt
+                        .query_map(
+                            params![kb_s, after_at, after_id, everyone, owner, limit],
+                            doc_info_row,
+                        )
+                        .map_err(sql)?;
+                    rows.map(|r| r.map_err(sql).and_then(to_doc_info))
+                        .collect::<Result<Vec<_>, _>>()?
+                }
+                Some(source) => {
+                    let mut stmt = c.prepare_cached(BY_SOURCE_SQL).map_err(sql)?;
+                    let rows = stmt
+                        .query_map(params![kb_s, source], doc_info_row)
+                        .map_err(sql)?;
+                    let docs = rows
+                        .map(|r| r.map_err(sql).and_then(to_doc_info))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    page_of_source(docs, &query)
+                }
+            };
+            let total: i64 = if everyone {
+                c.prepare_cached(COUNT_ALL_SQL)
+                    .and_then(|mut s| s.query_row([&kb_s], |r| r.get(0)))
+                    .map_err(sql)?
+            } else {
+                c.prepare_cached(COUNT_VISIBLE_SQL)
+                    .and_then(|mut s| s.query_row(params![kb_s, owner], |r| r.get(0)))
+                    .map_err(sql)?
+            };
+            Ok(DocumentPage::from_rows(rows, query.limit, total as usize))
         })
         .await
     }

@@ -174,6 +174,12 @@ CREATE INDEX IF NOT EXISTS synonyms_by_kb ON synonyms (kb_id, id);
 CREATE INDEX IF NOT EXISTS faqs_by_source_doc ON faqs (kb_id, source_doc);
 CREATE INDEX IF NOT EXISTS documents_by_source ON documents (kb_id, source, owner);
 CREATE INDEX IF NOT EXISTS documents_by_kb ON documents (kb_id, created_at, id);
+-- The documents listing counts what an owner may see (unrestricted
+-- documents and the owner's own) with this index of the restricted ones.
+-- Partial, so that no lookup of unrestricted documents (`owner IS NULL`,
+-- most of them) is tempted by it. An index only: data of format 4 without
+-- it is read as before, and gets it at the next read-write open.
+CREATE INDEX IF NOT EXISTS documents_restricted ON documents (kb_id, owner) WHERE owner IS NOT NULL;
 "#;
 
 /// How many of a knowledge base's latest commits the change log keeps by

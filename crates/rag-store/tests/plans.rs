@@ -31,9 +31,35 @@ const QUERIES: &[(&str, &str, &[&str])] = &[
     ),
     (
         "documents listing",
-        "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner
+        "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
          FROM documents d WHERE d.kb_id = ?1 ORDER BY d.created_at, d.id",
         &["documents_by_kb", "chunks_by_doc"],
+    ),
+    (
+        "documents page",
+        "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
+         FROM documents d
+         WHERE d.kb_id = ?1 AND (d.created_at, d.id) > (?2, ?3) AND (?4 OR d.owner IS NULL OR d.owner = ?5)
+         ORDER BY d.created_at, d.id LIMIT ?6",
+        &["documents_by_kb (kb_id=? AND (created_at,id)>(?,?))", "chunks_by_doc"],
+    ),
+    (
+        "documents of one source",
+        "SELECT d.id, d.title, d.source, d.content_hash, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id), d.owner, d.created_at
+         FROM documents d WHERE d.kb_id = ?1 AND d.source = ?2",
+        &["documents_by_source (kb_id=? AND source=?)", "chunks_by_doc"],
+    ),
+    (
+        "documents page: count",
+        "SELECT count(*) FROM documents WHERE kb_id = ?1",
+        &["COVERING INDEX documents_by_"],
+    ),
+    (
+        "documents page: count of what a viewer sees",
+        "SELECT (SELECT count(*) FROM documents WHERE kb_id = ?1)
+              - (SELECT count(*) FROM documents WHERE kb_id = ?1 AND owner IS NOT NULL)
+              + (SELECT count(*) FROM documents WHERE kb_id = ?1 AND owner = ?2)",
+        &["COVERING INDEX documents_restricted (kb_id=? AND owner>?)", "COVERING INDEX documents_restricted (kb_id=? AND owner=?)"],
     ),
     (
         "kb_counts",

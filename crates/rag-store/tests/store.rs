@@ -235,7 +235,7 @@ fn owners_restrict_documents_and_log_rows_and_old_stores_gain_the_columns() {
         drop(store);
         let c = rusqlite::Connection::open(dir.path().join("ragscope.sqlite3")).unwrap();
         c.execute_batch(
-            "DROP INDEX documents_by_source; ALTER TABLE documents DROP COLUMN owner; ALTER TABLE query_log DROP COLUMN owner;
+            "DROP INDEX documents_by_source; DROP INDEX documents_restricted; ALTER TABLE documents DROP COLUMN owner; ALTER TABLE query_log DROP COLUMN owner;
              UPDATE meta SET value = '2' WHERE key = 'format_version';",
         )
         .unwrap();

@@ -50,6 +50,9 @@ pub enum Command {
     },
     /// Add files to a knowledge base: TXT, Markdown, HTML, PDF and DOCX documents, FAQ entries from .jsonl or .csv.
     Ingest(IngestArgs),
+    /// List a knowledge base's documents, a page at a time (--limit,
+    /// --cursor) or all of them (--all).
+    Docs(crate::docs_cmd::DocsArgs),
     /// URL sources: add a web page (and its same-site links), sync, list, remove.
     Source {
         #[command(subcommand)]

@@ -55,7 +55,10 @@ pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
                 code = Some(c.to_owned());
                 IngestOutcome {
                     source: source.clone(),
-                    status: IngestStatus::Failed { reason },
+                    status: IngestStatus::Failed {
+                        code: c.to_owned(),
+                        reason,
+                    },
                 }
             }
         };
@@ -99,7 +102,7 @@ fn read_checked(
 /// One file's result, as printed on stdout.
 fn file_line(o: &IngestOutcome, code: Option<&str>) -> String {
     match (&o.status, code) {
-        (IngestStatus::Failed { reason }, Some(code)) => {
+        (IngestStatus::Failed { reason, .. }, Some(code)) => {
             format!("  FAILED  {} [{code}]: {reason}", o.source)
         }
         _ => render::ingest_line(o),

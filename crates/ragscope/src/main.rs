@@ -13,6 +13,7 @@ mod cli;
 mod config;
 mod corpus_kind;
 mod demo;
+mod docs_cmd;
 mod eval;
 mod ingest_cmd;
 mod mcp_cmd;
@@ -356,6 +357,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             }
         },
         Command::Ingest(args) => ingest_cmd::run(&app, args).await,
+        Command::Docs(args) => docs_cmd::run(&app, args).await,
         Command::Source { command } => source_cmd::run(&app, command).await,
         Command::Synonyms(args) => cli::synonyms(&app, args).await,
         Command::Facts(args) => cli::facts(&app, args).await,

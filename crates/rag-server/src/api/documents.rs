@@ -5,15 +5,18 @@ use super::SseEvent;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
-use axum::extract::{Multipart, Path, State};
+use axum::extract::{Multipart, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
 use futures::{Stream, StreamExt};
-use rag_core::{Chunk, DocId, Document, DocumentInfo};
-use serde::Serialize;
+use rag_core::{
+    Chunk, CoreError, DocCursor, DocId, Document, DocumentInfo, DocumentQuery, UserError,
+    DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
+};
+use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 /// Document metadata.
 #[derive(Debug, Serialize, ToSchema)]
@@ -30,6 +33,8 @@ pub struct DocumentSummary {
     pub chunks: usize,
     /// The owner it is restricted to, if any.
     pub owner: Option<String>,
+    /// When it was stored (unix seconds).
+    pub created_at: i64,
 }
 
 impl From<DocumentInfo> for DocumentSummary {
@@ -42,6 +47,7 @@ impl From<DocumentInfo> for DocumentSummary {
             content_hash: d.content_hash,
             chunks: d.chunks,
             owner: d.owner,
+            created_at: d.created_at,
         }
     }
 }
@@ -59,23 +65,95 @@ fn parse_doc(id: &str) -> Result<DocId, ApiError> {
     DocId::parse(id).ok_or_else(|| ApiError::not_found(format!("document {id:?} not found")))
 }
 
-/// Documents of a knowledge base.
-#[utoipa::path(get, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path)),
-    responses((status = 200, body = Vec<DocumentSummary>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+/// Which page of the documents listing.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DocumentsParams {
+    /// Documents per page, 1 to 500 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    pub limit: Option<String>,
+    /// The `next_cursor` of the previous page (absent: the first page).
+    pub cursor: Option<String>,
+    /// Only the documents stored from this source (file name or URL).
+    pub source: Option<String>,
+}
+
+/// One page of the documents listing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentList {
+    /// The documents, oldest first (by creation time, then id).
+    pub documents: Vec<DocumentSummary>,
+    /// Pass as `cursor` to get the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// How many documents of the knowledge base the caller may see (the
+    /// `source` filter aside).
+    pub total: usize,
+    /// The page size used.
+    pub limit: usize,
+}
+
+impl DocumentsParams {
+    /// The store's query for this caller, or 400 `invalid_param`.
+    fn query(self, viewer: rag_core::Viewer) -> Result<DocumentQuery, ApiError> {
+        let invalid = |name: &'static str, reason: String| {
+            ApiError::from(CoreError::from(UserError::InvalidParam { name, reason }))
+        };
+        let limit = match self.limit.as_deref().map(str::trim) {
+            None => DEFAULT_PAGE_LIMIT,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_PAGE_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    let shown: String = text.chars().take(40).collect();
+                    invalid(
+                        "limit",
+                        format!("must be a whole number from 1 to {MAX_PAGE_LIMIT}, not {shown:?}"),
+                    )
+                })?,
+        };
+        let after = match self.cursor.as_deref().filter(|c| !c.is_empty()) {
+            None => None,
+            Some(text) => Some(DocCursor::decode(text).ok_or_else(|| {
+                invalid(
+                    "cursor",
+                    "is not a cursor of this listing: pass the `next_cursor` of the previous page"
+                        .into(),
+                )
+            })?),
+        };
+        Ok(DocumentQuery {
+            viewer,
+            after,
+            limit,
+            source: self.source,
+        })
+    }
+}
+
+/// Documents of a knowledge base, a page at a time: follow `next_cursor`
+/// until it is null. Each document present from the first page to the last
+/// is listed exactly once, in order, whatever is added or deleted between
+/// pages (documents added meanwhile come at the end).
+#[utoipa::path(get, path = "/kbs/{kb}/documents", tag = "documents", params(("kb" = String, Path), DocumentsParams),
+    responses((status = 200, body = DocumentList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn list_documents(
     State(state): State<AppState>,
     caller: Caller,
     Path(kb): Path<String>,
-) -> Result<Json<Vec<DocumentSummary>>, ApiError> {
-    Ok(Json(
-        state
-            .engine
-            .documents(&caller.tenant, &kb, &caller.viewer())
-            .await?
-            .into_iter()
-            .map(Into::into)
-            .collect(),
-    ))
+    Query(params): Query<DocumentsParams>,
+) -> Result<Json<DocumentList>, ApiError> {
+    let query = params.query(caller.viewer())?;
+    let page = state
+        .engine
+        .documents_page(&caller.tenant, &kb, &query)
+        .await?;
+    Ok(Json(DocumentList {
+        documents: page.documents.into_iter().map(Into::into).collect(),
+        next_cursor: page.next.map(|c| c.encode()),
+        total: page.total,
+        limit: query.limit,
+    }))
 }
 
 /// A document with its text and chunk boundaries.
@@ -153,6 +231,11 @@ pub enum UploadEvent {
     Failed {
         /// File name.
         file: String,
+        /// A stable snake_case code: the file's refusal (`parse_limit`,
+        /// `parse_crash`, `no_text_layer`, `unsupported_format`,
+        /// `too_large`, ...) or, when the upload itself failed, the error
+        /// table's code (`store_error`, `embedding_space_mismatch`, ...).
+        code: String,
         /// Why.
         reason: String,
     },
@@ -310,17 +393,19 @@ pub(super) async fn upload(
                         skipped += 1;
                         UploadEvent::Skipped { file, reason }
                     }
-                    rag_engine::IngestStatus::Failed { reason } => {
+                    rag_engine::IngestStatus::Failed { code, reason } => {
                         failed += 1;
-                        UploadEvent::Failed { file, reason }
+                        UploadEvent::Failed { file, code, reason }
                     }
                 },
                 Err(e) => {
                     failed += 1;
                     tracing::warn!(error = %e, "upload: file failed");
+                    let error = crate::error::ApiError::from(e);
                     UploadEvent::Failed {
                         file,
-                        reason: crate::error::ApiError::from(e).message,
+                        code: error.code.to_owned(),
+                        reason: error.message,
                     }
                 }
             };
