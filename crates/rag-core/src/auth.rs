@@ -96,6 +96,17 @@ impl Viewer {
         }
     }
 
+    /// The parameters of the stores' visibility condition `(everything OR
+    /// owner IS NULL OR owner = viewer)`: every row, or rows without an owner
+    /// and the viewer's own.
+    pub fn sql_visibility(&self) -> (bool, Option<&str>) {
+        match self {
+            Viewer::Everything => (true, None),
+            Viewer::Owner(o) => (false, Some(o.as_str())),
+            Viewer::Public => (false, None),
+        }
+    }
+
     /// The owner recorded on rows this viewer writes (query log): what was
     /// seen through an owner's eyes stays that owner's.
     pub fn row_owner(&self) -> Option<String> {

@@ -23,11 +23,8 @@ fn decode(r: &Row) -> Result<QueryLogRecord, CoreError> {
 /// The parameters of the visibility condition `($a OR owner IS NULL OR owner
 /// = $b)`: everything, or rows without an owner and the viewer's own.
 fn visibility(viewer: &Viewer) -> (bool, Option<String>) {
-    match viewer {
-        Viewer::Everything => (true, None),
-        Viewer::Public => (false, None),
-        Viewer::Owner(o) => (false, Some(o.clone())),
-    }
+    let (everything, owner) = viewer.sql_visibility();
+    (everything, owner.map(str::to_owned))
 }
 
 #[async_trait]

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery,
     EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, Source, StoreRead,
-    TenantId, UserError, Viewer,
+    TenantId, UserError,
 };
 use std::sync::Arc;
 
@@ -142,11 +142,7 @@ impl StoreRead for PgStore {
         kb: KbId,
         query: &DocumentQuery,
     ) -> Result<DocumentPage, CoreError> {
-        let (everyone, owner) = match &query.viewer {
-            Viewer::Everything => (true, None),
-            Viewer::Owner(o) => (false, Some(o.as_str())),
-            Viewer::Public => (false, None),
-        };
+        let (everyone, owner) = query.viewer.sql_visibility();
         // The first page starts before every key.
         let (after_at, after_id) = query
             .after

@@ -53,11 +53,8 @@ struct FilterArgs {
 
 impl FilterArgs {
     fn new(kb: KbId, ctx: &SearchCtx) -> Self {
-        let (everything, owner) = match &ctx.viewer {
-            Viewer::Everything => (true, None),
-            Viewer::Owner(o) => (false, Some(o.clone())),
-            Viewer::Public => (false, None),
-        };
+        let (everything, owner) = ctx.viewer.sql_visibility();
+        let owner = owner.map(str::to_owned);
         FilterArgs {
             kb: kb.0,
             everything,

@@ -76,6 +76,20 @@ impl TestDb {
         PgStore::connect_with(self.app.clone(), 4).await.unwrap()
     }
 
+    /// A migrated database, the app role's store over it and one knowledge
+    /// base "kb" of the default tenant.
+    async fn with_kb() -> (Self, PgStore, TenantId, KbId) {
+        let db = Self::migrated().await;
+        let store = db.store().await;
+        let t = TenantId::default_tenant();
+        let kb = store
+            .create_kb(&t, "kb", KbSettings::default())
+            .await
+            .unwrap()
+            .id;
+        (db, store, t, kb)
+    }
+
     async fn drop(self) {
         client(&admin_config())
             .await
@@ -764,14 +778,7 @@ fn changes_older_than_the_retained_log_or_the_log_itself_are_unknown() {
 #[test]
 fn one_faq_write_in_a_thousand_documents_is_one_passage() {
     rt().block_on(async {
-        let db = TestDb::migrated().await;
-        let store = db.store().await;
-        let t = TenantId::default_tenant();
-        let kb = store
-            .create_kb(&t, "kb", KbSettings::default())
-            .await
-            .unwrap()
-            .id;
+        let (db, store, t, kb) = TestDb::with_kb().await;
         changefeed::one_faq_in_a_thousand_documents(&store, &t, kb).await;
         drop(store);
         db.drop().await;
@@ -817,14 +824,7 @@ async fn app_plan(
 #[test]
 fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
     rt().block_on(async {
-        let db = TestDb::migrated().await;
-        let store = db.store().await;
-        let t = TenantId::default_tenant();
-        let kb = store
-            .create_kb(&t, "kb", KbSettings::default())
-            .await
-            .unwrap()
-            .id;
+        let (db, store, t, kb) = TestDb::with_kb().await;
         let other = store
             .create_kb(&t, "other", KbSettings::default())
             .await
@@ -920,14 +920,7 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
 #[test]
 fn another_owners_words_stay_hidden_from_notes_and_corrections() {
     rt().block_on(async {
-        let db = TestDb::migrated().await;
-        let store = db.store().await;
-        let t = TenantId::default_tenant();
-        let kb = store
-            .create_kb(&t, "kb", KbSettings::default())
-            .await
-            .unwrap()
-            .id;
+        let (db, store, t, kb) = TestDb::with_kb().await;
         let put = |text: &str, owner: Option<&str>| {
             let document = Document {
                 id: DocId::generate(),

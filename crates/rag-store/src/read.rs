@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery,
     EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, StoreRead, TenantId,
-    UserError, Viewer,
+    UserError,
 };
 use rusqlite::{params, OptionalExtension};
 
@@ -170,11 +170,7 @@ impl StoreRead for EmbeddedStore {
         let (tenant, query) = (tenant.clone(), query.clone());
         self.with_conn(move |c| {
             owned(c, &tenant, kb)?;
-            let (everyone, owner) = match &query.viewer {
-                Viewer::Everything => (true, None),
-                Viewer::Owner(o) => (false, Some(o.clone())),
-                Viewer::Public => (false, None),
-            };
+            let (everyone, owner) = query.viewer.sql_visibility();
             // The first page starts before every key.
             let (after_at, after_id) = query
                 .after
