@@ -350,6 +350,18 @@ pub struct DocumentQuery {
     pub source: Option<String>,
 }
 
+impl DocumentQuery {
+    /// The first page of every source's documents, as `viewer` sees them.
+    pub fn first_page(viewer: crate::auth::Viewer, limit: usize) -> Self {
+        DocumentQuery {
+            viewer,
+            after: None,
+            limit,
+            source: None,
+        }
+    }
+}
+
 /// One page of a knowledge base's documents.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocumentPage {

@@ -897,12 +897,7 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
             .documents_page(
                 &t,
                 kb,
-                &DocumentQuery {
-                    viewer: Viewer::Public,
-                    after: None,
-                    limit: 50,
-                    source: None,
-                },
+                &DocumentQuery::first_page(Viewer::Public, 50),
             )
             .await
             .unwrap();

@@ -172,16 +172,7 @@ pub async fn run<S: Store>(store: &S) {
             }
         }
         let first = store
-            .documents_page(
-                &tenant,
-                kb,
-                &DocumentQuery {
-                    viewer: viewer.clone(),
-                    after: None,
-                    limit: 10,
-                    source: None,
-                },
-            )
+            .documents_page(&tenant, kb, &DocumentQuery::first_page(viewer.clone(), 10))
             .await
             .unwrap();
         assert_eq!(first.total, visible.len(), "{viewer:?}");
@@ -285,12 +276,7 @@ pub async fn run<S: Store>(store: &S) {
         .documents_page(
             &tenant,
             kb,
-            &DocumentQuery {
-                viewer: Viewer::Everything,
-                after: None,
-                limit: 1,
-                source: None,
-            },
+            &DocumentQuery::first_page(Viewer::Everything, 1),
         )
         .await
         .unwrap();
@@ -328,12 +314,7 @@ pub async fn run<S: Store>(store: &S) {
         .documents_page(
             &tenant,
             empty,
-            &DocumentQuery {
-                viewer: Viewer::Everything,
-                after: None,
-                limit: 5,
-                source: None,
-            },
+            &DocumentQuery::first_page(Viewer::Everything, 5),
         )
         .await
         .unwrap();
@@ -343,12 +324,7 @@ pub async fn run<S: Store>(store: &S) {
         .documents_page(
             &TenantId("someone-else".into()),
             kb,
-            &DocumentQuery {
-                viewer: Viewer::Everything,
-                after: None,
-                limit: 5,
-                source: None,
-            },
+            &DocumentQuery::first_page(Viewer::Everything, 5),
         )
         .await
         .unwrap_err();
