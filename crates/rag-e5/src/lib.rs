@@ -94,6 +94,7 @@ mod error;
 mod int8;
 mod kernels;
 mod model;
+pub mod profile;
 mod reader;
 mod tier;
 mod tokenizer;

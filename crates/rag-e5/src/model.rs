@@ -7,6 +7,7 @@ use crate::int8::{matmul_i8, I8Acts, I8Matrix};
 use crate::kernels::{
     add_layer_norm, dequantize_row, gelu_in_place, matmul_q4, QuantActs, Q4_BLOCK_BYTES, QK,
 };
+use crate::profile::{timed, Op, Stopwatch};
 use crate::reader::{f32_vec, Reader};
 use crate::tokenizer::E5Tokenizer;
 use crate::{E5Error, Kernel};
@@ -477,11 +478,13 @@ impl Weights {
     /// fixture was 0.9984 (mean 0.99917); with the error quantised again it
     /// is 0.9991 (mean 0.99984), for twice the integer work.
     fn quantize(&self, acts: &mut Acts, x: &[f32], cols: usize) {
-        if self.kernel.is_int8() {
-            acts.i8.quantize_split(x, cols, &mut acts.resid);
-        } else {
-            acts.q8.quantize(x, cols);
-        }
+        timed(Op::Quantize, || {
+            if self.kernel.is_int8() {
+                acts.i8.quantize_split(x, cols, &mut acts.resid);
+            } else {
+                acts.q8.quantize(x, cols);
+            }
+        })
     }
 
     /// `y = x * W^T + b` for the activations last quantised by
@@ -493,18 +496,22 @@ impl Weights {
                 // residual parts; each carries the bias once.
                 let n = y.len();
                 acts.scratch.resize(2 * n, 0.0);
-                matmul_i8(self.kernel, w, &acts.i8, &mut acts.scratch[..2 * n]);
+                timed(Op::Matmul, || {
+                    matmul_i8(self.kernel, w, &acts.i8, &mut acts.scratch[..2 * n])
+                });
                 let (hi, lo) = acts.scratch[..2 * n].split_at(n);
-                combine_parts(y, hi, lo, &lin.b);
+                timed(Op::Combine, || combine_parts(y, hi, lo, &lin.b));
             }
-            _ => matmul_q4(
-                self.kernel,
-                lin.w.bytes(&self.data),
-                lin.w.rows,
-                &lin.b,
-                &acts.q8,
-                y,
-            ),
+            _ => timed(Op::Matmul, || {
+                matmul_q4(
+                    self.kernel,
+                    lin.w.bytes(&self.data),
+                    lin.w.rows,
+                    &lin.b,
+                    &acts.q8,
+                    y,
+                )
+            }),
         }
     }
 
@@ -521,6 +528,7 @@ impl Weights {
         let h = cfg.hidden;
         let ff = cfg.ffn;
         let t_len = ids.len();
+        let started = Stopwatch::start();
         let mut x = vec![0.0f32; t_len * h];
         let mut q = vec![0.0f32; t_len * h];
         let mut k = vec![0.0f32; t_len * h];
@@ -531,46 +539,56 @@ impl Weights {
         let mut acts = Acts::default();
 
         // Embeddings: word + (position + type 0), then layer norm.
-        for seg in bounds.windows(2) {
-            for (p, t) in (seg[0]..seg[1]).enumerate() {
-                let row = &mut x[t * h..(t + 1) * h];
-                dequantize_row(self.word.row(&self.data, ids[t] as usize), row);
-                let pos = &self.pos[p * h..(p + 1) * h];
-                for ((r, &pv), &tv) in row.iter_mut().zip(pos).zip(&self.type0) {
-                    *r += pv + tv;
+        timed(Op::Embed, || {
+            for seg in bounds.windows(2) {
+                for (p, t) in (seg[0]..seg[1]).enumerate() {
+                    let row = &mut x[t * h..(t + 1) * h];
+                    dequantize_row(self.word.row(&self.data, ids[t] as usize), row);
+                    let pos = &self.pos[p * h..(p + 1) * h];
+                    for ((r, &pv), &tv) in row.iter_mut().zip(pos).zip(&self.type0) {
+                        *r += pv + tv;
+                    }
                 }
             }
-        }
-        add_layer_norm(&mut x, None, &self.eln_w, &self.eln_b, cfg.layer_norm_eps);
+        });
+        timed(Op::LayerNorm, || {
+            add_layer_norm(&mut x, None, &self.eln_w, &self.eln_b, cfg.layer_norm_eps)
+        });
 
         for layer in &self.layers {
             self.quantize(&mut acts, &x, h);
             self.linear(&layer.q, &mut acts, &mut q);
             self.linear(&layer.k, &mut acts, &mut k);
             self.linear(&layer.v, &mut acts, &mut v);
-            attention(cfg, bounds, &q, &k, &v, &mut ctx);
+            timed(Op::Attention, || {
+                attention(cfg, bounds, &q, &k, &v, &mut ctx)
+            });
             self.quantize(&mut acts, &ctx, h);
             self.linear(&layer.ao, &mut acts, &mut proj);
-            add_layer_norm(
-                &mut x,
-                Some(&proj),
-                &layer.aln_w,
-                &layer.aln_b,
-                cfg.layer_norm_eps,
-            );
+            timed(Op::LayerNorm, || {
+                add_layer_norm(
+                    &mut x,
+                    Some(&proj),
+                    &layer.aln_w,
+                    &layer.aln_b,
+                    cfg.layer_norm_eps,
+                )
+            });
 
             self.quantize(&mut acts, &x, h);
             self.linear(&layer.fi, &mut acts, &mut mid);
-            gelu_in_place(&mut mid);
+            timed(Op::Gelu, || gelu_in_place(&mut mid));
             self.quantize(&mut acts, &mid, ff);
             self.linear(&layer.fo, &mut acts, &mut proj);
-            add_layer_norm(
-                &mut x,
-                Some(&proj),
-                &layer.oln_w,
-                &layer.oln_b,
-                cfg.layer_norm_eps,
-            );
+            timed(Op::LayerNorm, || {
+                add_layer_norm(
+                    &mut x,
+                    Some(&proj),
+                    &layer.oln_w,
+                    &layer.oln_b,
+                    cfg.layer_norm_eps,
+                )
+            });
         }
 
         // Mean pooling over every token of the segment, specials included.
@@ -586,6 +604,7 @@ impl Weights {
                 *a *= inv;
             }
         }
+        started.stop();
     }
 }
 
