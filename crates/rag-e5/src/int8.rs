@@ -203,7 +203,6 @@ pub(crate) struct I8Acts {
 
 impl I8Acts {
     /// Quantises `x`, a row-major matrix with `cols` columns.
-    #[cfg_attr(not(test), allow(dead_code))] // The model uses `quantize_split`.
     pub(crate) fn quantize(&mut self, x: &[f32], cols: usize) {
         assert!(cols > 0 && x.len().is_multiple_of(cols));
         self.cols = cols;

@@ -128,6 +128,8 @@ struct Acts {
     i8: I8Acts,
     resid: Vec<f32>,
     scratch: Vec<f32>,
+    /// Whether `i8` holds two parts per token (see [`Weights::quantize`]).
+    split: bool,
 }
 
 /// The parsed weights. Q4_0 matrices are views into `data`; the small f32
@@ -472,15 +474,24 @@ impl Weights {
 
     /// Quantises `x` (`cols` columns) for the tier in use.
     ///
-    /// The int8 tiers use the two-part quantisation
-    /// ([`I8Acts::quantize_split`]) for every linear layer: with one 8-bit
-    /// part per token the minimum cosine to the reference vectors on the
-    /// fixture was 0.9984 (mean 0.99917); with the error quantised again it
-    /// is 0.9991 (mean 0.99984), for twice the integer work.
-    fn quantize(&self, acts: &mut Acts, x: &[f32], cols: usize) {
+    /// On the int8 tiers `split` chooses the two-part quantisation
+    /// ([`I8Acts::quantize_split`], twice the integer work) over one 8-bit
+    /// part per token. Measured on the fixture (minimum / mean cosine to the
+    /// reference vectors): one part everywhere 0.99835 / 0.99917, two parts
+    /// everywhere 0.99913 / 0.99984, one part for the feed-forward input
+    /// only 0.99921 / 0.99965 (the choice of [`Weights::forward`], 17 % less
+    /// integer work); one part for the attention output's input as well
+    /// gave 0.99885, for the query, key and value input 0.99877, for the
+    /// feed-forward output's input 0.99894.
+    fn quantize(&self, acts: &mut Acts, x: &[f32], cols: usize, split: bool) {
         timed(Op::Quantize, || {
             if self.kernel.is_int8() {
-                acts.i8.quantize_split(x, cols, &mut acts.resid);
+                acts.split = split;
+                if acts.split {
+                    acts.i8.quantize_split(x, cols, &mut acts.resid);
+                } else {
+                    acts.i8.quantize(x, cols);
+                }
             } else {
                 acts.q8.quantize(x, cols);
             }
@@ -491,6 +502,9 @@ impl Weights {
     /// [`Weights::quantize`].
     fn linear(&self, lin: &Linear, acts: &mut Acts, y: &mut [f32]) {
         match &lin.i8 {
+            Some(w) if self.kernel.is_int8() && !acts.split => {
+                timed(Op::Matmul, || matmul_i8(self.kernel, w, &acts.i8, y));
+            }
             Some(w) if self.kernel.is_int8() => {
                 // Rows 0..n of the product are the main parts, n..2n the
                 // residual parts; each carries the bias once.
@@ -556,14 +570,14 @@ impl Weights {
         });
 
         for layer in &self.layers {
-            self.quantize(&mut acts, &x, h);
+            self.quantize(&mut acts, &x, h, true);
             self.linear(&layer.q, &mut acts, &mut q);
             self.linear(&layer.k, &mut acts, &mut k);
             self.linear(&layer.v, &mut acts, &mut v);
             timed(Op::Attention, || {
                 attention(cfg, bounds, &q, &k, &v, &mut ctx)
             });
-            self.quantize(&mut acts, &ctx, h);
+            self.quantize(&mut acts, &ctx, h, true);
             self.linear(&layer.ao, &mut acts, &mut proj);
             timed(Op::LayerNorm, || {
                 add_layer_norm(
@@ -575,10 +589,10 @@ impl Weights {
                 )
             });
 
-            self.quantize(&mut acts, &x, h);
+            self.quantize(&mut acts, &x, h, false);
             self.linear(&layer.fi, &mut acts, &mut mid);
             timed(Op::Gelu, || gelu_in_place(&mut mid));
-            self.quantize(&mut acts, &mid, ff);
+            self.quantize(&mut acts, &mid, ff, true);
             self.linear(&layer.fo, &mut acts, &mut proj);
             timed(Op::LayerNorm, || {
                 add_layer_norm(
