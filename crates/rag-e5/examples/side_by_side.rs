@@ -18,8 +18,9 @@
 //! always runs on the calling thread (a single query never waits for a
 //! batch or for other threads), so `query_threads` is 1 in every row.
 //!
-//! Built with `--features profile`, the output also carries `profile`: the
-//! seconds spent per operation of the forward pass during the passage run.
+//! Built with `--features profile`, the output also carries `profile` and
+//! `query_profile`: the seconds spent per operation of the forward pass
+//! during the passage run and during the query run.
 //!
 //! `--supported-tiers` prints the concrete tiers this CPU can run, fastest
 //! first, one per line.
@@ -29,6 +30,15 @@ use std::time::Instant;
 
 fn field(v: &serde_json::Value, key: &str) -> String {
     v[key].as_str().unwrap_or_default().to_owned()
+}
+
+/// Seconds per operation since the last reset (empty without the
+/// `profile` feature).
+fn profile_map() -> serde_json::Map<String, serde_json::Value> {
+    rag_e5::profile::snapshot()
+        .into_iter()
+        .map(|(op, s)| (op.to_owned(), serde_json::json!(s)))
+        .collect()
 }
 
 fn usage() -> ! {
@@ -109,6 +119,7 @@ fn main() {
         None
     } else {
         let _ = model.embed(&queries[0], Kind::Query);
+        rag_e5::profile::reset();
         let mut times: Vec<f64> = queries
             .iter()
             .map(|q| {
@@ -120,6 +131,7 @@ fn main() {
         times.sort_by(f64::total_cmp);
         Some(times[times.len() / 2])
     };
+    let query_profile = profile_map();
 
     let tokens: usize = passages
         .iter()
@@ -133,10 +145,7 @@ fn main() {
     let t = Instant::now();
     std::hint::black_box(model.embed_many_parallel(&passages, Kind::Passage, threads));
     let secs = t.elapsed().as_secs_f64();
-    let profile: serde_json::Map<String, serde_json::Value> = rag_e5::profile::snapshot()
-        .into_iter()
-        .map(|(op, s)| (op.to_owned(), serde_json::json!(s)))
-        .collect();
+    let profile = profile_map();
 
     let mut out = serde_json::json!({
         "engine": "ragscope rag-e5",
@@ -153,6 +162,9 @@ fn main() {
     });
     if !profile.is_empty() {
         out["profile"] = serde_json::Value::Object(profile);
+    }
+    if !query_profile.is_empty() && !queries.is_empty() {
+        out["query_profile"] = serde_json::Value::Object(query_profile);
     }
     println!("{out}");
 }

@@ -1,8 +1,8 @@
 //! Per-operation timing of the forward pass, for finding where the time
 //! goes.
 //!
-//! Compiled in only with the crate's `profile` feature; without it
-//! [`timed`] is the plain call, [`reset`] does nothing and [`snapshot`]
+//! Compiled in only with the crate's `profile` feature; without it the
+//! timer around each operation is the plain call, [`reset`] does nothing and [`snapshot`]
 //! returns an empty list, so the default build pays nothing. With the
 //! feature every operation of [`crate::E5Model::embed_many`]'s forward
 //! passes adds its wall-clock time to a process-wide counter (summed over
