@@ -455,8 +455,14 @@ mod x86 {
 }
 
 /// `x = LayerNorm(x + y)` row by row (`y = None`: `x = LayerNorm(x)`),
-/// with the reference's two-pass mean and variance.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+/// with the reference's two-pass mean and variance. The sums run in 16
+/// independent lanes (one 512-bit vector), which vectorises; a sequential
+/// sum does not (each addition waits for the previous one), and the order
+/// changes the result only in the last bits.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
+    "x86_64+avx2+fma"
+))]
 pub(crate) fn add_layer_norm(x: &mut [f32], y: Option<&[f32]>, w: &[f32], b: &[f32], eps: f32) {
     let h = w.len();
     for (t, row) in x.chunks_exact_mut(h).enumerate() {
@@ -465,13 +471,37 @@ pub(crate) fn add_layer_norm(x: &mut [f32], y: Option<&[f32]>, w: &[f32], b: &[f
                 *r += v;
             }
         }
-        let mean = row.iter().sum::<f32>() / h as f32;
-        let var = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+        let mean = lane_sum(row, |v| v) / h as f32;
+        let var = lane_sum(row, |v| (v - mean) * (v - mean)) / h as f32;
         let inv = 1.0 / (var + eps).sqrt();
         for ((r, &wi), &bi) in row.iter_mut().zip(w).zip(b) {
             *r = (*r - mean) * inv * wi + bi;
         }
     }
+}
+
+/// `sum_i f(x[i])` in 16 lanes (element `i` to lane `i % 16`), the lanes
+/// added pairwise at the end.
+#[inline(always)]
+fn lane_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0.0f32; 16];
+    let mut chunks = x.chunks_exact(16);
+    for c in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(c) {
+            *l += f(v);
+        }
+    }
+    for (l, &v) in lanes.iter_mut().zip(chunks.remainder()) {
+        *l += f(v);
+    }
+    let mut n = 16;
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            lanes[i] += lanes[i + n];
+        }
+    }
+    lanes[0]
 }
 
 /// `e^x` for `x <= 0` (larger inputs are clamped to 0, inputs below -87 to
@@ -668,6 +698,56 @@ mod tests {
             matmul_q4_scalar(&w, nout, &bias, &acts, &mut slow);
             for (a, b) in fast.iter().zip(&slow) {
                 assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn layer_norm_matches_the_f64_reference() {
+        let mut rng = Lcg(11);
+        // Widths below, at and off a multiple of the 16 lanes; 1..17 rows;
+        // large offsets and spreads (a sum that loses bits when done
+        // carelessly), and constant rows (zero variance).
+        for (h, rows, offset, spread) in [
+            (384, 17, 0.0, 1.0),
+            (384, 3, 50.0, 0.01),
+            (17, 5, -3.0, 40.0),
+            (7, 1, 0.0, 1.0),
+            (1536, 2, 1e3, 1e3),
+            (48, 4, 2.5, 0.0),
+        ] {
+            let w: Vec<f32> = (0..h).map(|_| 1.0 + rng.uniform()).collect();
+            let b: Vec<f32> = (0..h).map(|_| rng.uniform()).collect();
+            let x: Vec<f32> = (0..rows * h)
+                .map(|_| offset + spread * rng.uniform())
+                .collect();
+            let y: Vec<f32> = (0..rows * h).map(|_| spread * rng.uniform()).collect();
+            for with_y in [false, true] {
+                let mut got = x.clone();
+                add_layer_norm(&mut got, with_y.then_some(&y[..]), &w, &b, 1e-12);
+                for t in 0..rows {
+                    let row: Vec<f64> = (0..h)
+                        .map(|i| {
+                            f64::from(x[t * h + i])
+                                + if with_y { f64::from(y[t * h + i]) } else { 0.0 }
+                        })
+                        .collect();
+                    let mean = row.iter().sum::<f64>() / h as f64;
+                    let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / h as f64;
+                    for i in 0..h {
+                        let want = (row[i] - mean) / (var + 1e-12).sqrt() * f64::from(w[i])
+                            + f64::from(b[i]);
+                        let a = f64::from(got[t * h + i]);
+                        // Relative to the row's spread: what f32 can hold of
+                        // a value that is offset by 1000 spreads.
+                        let tol = 1e-5 * (1.0 + mean.abs() / var.sqrt().max(1e-30)).min(1e4);
+                        assert!(
+                            (a - want).abs() <= tol
+                                || var == 0.0 && (a - f64::from(b[i])).abs() <= 1e-6,
+                            "h {h} row {t} col {i}: {a} vs {want}"
+                        );
+                    }
+                }
             }
         }
     }
