@@ -12,6 +12,11 @@ use crate::model::ModelConfig;
 /// sum of values are long contiguous multiply-add loops that vectorise. The
 /// padding lets the scores of the last keys be computed a full vector at a
 /// time like the others (the padded scores are computed and ignored).
+/// Queries go four at a time ([`scores_rows4`], [`weighted_values4`]), so
+/// each vector of keys or values read from L2 serves four queries; on AMD
+/// Zen 4 this took attention from 2.6 to 2.0 s on 30 SciFact passages. Each
+/// output is computed with the same operations in the same order whether
+/// its query is in a block of four or alone.
 #[inline(never)]
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
@@ -32,7 +37,7 @@ pub(crate) fn attention(
     let max_lenp = max_len.div_ceil(KEY_PAD) * KEY_PAD;
     let mut kt = vec![0.0f32; hd * max_lenp];
     let mut vh = vec![0.0f32; max_len * hd];
-    let mut scores = vec![0.0f32; max_lenp];
+    let mut scores = vec![0.0f32; 4 * max_lenp];
     for seg in bounds.windows(2) {
         let (s0, len) = (seg[0], seg[1] - seg[0]);
         let lenp = len.div_ceil(KEY_PAD) * KEY_PAD;
@@ -52,7 +57,32 @@ pub(crate) fn attention(
                 vh[s * hd..(s + 1) * hd].copy_from_slice(&v[row..row + hd]);
             }
             let kt = &*kt;
-            for t in s0..s0 + len {
+            let mut t = s0;
+            while t < s0 + len {
+                if hd == HEAD_DIM && t + 4 <= s0 + len {
+                    // Four queries at once: each key and value vector is
+                    // loaded once for the four. Every score and output is
+                    // computed as on the one-query path below.
+                    let qs: [&[f32; HEAD_DIM]; 4] = std::array::from_fn(|i| {
+                        let o = (t + i) * h + off;
+                        q[o..o + HEAD_DIM]
+                            .try_into()
+                            .expect("one head of the query")
+                    });
+                    let block = &mut scores[..4 * lenp];
+                    scores_rows4(qs, kt, lenp, scale, block);
+                    let mut inv = [0.0f32; 4];
+                    for (i, row) in inv.iter_mut().zip(block.chunks_exact_mut(lenp)) {
+                        *i = softmax_unnormalised(&mut row[..len]);
+                    }
+                    let out = weighted_values4(block, lenp, len, &vh[..len * hd], inv);
+                    for (i, o) in out.iter().enumerate() {
+                        let c = (t + i) * h + off;
+                        ctx[c..c + HEAD_DIM].copy_from_slice(o);
+                    }
+                    t += 4;
+                    continue;
+                }
                 let qh = &q[t * h + off..t * h + off + hd];
                 if hd == HEAD_DIM {
                     scores_blocked(qh, kt, scale, &mut scores[..lenp]);
@@ -67,11 +97,7 @@ pub(crate) fn attention(
                     }
                 }
                 let sc = &mut scores[..len];
-                let max = max_f32(sc);
-                for p in sc.iter_mut() {
-                    *p = exp_neg(*p - max);
-                }
-                let inv = 1.0 / sum_f32(sc);
+                let inv = softmax_unnormalised(sc);
                 let ch = &mut ctx[t * h + off..t * h + off + hd];
                 if hd == HEAD_DIM {
                     weighted_values(sc, &vh[..len * hd], inv, ch);
@@ -84,9 +110,90 @@ pub(crate) fn attention(
                         }
                     }
                 }
+                t += 1;
             }
         }
     }
+}
+
+/// `x[s] = e^(x[s] - max x)` in place; returns `1 / sum_s x[s]`.
+#[inline(always)]
+fn softmax_unnormalised(x: &mut [f32]) -> f32 {
+    let max = max_f32(x);
+    for p in x.iter_mut() {
+        *p = exp_neg(*p - max);
+    }
+    1.0 / sum_f32(x)
+}
+
+/// [`weighted_values`] for four rows of weights (`p[r * lenp + s]`,
+/// `s < len`) at once: each pair of value rows is loaded once for the four,
+/// and every output is summed exactly as in [`weighted_values`].
+#[inline(always)]
+fn weighted_values4(
+    p: &[f32],
+    lenp: usize,
+    len: usize,
+    v: &[f32],
+    inv: [f32; 4],
+) -> [[f32; HEAD_DIM]; 4] {
+    let (p0, p1, p2, p3) = (
+        &p[..len],
+        &p[lenp..lenp + len],
+        &p[2 * lenp..2 * lenp + len],
+        &p[3 * lenp..3 * lenp + len],
+    );
+    let mut e0 = [0.0f32; HEAD_DIM];
+    let mut e1 = [0.0f32; HEAD_DIM];
+    let mut e2 = [0.0f32; HEAD_DIM];
+    let mut e3 = [0.0f32; HEAD_DIM];
+    let mut o0 = [0.0f32; HEAD_DIM];
+    let mut o1 = [0.0f32; HEAD_DIM];
+    let mut o2 = [0.0f32; HEAD_DIM];
+    let mut o3 = [0.0f32; HEAD_DIM];
+    let pairs = len / 2;
+    for i in 0..pairs {
+        let s = 2 * i;
+        let a: &[f32; HEAD_DIM] = v[s * HEAD_DIM..][..HEAD_DIM]
+            .try_into()
+            .expect("a value row");
+        let b: &[f32; HEAD_DIM] = v[(s + 1) * HEAD_DIM..][..HEAD_DIM]
+            .try_into()
+            .expect("a value row");
+        let (w0, w1, w2, w3) = (p0[s], p1[s], p2[s], p3[s]);
+        let (x0, x1, x2, x3) = (p0[s + 1], p1[s + 1], p2[s + 1], p3[s + 1]);
+        for l in 0..HEAD_DIM {
+            e0[l] += w0 * a[l];
+            o0[l] += x0 * b[l];
+            e1[l] += w1 * a[l];
+            o1[l] += x1 * b[l];
+            e2[l] += w2 * a[l];
+            o2[l] += x2 * b[l];
+            e3[l] += w3 * a[l];
+            o3[l] += x3 * b[l];
+        }
+    }
+    if len % 2 == 1 {
+        let s = len - 1;
+        let last: &[f32; HEAD_DIM] = v[s * HEAD_DIM..][..HEAD_DIM]
+            .try_into()
+            .expect("a value row");
+        let (w0, w1, w2, w3) = (p0[s], p1[s], p2[s], p3[s]);
+        for l in 0..HEAD_DIM {
+            e0[l] += w0 * last[l];
+            e1[l] += w1 * last[l];
+            e2[l] += w2 * last[l];
+            e3[l] += w3 * last[l];
+        }
+    }
+    let mut out = [[0.0f32; HEAD_DIM]; 4];
+    for l in 0..HEAD_DIM {
+        out[0][l] = (e0[l] + o0[l]) * inv[0];
+        out[1][l] = (e1[l] + o1[l]) * inv[1];
+        out[2][l] = (e2[l] + o2[l]) * inv[2];
+        out[3][l] = (e3[l] + o3[l]) * inv[3];
+    }
+    out
 }
 
 /// Keys are padded to a multiple of this many (one 512-bit vector of
@@ -121,6 +228,50 @@ fn scores_blocked(q: &[f32], kt: &[f32], scale: f32, sc: &mut [f32]) {
     while s0 < len {
         score_block::<1>(q, kt, len, s0, scale, sc);
         s0 += 1;
+    }
+}
+
+/// [`scores_blocked`] for four queries at once (`sc[r * lenp + s]`): blocks
+/// of 32 keys times four queries in eight vector accumulators, each key
+/// vector loaded once for the four; every score is summed as in
+/// [`score_block`].
+#[inline(always)]
+fn scores_rows4(q: [&[f32; HEAD_DIM]; 4], kt: &[f32], lenp: usize, scale: f32, sc: &mut [f32]) {
+    let (r0, rest) = sc.split_at_mut(lenp);
+    let (r1, rest) = rest.split_at_mut(lenp);
+    let (r2, r3) = rest.split_at_mut(lenp);
+    let mut s0 = 0;
+    while s0 + 32 <= lenp {
+        let mut a0 = [0.0f32; 32];
+        let mut a1 = [0.0f32; 32];
+        let mut a2 = [0.0f32; 32];
+        let mut a3 = [0.0f32; 32];
+        for e in 0..HEAD_DIM {
+            let k: &[f32; 32] = kt[e * lenp + s0..][..32].try_into().expect("32 keys");
+            let (q0, q1, q2, q3) = (q[0][e], q[1][e], q[2][e], q[3][e]);
+            for l in 0..32 {
+                a0[l] += q0 * k[l];
+                a1[l] += q1 * k[l];
+                a2[l] += q2 * k[l];
+                a3[l] += q3 * k[l];
+            }
+        }
+        for (row, a) in [
+            (&mut *r0, a0),
+            (&mut *r1, a1),
+            (&mut *r2, a2),
+            (&mut *r3, a3),
+        ] {
+            for (o, v) in row[s0..s0 + 32].iter_mut().zip(a) {
+                *o = v * scale;
+            }
+        }
+        s0 += 32;
+    }
+    if s0 < lenp {
+        for (qr, row) in q.iter().zip([r0, r1, r2, r3]) {
+            score_block::<16>(qr, kt, lenp, s0, scale, row);
+        }
     }
 }
 
