@@ -47,6 +47,12 @@ pub struct ExtractJob {
 pub trait Extractor: Send + Sync {
     /// Extracts one file. Dropping the future abandons the work.
     async fn extract(&self, job: ExtractJob) -> Result<Extraction, ExtractFailure>;
+
+    /// The links of an HTML page, for the URL-source crawler
+    /// ([`rag_ingest::html_links`]: at most [`rag_ingest::MAX_PAGE_LINKS`],
+    /// in document order). Parsing a fetched page is parsing outside bytes,
+    /// so it goes through the same isolation as [`Extractor::extract`].
+    async fn links(&self, job: ExtractJob) -> Result<Vec<String>, ExtractFailure>;
 }
 
 /// Extraction in this process, on a blocking thread. A parser panic becomes
@@ -74,5 +80,15 @@ impl Extractor for InProcessExtractor {
                 reason: format!("the parser failed: {e}"),
             }),
         }
+    }
+
+    async fn links(&self, job: ExtractJob) -> Result<Vec<String>, ExtractFailure> {
+        let run = move || rag_ingest::html_links(&String::from_utf8_lossy(&job.bytes));
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| ExtractFailure {
+                code: "parse_crash",
+                reason: format!("the link parser failed: {e}"),
+            })
     }
 }

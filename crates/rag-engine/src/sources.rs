@@ -248,8 +248,22 @@ impl Engine {
                     {
                         let base =
                             url::Url::parse(&fetched.final_url).unwrap_or_else(|_| url.clone());
-                        for href in rag_ingest::html_links(&String::from_utf8_lossy(&fetched.body))
-                        {
+                        // The page is outside bytes: its links are parsed by
+                        // the extractor (isolated in servers), not here.
+                        let job = crate::ExtractJob {
+                            name: url_s.clone(),
+                            media_type: fetched.content_type.clone(),
+                            bytes: fetched.body.clone(),
+                            limits: self.ingest_limits(),
+                        };
+                        let links = match self.extractor().links(job).await {
+                            Ok(links) => links,
+                            Err(e) => {
+                                tracing::warn!(url = %rag_core::redact::redact_url(&url_s), code = e.code, reason = %e.reason, "the page's links could not be read");
+                                Vec::new()
+                            }
+                        };
+                        for href in links {
                             let Ok(next) = base.join(&href) else { continue };
                             let next = normalise(next);
                             if same_site(&root, &next) && seen.insert(next.to_string()) {

@@ -8,7 +8,11 @@ use async_trait::async_trait;
 use rag_core::{
     CoreError, Embedder, KbSettings, PageOutcome, Source, SourceStatus, TenantId, Viewer,
 };
-use rag_engine::{Components, Engine, EngineConfig, NewSource};
+use rag_engine::{
+    Components, Engine, EngineConfig, ExtractFailure, ExtractJob, Extractor, InProcessExtractor,
+    NewSource,
+};
+use rag_ingest::Extraction;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -444,4 +448,112 @@ async fn a_site_is_crawled_within_limits_and_re_synced_by_content_hash() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// The crawler's extractor: extraction as usual, links from `links` (which
+/// counts its calls), or a failure for every page when `fail` is set.
+#[derive(Default)]
+struct LinkExtractor {
+    calls: AtomicUsize,
+    fail: bool,
+}
+
+#[async_trait]
+impl Extractor for LinkExtractor {
+    async fn extract(&self, job: ExtractJob) -> Result<Extraction, ExtractFailure> {
+        InProcessExtractor.extract(job).await
+    }
+
+    async fn links(&self, job: ExtractJob) -> Result<Vec<String>, ExtractFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.fail {
+            return Err(ExtractFailure {
+                code: "parse_limit",
+                reason: "stand-in: the link parser ran over its limit".into(),
+            });
+        }
+        InProcessExtractor.links(job).await
+    }
+}
+
+/// A page's links are outside bytes parsed by the engine's extractor (the
+/// sandbox in servers), never in the engine's own process: the crawler asks
+/// the extractor once per page it may follow links from, and a page whose
+/// links cannot be read is still indexed, its links not followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_links_come_from_the_extractor() {
+    let site: Site = Arc::default();
+    let base = serve(site.clone()).await;
+    {
+        let mut s = site.lock().unwrap();
+        s.insert(
+            "/".into(),
+            html("Home", "The zebracorn shop's help pages.", &["/a"]),
+        );
+        s.insert(
+            "/a".into(),
+            html("Refunds", "Refunds take three working days.", &["/b"]),
+        );
+        s.insert("/b".into(), html("Deep", "Two links deep.", &[]));
+    }
+    for fail in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = rag_store::EmbeddedStore::open(
+            &dir.path().join("data"),
+            rag_store::OpenMode::ReadWrite,
+        )
+        .unwrap();
+        let extractor = Arc::new(LinkExtractor {
+            fail,
+            ..Default::default()
+        });
+        let mut components = Components::lexical(Arc::new(store));
+        components.extractor = Some(extractor.clone());
+        components.fetcher = Some(Arc::new(
+            rag_models::HttpFetcher::new(rag_models::FetchConfig {
+                timeout_ms: 1_500,
+                max_bytes: 1024 * 1024,
+                max_redirects: 4,
+                allow_private: true,
+                proxy: None,
+            })
+            .unwrap(),
+        ));
+        let engine = Engine::new(components, EngineConfig::default());
+        let tenant = TenantId::default_tenant();
+        engine
+            .create_kb(&tenant, "kb", KbSettings::default())
+            .await
+            .unwrap();
+        let source = engine
+            .add_source(
+                &tenant,
+                "kb",
+                NewSource {
+                    url: format!("{base}/"),
+                    depth: Some(1),
+                    max_pages: Some(20),
+                },
+                None,
+            )
+            .await
+            .unwrap();
+        let synced = engine
+            .sync_source(&tenant, "kb", source.id, &Viewer::Public, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(synced.status, SourceStatus::Synced, "{:?}", synced.reason);
+        // Depth 1: links are read on the root page only.
+        assert_eq!(extractor.calls.load(Ordering::SeqCst), 1, "fail={fail}");
+        let urls: Vec<&str> = synced.pages.iter().map(|p| p.url.as_str()).collect();
+        if fail {
+            assert_eq!(urls, [format!("{base}/")], "no links followed");
+        } else {
+            assert_eq!(urls, [format!("{base}/"), format!("{base}/a")]);
+        }
+        assert_eq!(
+            page(&synced, &format!("{base}/")).outcome,
+            PageOutcome::Indexed
+        );
+    }
 }

@@ -25,7 +25,9 @@ fn corpus(target: &str, file: &str) -> Vec<u8> {
 /// process (a tokio worker thread, 2 MiB of stack), walked the page's tree
 /// recursively; a 54 KB page of 18,000 nested `<q>` overflowed the stack and
 /// aborted the whole server. Fixed in rag-ingest/src/html.rs: `find_all`
-/// walks the tree without recursion.
+/// walks the tree without recursion; since then the crawler also reads
+/// links through the extraction worker, not in the server process, and
+/// nesting is cut at 512 levels before the tree is built (`html_depth.rs`).
 #[test]
 fn crawler_links_of_a_deeply_nested_page() {
     run(

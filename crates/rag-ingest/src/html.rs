@@ -417,9 +417,11 @@ fn text_of(node: NodeRef<'_, Node>) -> String {
 }
 
 /// Extracts the main text of an HTML page. Returns the builder and a title
-/// (the first `<h1>` of the main text, else `<title>`).
+/// (the first `<h1>` of the main text, else `<title>`). Nesting deeper than
+/// [`crate::html_depth::MAX_DEPTH`] is cut first, so the time is linear in
+/// the page's size whatever its shape.
 pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
-    let doc = Html::parse_document(src);
+    let doc = Html::parse_document(&crate::html_depth::bounded(src));
     let lens = TextLens::new(&doc);
     let root = content_root(&doc, &lens);
     let in_article = root
@@ -447,12 +449,17 @@ pub(crate) fn extract(src: &str) -> (TextBuilder, Option<String>) {
     (w.out, title)
 }
 
+/// The most links [`links`] returns for one page: a crawler follows a few
+/// hundred at most, and a hostile page may hold millions.
+pub const MAX_PAGE_LINKS: usize = 10_000;
+
 /// The `href`s of a page's links, in document order, without duplicates,
 /// fragments, or `javascript:`, `mailto:`, `tel:` and `data:` links; relative
 /// links are returned as written (the crawler resolves them against the page
 /// URL and keeps same-site ones). Also `<base href>` if present, first.
+/// At most [`MAX_PAGE_LINKS`] (the first ones).
 pub fn links(src: &str) -> Vec<String> {
-    let doc = Html::parse_document(src);
+    let doc = Html::parse_document(&crate::html_depth::bounded(src));
     let mut anchors = Vec::new();
     find_all(
         doc.tree.root(),
@@ -460,8 +467,12 @@ pub fn links(src: &str) -> Vec<String> {
         &mut anchors,
     );
     let mut out: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut base = None;
     for a in anchors {
+        if out.len() >= MAX_PAGE_LINKS {
+            break;
+        }
         let Some(el) = element(a) else { continue };
         let href = el.attr("href").unwrap_or_default().trim();
         let href = href.split('#').next().unwrap_or_default();
@@ -483,7 +494,7 @@ pub fn links(src: &str) -> Vec<String> {
         }) {
             continue;
         }
-        if !out.iter().any(|o| o == href) {
+        if seen.insert(href.to_owned()) {
             out.push(href.to_owned());
         }
     }

@@ -33,6 +33,7 @@ mod extract;
 pub mod faq;
 mod hash;
 mod html;
+mod html_depth;
 mod markdown;
 mod pdf;
 mod plain;
@@ -43,7 +44,7 @@ pub use error::IngestError;
 pub use extract::{check_size, detect_format, extract, Content, Extraction, Limits};
 pub use faq::FaqRow;
 pub use hash::sha256_hex;
-pub use html::links as html_links;
+pub use html::{links as html_links, MAX_PAGE_LINKS};
 
 mod chunk;
 mod sentence;

@@ -1,7 +1,7 @@
 //! The parent's side: start a worker per file, feed it, watch it, classify
 //! how it ended.
 
-use crate::protocol::{Reply, Request, REPLY_MARK, WORKER_ARG};
+use crate::protocol::{Reply, Request, Task, REPLY_MARK, WORKER_ARG};
 use async_trait::async_trait;
 use rag_engine::{ExtractFailure, ExtractJob, Extractor};
 use rag_ingest::Extraction;
@@ -72,9 +72,10 @@ impl SandboxExtractor {
         max_file_bytes.saturating_mul(8).saturating_add(16 << 20)
     }
 
-    async fn run(&self, job: ExtractJob) -> Result<Extraction, ExtractFailure> {
+    async fn run(&self, job: ExtractJob, task: Task) -> Result<Reply, ExtractFailure> {
         let started = Instant::now();
         let request = Request {
+            task,
             name: job.name,
             media_type: job.media_type,
             max_file_bytes: job.limits.max_file_bytes,
@@ -159,11 +160,11 @@ impl SandboxExtractor {
             .await
             .map_err(|e| crash(e.to_string()))?;
         match parsed {
-            Ok(Reply::Extracted(x)) => Ok(*x),
             Ok(Reply::Refused { code, message }) => Err(ExtractFailure {
                 code: known_code(&code),
                 reason: message,
             }),
+            Ok(reply) => Ok(reply),
             Err(e) => Err(crash(format!(
                 "the extraction worker's reply was malformed: {e}"
             ))),
@@ -217,7 +218,17 @@ impl SandboxExtractor {
 #[async_trait]
 impl Extractor for SandboxExtractor {
     async fn extract(&self, job: ExtractJob) -> Result<Extraction, ExtractFailure> {
-        self.run(job).await
+        match self.run(job, Task::Extract).await? {
+            Reply::Extracted(x) => Ok(*x),
+            _ => Err(crash("the extraction worker answered another task".into())),
+        }
+    }
+
+    async fn links(&self, job: ExtractJob) -> Result<Vec<String>, ExtractFailure> {
+        match self.run(job, Task::Links).await? {
+            Reply::Links(links) => Ok(links),
+            _ => Err(crash("the extraction worker answered another task".into())),
+        }
     }
 }
 

@@ -13,9 +13,23 @@ pub const WORKER_ARG: &str = "__extract-worker";
 /// Precedes the reply on the child's stdout.
 pub const REPLY_MARK: &[u8] = b"\0ragscope-extract-reply\n";
 
+/// What the worker does with the bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Extract the file's text ([`Reply::Extracted`]).
+    #[default]
+    Extract,
+    /// List an HTML page's links for the crawler ([`Reply::Links`]).
+    Links,
+}
+
 /// What to extract, and the limits the child sets on itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
+    /// What to do.
+    #[serde(default)]
+    pub task: Task,
     /// The file's name or URL.
     pub name: String,
     /// A media type, for fetched pages.
@@ -38,6 +52,8 @@ pub struct Request {
 pub enum Reply {
     /// The file's text and structure.
     Extracted(Box<Extraction>),
+    /// A page's links (`rag_ingest::html_links`).
+    Links(Vec<String>),
     /// The file was refused (`rag_ingest`'s code and message).
     Refused {
         /// `IngestError::code`, or `parse_crash` for a parser panic.

@@ -1,7 +1,8 @@
-//! The child's side: limit yourself, read one request, extract, reply.
+//! The child's side: limit yourself, read one request, extract (or list a
+//! page's links), reply.
 
-use crate::protocol::{Reply, Request, REPLY_MARK};
-use rag_ingest::{extract, Limits};
+use crate::protocol::{Reply, Request, Task, REPLY_MARK};
+use rag_ingest::{extract, html_links, Limits};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 
@@ -46,16 +47,18 @@ pub fn run_worker(input: impl Read, mut output: impl Write) -> ExitCode {
         max_file_bytes: request.max_file_bytes,
         max_decompressed_bytes: request.max_decompressed_bytes,
     };
-    let run = || {
-        extract(
+    let run = || match request.task {
+        Task::Extract => extract(
             &request.name,
             request.media_type.as_deref(),
             &bytes,
             &limits,
         )
+        .map(|x| Reply::Extracted(Box::new(x))),
+        Task::Links => Ok(Reply::Links(html_links(&String::from_utf8_lossy(&bytes)))),
     };
     let reply = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        Ok(Ok(x)) => Reply::Extracted(Box::new(x)),
+        Ok(Ok(reply)) => reply,
         Ok(Err(e)) => Reply::Refused {
             code: e.code().to_owned(),
             message: e.to_string(),

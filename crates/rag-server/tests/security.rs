@@ -633,6 +633,10 @@ impl Extractor for Blocking {
         }
         InProcessExtractor.extract(job).await
     }
+
+    async fn links(&self, job: ExtractJob) -> Result<Vec<String>, ExtractFailure> {
+        InProcessExtractor.links(job).await
+    }
 }
 
 async fn start_blocking(limits: Limits) -> (common::Server, Arc<Blocking>) {

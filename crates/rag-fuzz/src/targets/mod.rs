@@ -84,7 +84,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         name: "html_links",
-        about: "rag_ingest::html_links, run by the URL-source crawler in the server process",
+        about: "rag_ingest::html_links, run for the URL-source crawler (in the extraction worker)",
         run: html::run_links,
         grammar: html::GRAMMAR,
         max_len: 256 << 10,
