@@ -480,9 +480,10 @@ impl Weights {
     /// reference vectors): one part everywhere 0.99835 / 0.99917, two parts
     /// everywhere 0.99913 / 0.99984, one part for the feed-forward input
     /// only 0.99921 / 0.99965 (the choice of [`Weights::forward`], 17 % less
-    /// integer work); one part for the attention output's input as well
-    /// gave 0.99885, for the query, key and value input 0.99877, for the
-    /// feed-forward output's input 0.99894.
+    /// integer work); one part for the feed-forward and the attention
+    /// output's inputs gave 0.99885; one part for one other product's input
+    /// alone: the query, key and value input 0.99877, the feed-forward
+    /// output's input 0.99894, the attention output's input 0.99909.
     fn quantize(&self, acts: &mut Acts, x: &[f32], cols: usize, split: bool) {
         timed(Op::Quantize, || {
             if self.kernel.is_int8() {
