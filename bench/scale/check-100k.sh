@@ -37,7 +37,7 @@ q() {
     "http://127.0.0.1:$PORT/api/v1/kbs/eval-corpus/query/sync" -d "{\"query\": \"$1\"}"
 }
 echo "first query: $(q 'vitamin D deficiency and bone density') s (status, seconds)"
-python3 -c "import json,sys; d=json.load(open('$WORK/out.json')); print('  hits:', len(d.get('hits', d.get('reranked', []))))" || true
+python3 -c "import json; ev=json.load(open('$WORK/out.json'))['events']; print('  hits after reranking:', sum(len(e['hits']) for e in ev if e['type'] == 'reranked'))" || true
 echo "second query: $(q 'obesity taxation in India') s"
 curl -s -o /dev/null -w "faq write: %{http_code} %{time_total} s\n" -X POST -H 'content-type: application/json' \
   "http://127.0.0.1:$PORT/api/v1/kbs/eval-corpus/faqs" -d '{"question": "How long do refunds take?", "answer": "Refunds take three days."}'

@@ -217,10 +217,8 @@ impl TokenSink for Sink {
             Token::CharacterTokens(text) if self.rewrite => {
                 escape_into(&mut self.out.borrow_mut(), &text, false);
             }
-            Token::DoctypeToken(d) if self.rewrite => {
-                if d.name.is_some() {
-                    self.out.borrow_mut().push_str("<!DOCTYPE html>");
-                }
+            Token::DoctypeToken(d) if self.rewrite && d.name.is_some() => {
+                self.out.borrow_mut().push_str("<!DOCTYPE html>");
             }
             // Comments, NULs and parse errors carry no text.
             _ => {}

@@ -68,7 +68,7 @@ impl LexicalIndex {
                     }
                     *slot += v;
                 };
-                let live = term.postings.iter().filter(|p| !dead.contains(p.ord));
+                let live = seg.postings(term).filter(|p| !dead.contains(p.ord));
                 if wt.gram {
                     if params.ngram_weight <= 0.0 || stats.df[GRAMS] == 0 {
                         continue;
@@ -152,6 +152,35 @@ impl LexicalIndex {
         terms: &[WeightedTerm],
         notes: Vec<String>,
     ) -> RankedList {
+        // Which terms each hit contains: one walk of each term's postings
+        // per segment, against the hits of that segment in ordinal order.
+        let mut contains = vec![vec![false; terms.len()]; scored.len()];
+        for (si, seg) in self.segments.iter().enumerate() {
+            let mut here: Vec<(u32, usize)> = scored
+                .iter()
+                .enumerate()
+                .filter(|(_, (r, _))| r.seg as usize == si)
+                .map(|(i, (r, _))| (r.ord, i))
+                .collect();
+            if here.is_empty() {
+                continue;
+            }
+            here.sort_unstable();
+            for (ti, t) in terms.iter().enumerate() {
+                let Some(term) = seg.term(&t.text) else {
+                    continue;
+                };
+                let mut postings = seg.postings(term).peekable();
+                for &(ord, hit) in &here {
+                    while postings.next_if(|p| p.ord < ord).is_some() {}
+                    match postings.peek() {
+                        Some(p) if p.ord == ord => contains[hit][ti] = true,
+                        Some(_) => {}
+                        None => break,
+                    }
+                }
+            }
+        }
         let hits = scored
             .into_iter()
             .enumerate()
@@ -159,14 +188,9 @@ impl LexicalIndex {
                 let seg = &self.segments[r.seg as usize];
                 let mut matched: Vec<String> = terms
                     .iter()
-                    .filter(|t| {
-                        seg.term(&t.text).is_some_and(|term| {
-                            term.postings
-                                .binary_search_by_key(&r.ord, |p| p.ord)
-                                .is_ok()
-                        })
-                    })
-                    .map(|t| t.text.to_string())
+                    .zip(&contains[i])
+                    .filter(|(_, c)| **c)
+                    .map(|(t, _)| t.text.to_string())
                     .collect();
                 matched.dedup();
                 Hit {

@@ -64,6 +64,24 @@ impl FuzzyVocab {
         }
     }
 
+    /// Estimated heap bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.trigrams.capacity() * (size_of::<(u64, Vec<u32>)>() + 1)
+            + self
+                .trigrams
+                .values()
+                .map(|l| l.capacity() * 4)
+                .sum::<usize>()
+            + self.trigram_len.capacity() * (size_of::<(u32, u16)>() + 1)
+            + self.pinyin.capacity() * (size_of::<(String, Vec<u32>)>() + 1)
+            + self
+                .pinyin
+                .iter()
+                .map(|(k, l)| k.capacity() + l.capacity() * 4)
+                .sum::<usize>()
+    }
+
     pub(crate) fn build(terms: &[Term]) -> Self {
         let mut v = FuzzyVocab::default();
         for (id, t) in terms.iter().enumerate() {

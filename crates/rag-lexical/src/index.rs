@@ -614,10 +614,10 @@ impl LexicalIndex {
                     *a += b;
                 }
                 s.word_df += term.word_df;
-                s.passages += term.postings.len() as u32;
+                s.passages += term.count;
                 continue;
             }
-            for p in term.postings.iter().filter(|p| !dead.contains(p.ord)) {
+            for p in seg.postings(term).filter(|p| !dead.contains(p.ord)) {
                 for (a, &n) in s.df.iter_mut().zip(&p.tf) {
                     if n > 0 {
                         *a += 1;
@@ -644,9 +644,9 @@ impl LexicalIndex {
             };
             let dead = &self.dead[si];
             if everyone && dead.count() == 0 {
-                return !term.postings.is_empty();
+                return term.count > 0;
             }
-            term.postings.iter().any(|p| {
+            seg.postings(term).any(|p| {
                 !dead.contains(p.ord)
                     && (everyone || filter.sees_owner_of(&seg.passages[p.ord as usize]))
             })
@@ -711,6 +711,43 @@ pub(crate) mod tests {
             searchable: true,
             owner: None,
         }
+    }
+
+    #[test]
+    fn each_hit_names_exactly_the_query_terms_it_contains() {
+        let mut passages: Vec<Passage> = (0..300)
+            .map(|i| faq(&format!("filler question {i}"), "nothing relevant here"))
+            .collect();
+        passages.push(faq("refund policy", "refunds take three days"));
+        passages.push(faq("delivery times", "delivery takes two days"));
+        passages.push(faq("refund and delivery", "both"));
+        let index = LexicalIndex::build(
+            &Analyzer::new(),
+            &KbSnapshot {
+                passages,
+                ..Default::default()
+            },
+        );
+        let q = index.analyze_query("refund delivery");
+        let list = index.bm25(&q, 10, &Bm25Params::default(), &Filter::everything());
+        let by_title = |t: &str| {
+            let hit = list
+                .hits
+                .iter()
+                .find(|h| index.passage(h.id).is_some_and(|p| p.title == t))
+                .unwrap_or_else(|| panic!("no hit {t}: {list:?}"));
+            let mut m = hit.matched.clone();
+            m.sort();
+            m
+        };
+        assert_eq!(
+            by_title("refund and delivery"),
+            ["deliveri", "refund"],
+            "stemmed"
+        );
+        assert_eq!(by_title("refund policy"), ["refund"]);
+        assert_eq!(by_title("delivery times"), ["deliveri"]);
+        assert_eq!(list.hits.len(), 3);
     }
 
     #[test]

@@ -8,12 +8,16 @@
 //! pattern (exact for patterns of up to three characters), which the substring
 //! path then verifies.
 
+use crate::lists::{intersect, List, PostingLists};
 use rustc_hash::FxHashMap;
 
 /// The n-gram index.
 #[derive(Debug, Default)]
 pub(crate) struct NgramIndex {
-    postings: FxHashMap<u64, Vec<u32>>,
+    postings: PostingLists,
+    /// The number of passages: ordinals at or past it (only in a crafted
+    /// index file) are dropped from every look-up.
+    passages: u32,
 }
 
 /// Packs one to three characters into a key. Each character is stored plus
@@ -28,13 +32,13 @@ fn key(chars: &[char]) -> u64 {
 
 impl NgramIndex {
     /// The posting lists (for encoding).
-    pub(crate) fn parts(&self) -> &FxHashMap<u64, Vec<u32>> {
+    pub(crate) fn parts(&self) -> &PostingLists {
         &self.postings
     }
 
     /// From decoded posting lists.
-    pub(crate) fn from_parts(postings: FxHashMap<u64, Vec<u32>>) -> Self {
-        NgramIndex { postings }
+    pub(crate) fn from_parts(postings: PostingLists, passages: u32) -> Self {
+        NgramIndex { postings, passages }
     }
 
     pub(crate) fn build(texts: &[String]) -> Self {
@@ -60,12 +64,15 @@ impl NgramIndex {
                 postings.entry(*k).or_default().push(ord as u32);
             }
         }
-        // The index is immutable from here on: drop the slack of lists that grew by doubling.
-        for list in postings.values_mut() {
-            list.shrink_to_fit();
+        NgramIndex {
+            postings: PostingLists::from_lists(postings.into_iter().collect()),
+            passages: texts.len() as u32,
         }
-        postings.shrink_to_fit();
-        NgramIndex { postings }
+    }
+
+    /// Estimated heap bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.postings.heap_bytes()
     }
 
     /// Passages that may contain `pattern`, sorted; `None` when the pattern
@@ -81,20 +88,20 @@ impl NgramIndex {
         };
         keys.sort_unstable();
         keys.dedup();
-        let mut lists: Vec<&Vec<u32>> = Vec::with_capacity(keys.len());
+        let mut lists: Vec<List<'_>> = Vec::with_capacity(keys.len());
         for k in &keys {
-            match self.postings.get(k) {
+            match self.postings.get(*k) {
                 Some(l) => lists.push(l),
                 None => return Some(Vec::new()),
             }
         }
-        lists.sort_by_key(|l| l.len());
-        let mut out: Vec<u32> = lists[0].clone();
+        lists.sort_by_key(List::len);
+        let mut out: Vec<u32> = lists[0].iter().take_while(|o| *o < self.passages).collect();
         for l in &lists[1..] {
             if out.is_empty() {
                 break;
             }
-            out.retain(|o| l.binary_search(o).is_ok());
+            out = intersect(&out, *l);
         }
         Some(out)
     }

@@ -9,8 +9,9 @@
 
 use crate::fuzzy::FuzzyVocab;
 use crate::index::{Dead, LexicalIndex, FIELDS};
+use crate::lists::PostingLists;
 use crate::ngram::NgramIndex;
-use crate::segment::{Posting, Script, Segment, Term};
+use crate::segment::{Script, Segment, Term};
 use crate::synonyms::SynonymTable;
 use rag_core::{
     ChunkId, DocId, FactId, FaqId, Passage, PassageId, SynonymGroup, TokenKind, UserWord,
@@ -20,7 +21,7 @@ use rustc_hash::FxHashMap;
 
 const MAGIC: &[u8; 4] = b"RSLX";
 /// Bumped whenever the layout below changes.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// Why bytes are not an index this build can use.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -215,9 +216,6 @@ impl<'a> Rd<'a> {
         }
         Err(DecodeError::Corrupt("variable-length number"))
     }
-    fn var32(&mut self) -> R<u32> {
-        u32::try_from(self.var()?).map_err(|_| DecodeError::Corrupt("number too large"))
-    }
     /// A strictly increasing list written by `W::u32s`.
     fn u32s(&mut self) -> R<Vec<u32>> {
         let n = self.len(1)?;
@@ -289,135 +287,185 @@ fn kind_code(k: TokenKind) -> u8 {
     KINDS.iter().position(|x| *x == k).unwrap_or(0) as u8
 }
 
-fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
-    w.len(seg.passages.len());
-    for (o, p) in seg.passages.iter().enumerate() {
-        w.passage(p);
-        for l in &seg.lengths[o] {
-            w.u32(*l);
-        }
-        w.str(&seg.match_text[o]);
-        w.u32(seg.scripts[o].han);
-        w.u32(seg.scripts[o].latin);
-        w.u8(u8::from(dead.contains(o as u32)));
-    }
-    w.len(seg.terms.len());
-    for t in &seg.terms {
-        w.str(&t.text);
-        w.u8(kind_code(t.kind));
-        w.len(t.postings.len());
-        let mut prev = 0u32;
-        for (i, p) in t.postings.iter().enumerate() {
-            w.var(u64::from(if i == 0 { p.ord } else { p.ord - prev }));
-            prev = p.ord;
-            for tf in p.tf {
-                w.var(u64::from(tf));
-            }
-        }
-    }
-    let (grams, fuzzy) = (seg.ngrams.parts(), seg.fuzzy.parts());
-    w.len(grams.len());
-    for (k, list) in grams {
-        w.u64(*k);
-        w.u32s(list);
-    }
-    w.len(fuzzy.0.len());
-    for (k, list) in fuzzy.0 {
-        w.u64(*k);
-        w.u32s(list);
-    }
-    w.len(fuzzy.1.len());
-    for (id, n) in fuzzy.1 {
-        w.u32(*id);
-        w.u32(u32::from(*n));
-    }
-    w.len(fuzzy.2.len());
-    for (k, list) in fuzzy.2 {
-        w.str(k);
-        w.u32s(list);
-    }
+/// Writes `section` after its length, so that a reader can split a
+/// segment's sections without parsing them (and decode them in parallel).
+fn section(w: &mut W<'_>, section: impl FnOnce(&mut W<'_>)) {
+    let mut bytes = Vec::new();
+    section(&mut W(&mut bytes));
+    w.len(bytes.len());
+    w.0.extend_from_slice(&bytes);
 }
 
-fn decode_segment(r: &mut Rd<'_>) -> R<(Segment, Dead)> {
-    let n = r.len(16)?;
-    let mut seg = Segment::default();
-    let mut dead = Dead::default();
+/// A segment: its passage and term counts, then three sections: passages
+/// (with lengths, match texts, scripts, dead flags), terms (with their
+/// postings, as kept in memory: `postings.rs`), and the n-gram and typo
+/// tables.
+fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
+    w.len(seg.passages.len());
+    w.len(seg.terms.len());
+    section(w, |w| {
+        for (o, p) in seg.passages.iter().enumerate() {
+            w.passage(p);
+            for l in &seg.lengths[o] {
+                w.u32(*l);
+            }
+            w.str(&seg.match_text[o]);
+            w.u32(seg.scripts[o].han);
+            w.u32(seg.scripts[o].latin);
+            w.u8(u8::from(dead.contains(o as u32)));
+        }
+    });
+    section(w, |w| {
+        for t in &seg.terms {
+            w.str(&t.text);
+            w.u8(kind_code(t.kind));
+            w.u32(t.count);
+            for df in t.df {
+                w.u32(df);
+            }
+            w.u32(t.word_df);
+            let bytes = &seg.posting_bytes[t.start..t.end];
+            w.len(bytes.len());
+            w.0.extend_from_slice(bytes);
+        }
+    });
+    section(w, |w| {
+        let (grams, fuzzy) = (seg.ngrams.parts(), seg.fuzzy.parts());
+        // The n-gram lists are kept compressed in memory exactly as written
+        // here: keys ascending, each list's count, byte length and varint gaps.
+        w.len(grams.len());
+        for (k, count, bytes) in grams.iter() {
+            w.u64(k);
+            w.len(count as usize);
+            w.len(bytes.len());
+            w.0.extend_from_slice(bytes);
+        }
+        w.len(fuzzy.0.len());
+        for (k, list) in fuzzy.0 {
+            w.u64(*k);
+            w.u32s(list);
+        }
+        w.len(fuzzy.1.len());
+        for (id, n) in fuzzy.1 {
+            w.u32(*id);
+            w.u32(u32::from(*n));
+        }
+        w.len(fuzzy.2.len());
+        for (k, list) in fuzzy.2 {
+            w.str(k);
+            w.u32s(list);
+        }
+    });
+}
+
+/// The passages section.
+struct PassagePart {
+    passages: Vec<Passage>,
+    ord_of: FxHashMap<PassageId, u32>,
+    lengths: Vec<[u32; FIELDS]>,
+    match_text: Vec<String>,
+    scripts: Vec<Script>,
+    dead: Dead,
+}
+
+fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
+    let mut part = PassagePart {
+        passages: Vec::with_capacity(n),
+        ord_of: FxHashMap::default(),
+        lengths: Vec::with_capacity(n),
+        match_text: Vec::with_capacity(n),
+        scripts: Vec::with_capacity(n),
+        dead: Dead::default(),
+    };
+    part.ord_of.reserve(n);
     for o in 0..n {
         let p = r.passage()?;
         let mut len = [0u32; FIELDS];
         for l in &mut len {
             *l = r.u32()?;
         }
-        seg.ord_of.insert(p.id, o as u32);
-        seg.passages.push(p);
-        seg.lengths.push(len);
-        seg.match_text.push(r.str()?);
-        seg.scripts.push(Script {
+        if part.ord_of.insert(p.id, o as u32).is_some() {
+            return Err(DecodeError::Corrupt("duplicate passage"));
+        }
+        part.passages.push(p);
+        part.lengths.push(len);
+        part.match_text.push(r.str()?);
+        part.scripts.push(Script {
             han: r.u32()?,
             latin: r.u32()?,
         });
         if r.flag()? {
-            dead.insert(o as u32);
+            part.dead.insert(o as u32);
         }
     }
-    let terms = r.len(10)?;
+    if !r.b.is_empty() {
+        return Err(DecodeError::Corrupt("passages section"));
+    }
+    Ok(part)
+}
+
+/// The terms section: vocabulary, terms and their postings.
+type TermPart = (FxHashMap<Box<str>, u32>, Vec<Term>, Vec<u8>);
+
+fn decode_terms(mut r: Rd<'_>, terms: usize, n: usize) -> R<TermPart> {
+    let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
+    vocab.reserve(terms);
+    let mut out = Vec::with_capacity(terms);
+    let mut posting_bytes = Vec::with_capacity(r.b.len());
     for id in 0..terms {
         let text: Box<str> = r.str()?.into();
         let kind = *KINDS
             .get(r.u8()? as usize)
             .ok_or(DecodeError::Corrupt("token kind"))?;
-        let np = r.len(1 + FIELDS)?;
-        let mut postings = Vec::with_capacity(np);
+        let count = r.u32()?;
         let mut df = [0u32; FIELDS];
-        let mut word_df = 0;
-        let mut last: Option<u32> = None;
-        for _ in 0..np {
-            let gap = r.var32()?;
-            let ord = match last {
-                None => gap,
-                Some(_) if gap == 0 => return Err(DecodeError::Corrupt("posting order")),
-                Some(l) => l
-                    .checked_add(gap)
-                    .ok_or(DecodeError::Corrupt("posting order"))?,
-            };
-            if ord as usize >= n {
-                return Err(DecodeError::Corrupt("posting order"));
-            }
-            last = Some(ord);
-            let mut tf = [0u16; FIELDS];
-            for t in &mut tf {
-                *t = u16::try_from(r.var()?).map_err(|_| DecodeError::Corrupt("term frequency"))?;
-            }
-            for (d, &x) in df.iter_mut().zip(&tf) {
-                if x > 0 {
-                    *d += 1;
-                }
-            }
-            if tf[..crate::index::WORD_FIELDS].iter().any(|t| *t > 0) {
-                word_df += 1;
-            }
-            postings.push(Posting { ord, tf });
+        for d in &mut df {
+            *d = r.u32()?;
         }
-        if seg.vocab.insert(text.clone(), id as u32).is_some() {
+        let word_df = r.u32()?;
+        if count as usize > n || df.iter().chain([&word_df]).any(|d| *d > count) {
+            return Err(DecodeError::Corrupt("term counts"));
+        }
+        // The postings are copied as they are (the checksum vouched for
+        // them); reading them stops at an ordinal past the segment, so
+        // even crafted bytes cannot index out of bounds.
+        let len = r.len(1)?;
+        let bytes = r.take(len)?;
+        if vocab.insert(text.clone(), id as u32).is_some() {
             return Err(DecodeError::Corrupt("duplicate term"));
         }
-        seg.terms.push(Term {
+        let start = posting_bytes.len();
+        posting_bytes.extend_from_slice(bytes);
+        out.push(Term {
             text,
             kind,
-            postings,
+            start,
+            end: posting_bytes.len(),
+            count,
             df,
             word_df,
         });
     }
+    if !r.b.is_empty() {
+        return Err(DecodeError::Corrupt("terms section"));
+    }
+    posting_bytes.shrink_to_fit();
+    Ok((vocab, out, posting_bytes))
+}
+
+fn decode_tables(mut r: Rd<'_>, terms: usize, n: usize) -> R<(NgramIndex, FuzzyVocab)> {
+    let r = &mut r;
     let check = |list: &[u32], bound: usize| list.iter().all(|x| (*x as usize) < bound);
-    let mut grams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+    let mut grams = PostingLists::default();
     for _ in 0..r.len(9)? {
         let k = r.u64()?;
-        let list = r.u32s()?;
-        if !check(&list, n) {
-            return Err(DecodeError::Corrupt("n-gram ordinal"));
-        }
-        grams.insert(k, list);
+        let count = r.len(1)?;
+        let len = r.len(1)?;
+        let bytes = r.take(len)?;
+        let count = u32::try_from(count).map_err(|_| DecodeError::Corrupt("n-gram list"))?;
+        grams
+            .push_shaped(k, count, bytes)
+            .map_err(|_| DecodeError::Corrupt("n-gram list"))?;
     }
     let mut trigrams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
     for _ in 0..r.len(9)? {
@@ -446,9 +494,106 @@ fn decode_segment(r: &mut Rd<'_>) -> R<(Segment, Dead)> {
         }
         pinyin.insert(k, list);
     }
-    seg.ngrams = NgramIndex::from_parts(grams);
-    seg.fuzzy = FuzzyVocab::from_parts(trigrams, lens, pinyin);
-    Ok((seg, dead))
+    if !r.b.is_empty() {
+        return Err(DecodeError::Corrupt("tables section"));
+    }
+    Ok((
+        NgramIndex::from_parts(grams, n as u32),
+        FuzzyVocab::from_parts(trigrams, lens, pinyin),
+    ))
+}
+
+/// The sections of one segment, split by their lengths (not yet parsed).
+struct RawSegment<'a> {
+    n: usize,
+    terms: usize,
+    sections: [&'a [u8]; 3],
+}
+
+fn split_segment<'a>(r: &mut Rd<'a>) -> R<RawSegment<'a>> {
+    let n = r.len(16)?;
+    let terms = r.len(11)?;
+    let mut sections: [&[u8]; 3] = [&[]; 3];
+    for s in &mut sections {
+        let len = r.len(1)?;
+        *s = r.take(len)?;
+    }
+    Ok(RawSegment { n, terms, sections })
+}
+
+/// Decodes the segments' sections on up to `threads` threads (each section
+/// is independent of the others once split).
+fn decode_segments(raw: Vec<RawSegment<'_>>, threads: usize) -> R<Vec<(Segment, Dead)>> {
+    enum Part {
+        Passages(PassagePart),
+        Terms(TermPart),
+        Tables((NgramIndex, FuzzyVocab)),
+    }
+    let jobs: Vec<(usize, usize)> = (0..raw.len())
+        .flat_map(|s| (0..3).map(move |k| (s, k)))
+        .collect();
+    let run = |&(s, k): &(usize, usize)| -> R<Part> {
+        let seg = &raw[s];
+        let r = Rd { b: seg.sections[k] };
+        Ok(match k {
+            0 => Part::Passages(decode_passages(r, seg.n)?),
+            1 => Part::Terms(decode_terms(r, seg.terms, seg.n)?),
+            _ => Part::Tables(decode_tables(r, seg.terms, seg.n)?),
+        })
+    };
+    // Largest sections first, each to the thread with the least bytes.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    let size = |j: usize| raw[jobs[j].0].sections[jobs[j].1].len();
+    order.sort_by_key(|&j| std::cmp::Reverse(size(j)));
+    let threads = threads.clamp(1, jobs.len().max(1));
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); threads];
+    let mut load = vec![0usize; threads];
+    for j in order {
+        let t = (0..threads).min_by_key(|&t| load[t]).unwrap_or(0);
+        load[t] += size(j);
+        groups[t].push(j);
+    }
+    let mut parts: Vec<Option<R<Part>>> = (0..jobs.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .iter()
+            .map(|g| scope.spawn(|| g.iter().map(|&j| (j, run(&jobs[j]))).collect::<Vec<_>>()))
+            .collect();
+        for h in handles {
+            for (j, part) in h.join().expect("an index decoding thread panicked") {
+                parts[j] = Some(part);
+            }
+        }
+    });
+    let mut parts = parts.into_iter().map(|p| p.expect("every section decoded"));
+    let mut out = Vec::with_capacity(raw.len());
+    for _ in 0..raw.len() {
+        // Jobs were made three per segment in this order; the first error
+        // in file order is the one reported.
+        let mut next = || parts.next().unwrap_or(Err(DecodeError::Corrupt("section")));
+        let (p, t, g) = (next()?, next()?, next()?);
+        let (Part::Passages(p), Part::Terms(t), Part::Tables(g)) = (p, t, g) else {
+            return Err(DecodeError::Corrupt("section order"));
+        };
+        let (vocab, terms, posting_bytes) = t;
+        let (ngrams, fuzzy) = g;
+        out.push((
+            Segment {
+                passages: p.passages,
+                ord_of: p.ord_of,
+                vocab,
+                terms,
+                posting_bytes,
+                lengths: p.lengths,
+                match_text: p.match_text,
+                scripts: p.scripts,
+                ngrams,
+                fuzzy,
+            },
+            p.dead,
+        ));
+    }
+    Ok(out)
 }
 
 impl LexicalIndex {
@@ -477,6 +622,8 @@ impl LexicalIndex {
         for (seg, dead) in self.segments.iter().zip(&self.dead) {
             encode_segment(&mut w, seg, dead);
         }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
@@ -492,6 +639,18 @@ impl LexicalIndex {
     pub fn decode(analyzer: &Analyzer, bytes: &[u8]) -> Result<LexicalIndex, DecodeError> {
         let mut r = Rd { b: bytes };
         let seq = header(&mut r)?;
+        // Everything after the header is covered by the checksum at the end:
+        // a damaged file is refused here, before any of it is parsed.
+        let Some(body_len) = bytes.len().checked_sub(4) else {
+            return Err(DecodeError::Corrupt("truncated"));
+        };
+        let (body, crc) = bytes.split_at(body_len);
+        if crc32fast::hash(body).to_le_bytes() != crc {
+            return Err(DecodeError::Corrupt("checksum"));
+        }
+        let mut r = Rd {
+            b: &body[bytes.len() - r.b.len()..],
+        };
         let mut user_words = Vec::new();
         for _ in 0..r.len(9)? {
             let word = r.str()?;
@@ -509,13 +668,15 @@ impl LexicalIndex {
         if facts.windows(2).any(|w| w[0].id >= w[1].id) {
             return Err(DecodeError::Corrupt("fact order"));
         }
-        let mut segments = Vec::new();
+        let mut raw = Vec::new();
         for _ in 0..r.len(8)? {
-            segments.push(decode_segment(&mut r)?);
+            raw.push(split_segment(&mut r)?);
         }
         if !r.b.is_empty() {
             return Err(DecodeError::Corrupt("trailing bytes"));
         }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let segments = decode_segments(raw, threads)?;
         let analyzer_words = analyzer.with_user_words(
             user_words
                 .iter()

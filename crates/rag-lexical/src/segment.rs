@@ -8,23 +8,21 @@
 use crate::fuzzy::FuzzyVocab;
 use crate::index::{analyse, PassageTerms, FIELDS, WORD_FIELDS};
 use crate::ngram::NgramIndex;
+use crate::postings::{Posting, Postings};
 use rag_core::{Passage, PassageId, TokenKind};
 use rag_text::Analyzer;
 use rustc_hash::FxHashMap;
-
-/// One passage's occurrences of one term, per field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Posting {
-    pub ord: u32,
-    pub tf: [u16; FIELDS],
-}
 
 /// A vocabulary entry of one segment.
 #[derive(Debug, Clone)]
 pub(crate) struct Term {
     pub text: Box<str>,
     pub kind: TokenKind,
-    pub postings: Vec<Posting>,
+    /// Its postings: a byte range of the segment's buffer ([`Segment::postings`]).
+    pub start: usize,
+    pub end: usize,
+    /// Passages of the segment containing the term (dead ones included).
+    pub count: u32,
     /// Passages of the segment containing the term in each field (dead ones included).
     pub df: [u32; FIELDS],
     /// Passages containing the term in any word field (the flat field's df).
@@ -60,6 +58,8 @@ pub(crate) struct Segment {
     pub ord_of: FxHashMap<PassageId, u32>,
     pub vocab: FxHashMap<Box<str>, u32>,
     pub terms: Vec<Term>,
+    /// Every term's postings, compressed (`postings.rs`).
+    pub posting_bytes: Vec<u8>,
     pub lengths: Vec<[u32; FIELDS]>,
     /// Normalised title + body + tags of each passage, for substring matching.
     pub match_text: Vec<String>,
@@ -75,6 +75,8 @@ pub(crate) const ANALYSIS_BATCH_BYTES: usize = 1 << 20;
 struct Builder {
     seg: Segment,
     local: FxHashMap<u32, [u16; FIELDS]>,
+    /// Postings per term id, compressed into the segment when it is finished.
+    pending: Vec<Vec<Posting>>,
 }
 
 impl Builder {
@@ -88,6 +90,7 @@ impl Builder {
                 ..Segment::default()
             },
             local: FxHashMap::default(),
+            pending: Vec::new(),
         }
     }
 
@@ -101,10 +104,13 @@ impl Builder {
         self.seg.terms.push(Term {
             text,
             kind,
-            postings: Vec::new(),
+            start: 0,
+            end: 0,
+            count: 0,
             df: [0; FIELDS],
             word_df: 0,
         });
+        self.pending.push(Vec::new());
         id
     }
 
@@ -112,17 +118,23 @@ impl Builder {
     fn push_postings(&mut self, entries: &[(u32, [u16; FIELDS])]) {
         let ord = self.seg.passages.len() as u32;
         for &(id, tf) in entries {
-            let term = &mut self.seg.terms[id as usize];
-            for (df, &n) in term.df.iter_mut().zip(&tf) {
-                if n > 0 {
-                    *df += 1;
-                }
-            }
-            if tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
-                term.word_df += 1;
-            }
-            term.postings.push(Posting { ord, tf });
+            self.push(id, Posting { ord, tf });
         }
+    }
+
+    /// Adds a posting to a term (ordinals increasing per term).
+    fn push(&mut self, id: u32, p: Posting) {
+        let term = &mut self.seg.terms[id as usize];
+        for (df, &n) in term.df.iter_mut().zip(&p.tf) {
+            if n > 0 {
+                *df += 1;
+            }
+        }
+        if p.tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
+            term.word_df += 1;
+        }
+        term.count += 1;
+        self.pending[id as usize].push(p);
     }
 
     fn add_analysed(&mut self, passage: Passage, a: PassageTerms) {
@@ -153,10 +165,24 @@ impl Builder {
     }
 
     fn finish(mut self) -> Segment {
-        // Posting lists grew by doubling; the segment is immutable from here on.
-        for term in &mut self.seg.terms {
-            term.postings.shrink_to_fit();
+        // The segment is immutable from here on: compress the postings.
+        let mut bytes = Vec::new();
+        for (term, list) in self
+            .seg
+            .terms
+            .iter_mut()
+            .zip(std::mem::take(&mut self.pending))
+        {
+            term.start = bytes.len();
+            let mut prev = None;
+            for p in &list {
+                crate::postings::put(&mut bytes, prev, p);
+                prev = Some(p.ord);
+            }
+            term.end = bytes.len();
         }
+        bytes.shrink_to_fit();
+        self.seg.posting_bytes = bytes;
         self.seg.terms.shrink_to_fit();
         self.seg.vocab.shrink_to_fit();
         self.seg.ngrams = NgramIndex::build(&self.seg.match_text);
@@ -210,30 +236,20 @@ impl Segment {
         }
         for ((seg, _), remap) in parts.iter().zip(&remaps) {
             for term in &seg.terms {
-                let live: Vec<Posting> = term
-                    .postings
-                    .iter()
+                let mut live = seg
+                    .postings(term)
                     .filter(|p| remap[p.ord as usize] != u32::MAX)
                     .map(|p| Posting {
                         ord: remap[p.ord as usize],
                         tf: p.tf,
                     })
-                    .collect();
-                if live.is_empty() {
+                    .peekable();
+                if live.peek().is_none() {
                     continue;
                 }
                 let id = b.term_id(&term.text, term.kind);
-                let t = &mut b.seg.terms[id as usize];
                 for p in live {
-                    for (df, &n) in t.df.iter_mut().zip(&p.tf) {
-                        if n > 0 {
-                            *df += 1;
-                        }
-                    }
-                    if p.tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
-                        t.word_df += 1;
-                    }
-                    t.postings.push(p);
+                    b.push(id, p);
                 }
             }
         }
@@ -261,6 +277,15 @@ impl Segment {
 
     pub(crate) fn term(&self, text: &str) -> Option<&Term> {
         self.vocab.get(text).map(|id| &self.terms[*id as usize])
+    }
+
+    /// A term's postings, in increasing ordinal.
+    pub(crate) fn postings(&self, term: &Term) -> Postings<'_> {
+        let bytes = self
+            .posting_bytes
+            .get(term.start..term.end)
+            .unwrap_or_default();
+        Postings::new(bytes, self.passages.len() as u32)
     }
 }
 

@@ -243,6 +243,12 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         "longest_query_during_writes_ms": (longest * 10.0).round() / 10.0,
         "rss_end_mb": rss_now / 1024,
         "rss_peak_mb": rss_peak / 1024,
+        "lexical_index_heap_mb": index
+            .lexical
+            .heap_parts()
+            .into_iter()
+            .map(|(part, bytes)| (part.to_owned(), serde_json::json!((bytes as f64 / 1e5).round() / 10.0)))
+            .collect::<serde_json::Map<_, _>>(),
     });
     if args.json {
         println!("{out}");
