@@ -43,10 +43,14 @@ fn stop_sets() -> &'static StopSets {
     })
 }
 
-/// The Chinese + English analyzer. Cheap to clone.
+/// The Chinese + English analyzer. Cheap to clone, and cheap to create:
+/// jieba's default dictionary (about 0.1 s to load) is read once per
+/// process, on first use (or by [`Analyzer::preload`]), so commands that
+/// never analyse text never pay for it.
 #[derive(Clone)]
 pub struct Analyzer {
-    jieba: Arc<Jieba>,
+    /// `None`: the shared default dictionary.
+    jieba: Option<Arc<Jieba>>,
 }
 
 impl std::fmt::Debug for Analyzer {
@@ -73,9 +77,17 @@ struct Sink<'a> {
 impl Analyzer {
     /// The analyzer with jieba's default dictionary.
     pub fn new() -> Self {
-        Analyzer {
-            jieba: base_jieba().clone(),
-        }
+        Analyzer { jieba: None }
+    }
+
+    /// Loads the default dictionary now (a server calls this at start, off
+    /// its async runtime, so its first query does not wait for it).
+    pub fn preload() {
+        base_jieba();
+    }
+
+    fn jieba(&self) -> &Jieba {
+        self.jieba.as_deref().unwrap_or_else(|| base_jieba())
     }
 
     /// A copy whose segmenter also knows `words` (a knowledge base's user dictionary).
@@ -87,7 +99,7 @@ impl Analyzer {
         if words.peek().is_none() {
             return self.clone();
         }
-        let mut jieba = (*self.jieba).clone();
+        let mut jieba = self.jieba().clone();
         for (w, freq) in words {
             let w = normalize(w).text;
             if !w.trim().is_empty() {
@@ -95,7 +107,7 @@ impl Analyzer {
             }
         }
         Analyzer {
-            jieba: Arc::new(jieba),
+            jieba: Some(Arc::new(jieba)),
         }
     }
 
@@ -130,7 +142,7 @@ impl Analyzer {
                 // Runs of single characters (what jieba makes of unknown words and
                 // typos, e.g. 退宽 → 退 + 宽) are kept together as one term.
                 let mut singles = String::new();
-                for t in self.jieba.cut(&norm.text[start..end], true) {
+                for t in self.jieba().cut(&norm.text[start..end], true) {
                     let single = t.word.chars().count() == 1;
                     if single && !stops.zh.contains(t.word) {
                         singles.push_str(t.word);
@@ -205,9 +217,9 @@ impl Analyzer {
                 // Queries use the precise cut (a compound counts once); indexed text uses
                 // search mode, which adds the sub-words of compounds.
                 let words = if mode == Mode::Query {
-                    self.jieba.cut(segment, true)
+                    self.jieba().cut(segment, true)
                 } else {
-                    self.jieba.cut_for_search(segment, true)
+                    self.jieba().cut_for_search(segment, true)
                 };
                 let mut seen: FxHashSet<&str> = FxHashSet::default();
                 for t in words {

@@ -20,6 +20,9 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    // The segmenter's dictionary loads while the server starts, off the
+    // runtime, instead of inside the first query.
+    tokio::task::spawn_blocking(rag_text::Analyzer::preload);
     let (store, keys) = app.stores(OpenMode::ReadWrite)?;
     if let Some(key) = rag_server::ensure_admin_key(keys.as_ref())
         .await
