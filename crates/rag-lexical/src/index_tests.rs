@@ -1,0 +1,136 @@
+//! Tests of `index.rs` (a file of their own to keep that one short).
+
+use super::*;
+use rag_core::{Bm25Params, FaqId};
+
+/// A searchable FAQ passage (also used by the other modules' tests).
+pub(crate) fn faq(q: &str, a: &str) -> Passage {
+    Passage {
+        id: PassageId::Faq(FaqId::generate()),
+        title: q.into(),
+        body: a.into(),
+        tags: vec![],
+        aliases: vec![],
+        doc: None,
+        source: None,
+        span: None,
+        created_at: 0,
+        valid_from: None,
+        valid_until: None,
+        searchable: true,
+        owner: None,
+    }
+}
+
+#[test]
+fn each_hit_names_exactly_the_query_terms_it_contains() {
+    let mut passages: Vec<Passage> = (0..300)
+        .map(|i| faq(&format!("filler question {i}"), "nothing relevant here"))
+        .collect();
+    passages.push(faq("refund policy", "refunds take three days"));
+    passages.push(faq("delivery times", "delivery takes two days"));
+    passages.push(faq("refund and delivery", "both"));
+    let index = LexicalIndex::build(
+        &Analyzer::new(),
+        &KbSnapshot {
+            passages,
+            ..Default::default()
+        },
+    );
+    let q = index.analyze_query("refund delivery");
+    let list = index.bm25(&q, 10, &Bm25Params::default(), &Filter::everything());
+    let by_title = |t: &str| {
+        let hit = list
+            .hits
+            .iter()
+            .find(|h| index.passage(h.id).is_some_and(|p| p.title == t))
+            .unwrap_or_else(|| panic!("no hit {t}: {list:?}"));
+        let mut m = hit.matched.clone();
+        m.sort();
+        m
+    };
+    assert_eq!(
+        by_title("refund and delivery"),
+        ["deliveri", "refund"],
+        "stemmed"
+    );
+    assert_eq!(by_title("refund policy"), ["refund"]);
+    assert_eq!(by_title("delivery times"), ["deliveri"]);
+    assert_eq!(list.hits.len(), 3);
+}
+
+#[test]
+fn batches_cover_every_passage_in_order() {
+    let passages: Vec<Passage> = (0..7)
+        .map(|i| faq(&format!("q{i}"), &"x".repeat(i * 10)))
+        .collect();
+    for budget in [1, 25, 60, 10_000] {
+        let mut rest: &[Passage] = &passages;
+        let mut batches: Vec<&[Passage]> = Vec::new();
+        while !rest.is_empty() {
+            let n = crate::segment::batch_len(rest, budget);
+            assert!(n > 0);
+            let (batch, tail) = rest.split_at(n);
+            batches.push(batch);
+            rest = tail;
+        }
+        // A batch only goes past the budget with its last passage.
+        for b in &batches {
+            let bytes: usize = b[..b.len() - 1]
+                .iter()
+                .map(|p| p.title.len() + p.body.len())
+                .sum();
+            assert!(bytes < budget, "budget {budget}: {bytes}");
+        }
+        if budget == 1 {
+            assert_eq!(batches.len(), 7);
+        }
+        if budget == 10_000 {
+            assert_eq!(batches.len(), 1);
+        }
+    }
+}
+
+#[test]
+fn batched_build_equals_one_batch() {
+    let mut passages = vec![
+        faq("怎么申请退款", "在订单页点击申请退款，三个工作日内原路退回"),
+        faq("营业时间", "每天 16:00 开门，次日 02:00 打烊"),
+        faq(
+            "How do I reset my password?",
+            "Open settings, choose Security and press Reset password.",
+        ),
+    ];
+    for i in 0..300 {
+        passages.push(faq(
+            &format!("问题 {i} question"),
+            &format!("答案 answer number {i} 退款 refund {}", i % 7),
+        ));
+    }
+    let snapshot = KbSnapshot {
+        passages,
+        ..Default::default()
+    };
+    let analyzer = Analyzer::new();
+    let one = LexicalIndex::build_in_batches(&analyzer, &snapshot, usize::MAX);
+    let many = LexicalIndex::build_in_batches(&analyzer, &snapshot, 64);
+    assert_eq!(one.vocabulary_size(), many.vocabulary_size());
+    assert_eq!(one.segments[0].lengths, many.segments[0].lengths);
+    assert_eq!(one.segments[0].match_text, many.segments[0].match_text);
+    for q in ["退款", "refund answer 3", "营业时间", "reset password"] {
+        let (a, b) = (one.analyze_query(q), many.analyze_query(q));
+        let params = Bm25Params::default();
+        let (la, lb) = (
+            one.bm25(&a, 50, &params, &crate::Filter::everything()),
+            many.bm25(&b, 50, &params, &crate::Filter::everything()),
+        );
+        assert!(!la.hits.is_empty(), "{q}");
+        let key = |l: &rag_core::RankedList| {
+            l.hits
+                .iter()
+                .map(|h| (h.id, h.score.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(key(&la), key(&lb), "{q}");
+    }
+}
