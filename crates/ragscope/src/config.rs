@@ -75,7 +75,9 @@ pub struct EmbedderConfig {
     /// multilingual-e5-small), "bert" (a Hugging Face model directory, in
     /// process), "openai" (any OpenAI-compatible endpoint) or "none".
     pub kind: String,
-    /// The e5 model file (fetched by scripts/models/fetch-e5.sh).
+    /// The e5 model file (fetched by scripts/models/fetch-e5.sh). Left at
+    /// its default, the file is also looked for in the user's data
+    /// directory and beside the binary (`model_path.rs`).
     pub model_path: PathBuf,
     /// The e5 matrix kernel: "auto" (the fastest this CPU runs: AMX-INT8,
     /// then AVX-512 VNNI, then AVX2, then portable), or one of "amx",
@@ -131,7 +133,7 @@ impl Default for EmbedderConfig {
     fn default() -> Self {
         EmbedderConfig {
             kind: "auto".into(),
-            model_path: PathBuf::from("models/e5-small-q4.bin"),
+            model_path: PathBuf::from(crate::model_path::DEFAULT_MODEL_PATH),
             kernel: rag_models::E5Kernel::Auto,
             model_dir: None,
             cache_dir: None,

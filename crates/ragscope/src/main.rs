@@ -17,6 +17,7 @@ mod docs_cmd;
 mod eval;
 mod ingest_cmd;
 mod mcp_cmd;
+mod model_path;
 mod render;
 mod retrieval_flags;
 mod serve;
@@ -236,10 +237,11 @@ impl App {
         Option<Arc<dyn rag_core::EmbeddingCache>>,
     )> {
         let cfg = &self.config.embedder;
+        let (model_path, found) = model_path::SearchPlaces::of_process(&cfg.model_path).resolve();
         let kind = match cfg.kind.as_str() {
-            "auto" if cfg.model_path.exists() => "e5",
+            "auto" if found => "e5",
             "auto" => {
-                tracing::info!(path = %cfg.model_path.display(), "no e5 model file; the dense path is off (run scripts/models/fetch-e5.sh)");
+                tracing::info!(path = %model_path.display(), "no e5 model file; the dense path is off (run scripts/models/fetch-e5.sh)");
                 "none"
             }
             other => other,
@@ -276,9 +278,9 @@ impl App {
                 let threads = std::thread::available_parallelism()
                     .map(|n| n.get())
                     .unwrap_or(1);
-                let e = rag_models::E5Embedder::load(&cfg.model_path, threads, cfg.kernel)
+                let e = rag_models::E5Embedder::load(&model_path, threads, cfg.kernel)
                     .map_err(|e| UserFacing(e.to_string()))?;
-                tracing::info!(kernel = %e.kernel(), "e5 embedder loaded");
+                tracing::info!(kernel = %e.kernel(), path = %model_path.display(), "e5 embedder loaded");
                 Some(Arc::new(e))
             }
             other => {
