@@ -143,6 +143,19 @@ fn toy(text: &str) -> Vec<f32> {
     v
 }
 
+/// The fetcher of these tests: short limits, private addresses allowed (the
+/// test site is on loopback).
+fn fetcher() -> rag_models::HttpFetcher {
+    rag_models::HttpFetcher::new(rag_models::FetchConfig {
+        timeout_ms: 1_500,
+        max_bytes: 1024 * 1024,
+        max_redirects: 4,
+        allow_private: true,
+        proxy: None,
+    })
+    .unwrap()
+}
+
 fn page<'a>(s: &'a Source, url: &str) -> &'a rag_core::SourcePage {
     s.pages
         .iter()
@@ -205,15 +218,7 @@ async fn a_site_is_crawled_within_limits_and_re_synced_by_content_hash() {
     let counting = Arc::new(Counting::default());
     let mut components = Components::lexical(Arc::new(store));
     components.embedder = Some(counting.clone());
-    let fetcher = rag_models::HttpFetcher::new(rag_models::FetchConfig {
-        timeout_ms: 1_500,
-        max_bytes: 1024 * 1024,
-        max_redirects: 4,
-        allow_private: true, // the test site is on loopback
-        proxy: None,
-    })
-    .unwrap();
-    components.fetcher = Some(Arc::new(fetcher));
+    components.fetcher = Some(Arc::new(fetcher()));
     let engine = Engine::new(components, EngineConfig::default());
     let tenant = TenantId::default_tenant();
     engine
@@ -509,16 +514,7 @@ async fn page_links_come_from_the_extractor() {
         });
         let mut components = Components::lexical(Arc::new(store));
         components.extractor = Some(extractor.clone());
-        components.fetcher = Some(Arc::new(
-            rag_models::HttpFetcher::new(rag_models::FetchConfig {
-                timeout_ms: 1_500,
-                max_bytes: 1024 * 1024,
-                max_redirects: 4,
-                allow_private: true,
-                proxy: None,
-            })
-            .unwrap(),
-        ));
+        components.fetcher = Some(Arc::new(fetcher()));
         let engine = Engine::new(components, EngineConfig::default());
         let tenant = TenantId::default_tenant();
         engine

@@ -67,25 +67,11 @@ impl LexicalIndex {
 
 #[cfg(test)]
 mod tests {
+    use crate::index::tests::faq;
     use rag_core::*;
 
     #[test]
     fn every_part_is_counted_and_grows_with_the_text() {
-        let faq = |q: &str, a: &str| Passage {
-            id: PassageId::Faq(FaqId::generate()),
-            title: q.into(),
-            body: a.into(),
-            tags: vec![],
-            aliases: vec![],
-            doc: None,
-            source: None,
-            span: None,
-            created_at: 0,
-            valid_from: None,
-            valid_until: None,
-            searchable: true,
-            owner: None,
-        };
         let small = KbSnapshot {
             passages: vec![faq("怎么退款", "在订单页申请退款 refunds")],
             ..Default::default()
