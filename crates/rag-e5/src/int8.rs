@@ -333,19 +333,7 @@ pub(crate) fn matmul_i8_scalar(w: &I8Matrix, x: &I8Acts, y: &mut [f32]) {
 mod tests {
     use super::*;
 
-    struct Lcg(u64);
-    impl Lcg {
-        fn next_u32(&mut self) -> u32 {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) as u32
-        }
-        fn uniform(&mut self) -> f32 {
-            self.next_u32() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
-        }
-    }
+    use crate::test_rng::Lcg;
 
     /// A random int8 matrix with scales and bias; `extreme` uses only
     /// -127, 127 and 0.

@@ -2,20 +2,7 @@
 
 use super::*;
 
-/// A tiny deterministic generator so the tests need no dependency.
-struct Lcg(u64);
-impl Lcg {
-    fn next_u32(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) as u32
-    }
-    fn uniform(&mut self) -> f32 {
-        self.next_u32() as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
-    }
-}
+use crate::test_rng::Lcg;
 
 fn f32_to_f16_bits(v: f32) -> u16 {
     // Only for normal values in f16 range, which is all the tests use.

@@ -99,6 +99,8 @@ mod kernels;
 mod model;
 pub mod profile;
 mod reader;
+#[cfg(test)]
+mod test_rng;
 mod tier;
 mod tokenizer;
 

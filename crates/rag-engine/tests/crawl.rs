@@ -156,6 +156,23 @@ fn fetcher() -> rag_models::HttpFetcher {
     .unwrap()
 }
 
+/// The site's root as a source of knowledge base "kb": depth 1, at most 20 pages.
+async fn add_root(engine: &Engine, tenant: &TenantId, base: &str) -> Source {
+    engine
+        .add_source(
+            tenant,
+            "kb",
+            NewSource {
+                url: format!("{base}/"),
+                depth: Some(1),
+                max_pages: Some(20),
+            },
+            None,
+        )
+        .await
+        .unwrap()
+}
+
 fn page<'a>(s: &'a Source, url: &str) -> &'a rag_core::SourcePage {
     s.pages
         .iter()
@@ -257,19 +274,7 @@ async fn a_site_is_crawled_within_limits_and_re_synced_by_content_hash() {
         .await;
     assert!(bad.unwrap_err().to_string().contains("depth"));
 
-    let source = engine
-        .add_source(
-            &tenant,
-            "kb",
-            NewSource {
-                url: format!("{base}/"),
-                depth: Some(1),
-                max_pages: Some(20),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    let source = add_root(&engine, &tenant, &base).await;
     assert_eq!(source.status, SourceStatus::Pending);
     let dup = engine
         .add_source(
@@ -521,19 +526,7 @@ async fn page_links_come_from_the_extractor() {
             .create_kb(&tenant, "kb", KbSettings::default())
             .await
             .unwrap();
-        let source = engine
-            .add_source(
-                &tenant,
-                "kb",
-                NewSource {
-                    url: format!("{base}/"),
-                    depth: Some(1),
-                    max_pages: Some(20),
-                },
-                None,
-            )
-            .await
-            .unwrap();
+        let source = add_root(&engine, &tenant, &base).await;
         let synced = engine
             .sync_source(&tenant, "kb", source.id, &Viewer::Public, &mut |_| {})
             .await

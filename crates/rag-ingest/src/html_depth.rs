@@ -89,7 +89,7 @@ const NOT_COUNTED: &[&str] = &[
 /// deeper than [`MAX_DEPTH`].
 pub(crate) fn bounded(src: &str) -> Cow<'_, str> {
     // A page with fewer start tags than the bound cannot nest deeper.
-    let opens = memchr_count(src.as_bytes());
+    let opens = start_tag_bound(src.as_bytes());
     if opens <= MAX_DEPTH {
         return Cow::Borrowed(src);
     }
@@ -101,7 +101,7 @@ pub(crate) fn bounded(src: &str) -> Cow<'_, str> {
 }
 
 /// `<` followed by an ASCII letter: an upper bound on the start tags.
-fn memchr_count(bytes: &[u8]) -> usize {
+fn start_tag_bound(bytes: &[u8]) -> usize {
     bytes
         .windows(2)
         .filter(|w| w[0] == b'<' && w[1].is_ascii_alphabetic())
