@@ -82,6 +82,8 @@ pub enum Command {
     Ask(AskArgs),
     /// Evaluate retrieval on BEIR-format files.
     Eval(EvalArgs),
+    /// Choose fusion parameters on a golden set by cross-validation; save them when they clearly win.
+    Tune(crate::tune::TuneArgs),
     /// Measure indexing throughput and query latency on a BEIR-format dataset.
     Bench(BenchArgs),
     /// Load check of the HTTP API: concurrent streaming queries against a BEIR corpus.

@@ -22,6 +22,8 @@ mod render;
 mod retrieval_flags;
 mod serve;
 mod source_cmd;
+mod tune;
+mod tune_cv;
 
 use anyhow::Context;
 use clap::Parser;
@@ -368,6 +370,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Query(args) => cli::query(&app, args).await,
         Command::Ask(args) => cli::ask(&app, args).await,
         Command::Eval(args) => eval::run(&app, args).await,
+        Command::Tune(args) => tune::run(&app, args).await,
         Command::Bench(args) => bench::run(&app, args).await,
         Command::BenchHttp(args) => bench_http::run(&app, args).await,
         Command::BenchStore(args) => bench_store::run(&app, args).await,
