@@ -42,6 +42,7 @@ pub mod pipeline;
 mod retrievers;
 mod sources;
 mod stages;
+mod why_not;
 
 pub use chunk::ChunkParams;
 pub use dense::DenseIndex;
@@ -57,3 +58,4 @@ pub use parse::{parse_facts_tsv, parse_synonyms_tsv, ParseError};
 pub use pipeline::{error_code, PipelineOutput, QueryOptions};
 pub use rag_ingest;
 pub use sources::{NewSource, SourceLimits};
+pub use why_not::{PathVerdict, WhyNot};

@@ -1,0 +1,412 @@
+//! "Why not this one?": where one expected entry fell in every recall path
+//! of a query, in fusion, rerank and context packing.
+//!
+//! The query runs through the ordinary pipeline (no log row, no answer);
+//! then each path that ran is scored again without its per-path cut, so
+//! an entry beyond `k` reports its true rank. Scoring runs on a blocking
+//! thread. An entry the caller may not see is reported exactly like one
+//! that does not exist.
+
+use crate::engine::KbIndex;
+use crate::pipeline::QueryOptions;
+use crate::Engine;
+use rag_core::{
+    AnalyzedQuery, Contribution, CoreError, Filters, FusionRule, Passage, PassageId, PathKind,
+    PipelineEvent, QueryRequest, RankedList, RetrievalParams, TenantId, Timestamp, UserError,
+    Viewer,
+};
+use rag_lexical::Filter;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Where the entry fell in one recall path.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PathVerdict {
+    /// The path.
+    pub path: PathKind,
+    /// `returned` (in the path's list), `cut_by_k` (scored, ranked beyond
+    /// the per-path k), `filtered` (a filter excluded it), `no_match` (it
+    /// does not match the query on this path), `below_threshold` (fuzzy:
+    /// no term within the typo threshold) or `not_scored` (the path could
+    /// not be scored again, e.g. the dense path without vectors).
+    pub status: String,
+    /// Its true rank in the path (1 + number of visible passages scoring
+    /// higher), when it scored at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// Its score in the path, when it scored at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// The path's per-path k.
+    pub k: usize,
+    /// Query terms the entry does not contain (lexical paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_terms: Vec<String>,
+    /// The filter that excluded it: `status`, `validity`, `tags`,
+    /// `created_after`, `created_before` or `owner`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// A human-readable explanation.
+    pub reason: String,
+}
+
+/// The whole explanation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WhyNot {
+    /// The entry (as query hits name it).
+    pub id: PassageId,
+    /// The entry's title.
+    pub title: String,
+    /// One verdict per path that ran, in the request's path order.
+    pub paths: Vec<PathVerdict>,
+    /// The fusion rule that ran.
+    pub fusion_rule: Option<FusionRule>,
+    /// Its rank after fusion, if fusion kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fused_rank: Option<u32>,
+    /// Its fused score, if it was a fusion candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fused_score: Option<f64>,
+    /// Per-path contributions to its fused score.
+    pub contributions: Vec<Contribution>,
+    /// Why fusion dropped it (top-k cut or score threshold), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion_dropped: Option<String>,
+    /// Whether rerank dropped it (it was fused but is not in the reranked list).
+    pub rerank_dropped: bool,
+    /// Its rank after rerank, if kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranked_rank: Option<u32>,
+    /// Its source number in the packed context, if packed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_source: Option<u32>,
+    /// Why context packing left it out, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_dropped: Option<String>,
+}
+
+fn not_found(id: &str) -> CoreError {
+    UserError::NotFound {
+        what: "entry",
+        id: id.to_owned(),
+    }
+    .into()
+}
+
+/// The first filter that excludes the passage, if any.
+pub(crate) fn excluded_by(p: &Passage, filters: &Filters, now: Timestamp) -> Option<&'static str> {
+    if !p.searchable {
+        return Some("status");
+    }
+    if !p.valid_at(filters.as_of.unwrap_or(now)) {
+        return Some("validity");
+    }
+    if filters.created_after.is_some_and(|t| p.created_at < t) {
+        return Some("created_after");
+    }
+    if filters.created_before.is_some_and(|t| p.created_at > t) {
+        return Some("created_before");
+    }
+    let want: Vec<String> = filters
+        .tags
+        .iter()
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if !want
+        .iter()
+        .all(|w| p.tags.iter().any(|h| h.to_lowercase() == *w))
+    {
+        return Some("tags");
+    }
+    None
+}
+
+/// The query terms the passage does not contain, as the path reads them.
+fn missing_terms(index: &KbIndex, q: &AnalyzedQuery, p: &Passage, path: PathKind) -> Vec<String> {
+    let terms = rag_lexical::passage_terms(index.lexical.analyzer(), p);
+    let mut seen = HashSet::new();
+    if path == PathKind::Substring || path == PathKind::Fact {
+        return q
+            .key_terms
+            .iter()
+            .filter(|t| !terms.match_text.contains(t.as_str()) && seen.insert(t.to_string()))
+            .cloned()
+            .collect();
+    }
+    let have: HashSet<&str> = terms
+        .fields
+        .iter()
+        .flatten()
+        .map(|(t, _)| t.as_str())
+        .collect();
+    q.tokens
+        .iter()
+        .filter(|t| !have.contains(t.text.as_str()) && seen.insert(t.text.clone()))
+        .map(|t| t.text.clone())
+        .collect()
+}
+
+/// Scores one lexical path with no cut: every visible passage that scores.
+fn full_list(
+    index: &KbIndex,
+    q: &AnalyzedQuery,
+    path: PathKind,
+    params: &RetrievalParams,
+    filter: &Filter,
+) -> Option<RankedList> {
+    let all = index.lexical.len().max(1);
+    let lex = &index.lexical;
+    Some(match path {
+        PathKind::Bm25 => lex.bm25(q, all, &params.bm25, filter),
+        PathKind::Substring => lex.substring(q, all, filter),
+        PathKind::Fuzzy => lex.fuzzy(q, all, params.fuzzy_threshold, &params.bm25, filter),
+        PathKind::Synonym => lex.synonym(q, all, &params.bm25, filter),
+        PathKind::Fact => lex.facts(q, all),
+        PathKind::Dense => return None,
+    })
+}
+
+/// What the pipeline run produced that the explanation reads.
+struct RunFacts {
+    analyzed: AnalyzedQuery,
+    lists: Vec<RankedList>,
+    events: Vec<PipelineEvent>,
+}
+
+/// The per-path verdicts (CPU work: call on a blocking thread).
+#[allow(clippy::too_many_arguments)]
+fn verdicts(
+    index: &KbIndex,
+    p: &Passage,
+    run: &RunFacts,
+    params: &RetrievalParams,
+    filters: &Filters,
+    viewer: &Viewer,
+    now: Timestamp,
+    dense_full: Option<RankedList>,
+) -> Vec<PathVerdict> {
+    let filter = Filter::new(filters, now, viewer);
+    let k = params.per_path_k;
+    let mut out = Vec::new();
+    for list in &run.lists {
+        let path = list.path;
+        let mut v = PathVerdict {
+            path,
+            status: String::new(),
+            rank: None,
+            score: None,
+            k,
+            missing_terms: Vec::new(),
+            filter: None,
+            reason: String::new(),
+        };
+        if let Some(hit) = list.hits.iter().find(|h| h.id == p.id) {
+            v.status = "returned".into();
+            v.rank = Some(hit.rank);
+            v.score = Some(hit.score);
+            v.reason = format!("returned at rank {} of the path's top {k}", hit.rank);
+            out.push(v);
+            continue;
+        }
+        let full = if path == PathKind::Dense {
+            dense_full.clone()
+        } else {
+            full_list(index, &run.analyzed, path, params, &filter)
+        };
+        let Some(full) = full else {
+            v.status = "not_scored".into();
+            v.reason = "the path could not be scored again".into();
+            out.push(v);
+            continue;
+        };
+        if let Some(hit) = full.hits.iter().find(|h| h.id == p.id) {
+            v.status = "cut_by_k".into();
+            v.rank = Some(hit.rank);
+            v.score = Some(hit.score);
+            v.reason = format!("scored, but ranked {} beyond the per-path k {k}", hit.rank);
+            out.push(v);
+            continue;
+        }
+        let filtered = if path == PathKind::Fact {
+            None
+        } else {
+            excluded_by(p, filters, now)
+        };
+        if let Some(f) = filtered {
+            v.status = "filtered".into();
+            v.filter = Some(f.into());
+            v.reason = format!("excluded by the {f} filter");
+        } else if path == PathKind::Dense {
+            v.status = "not_scored".into();
+            v.reason = "the entry has no current vector".into();
+        } else {
+            v.missing_terms = missing_terms(index, &run.analyzed, p, path);
+            if path == PathKind::Fuzzy {
+                v.status = "below_threshold".into();
+                v.reason = format!(
+                    "no query term is within the typo threshold {} of its terms",
+                    params.fuzzy_threshold
+                );
+            } else {
+                v.status = "no_match".into();
+                v.reason = if v.missing_terms.is_empty() {
+                    "it does not match the query on this path".into()
+                } else {
+                    format!("missing query terms: {}", v.missing_terms.join(", "))
+                };
+            }
+        }
+        out.push(v);
+    }
+    out
+}
+
+impl Engine {
+    /// Explains where the entry `entry_id` (as query hits name it, e.g.
+    /// `faq:…` or `chunk:…`) fell in a query's recall paths, fusion, rerank
+    /// and context packing. An entry the viewer may not see is `not_found`,
+    /// exactly like an id that does not exist, and nothing is computed for it.
+    pub async fn why_not(
+        &self,
+        tenant: &TenantId,
+        mut request: QueryRequest,
+        viewer: Viewer,
+        entry_id: &str,
+    ) -> Result<WhyNot, CoreError> {
+        let id = PassageId::parse(entry_id.trim()).ok_or_else(|| not_found(entry_id))?;
+        let kb = self.kb(tenant, &request.kb).await?;
+        let index = self.index(tenant, &kb).await?;
+        let passage = index
+            .lexical
+            .passage(id)
+            .filter(|p| viewer.sees(p.owner.as_deref()))
+            .cloned()
+            .ok_or_else(|| not_found(entry_id))?;
+        self.check_query(&request.query)?;
+        let base = request.params.as_ref().unwrap_or(&kb.settings.retrieval);
+        let (params, _) = request.overrides.apply(base);
+        params.validate()?;
+        request.generate = false;
+        let filters = request.filters.clone();
+        let options = QueryOptions {
+            views: false,
+            log: false,
+            viewer: viewer.clone(),
+        };
+        let mut events = Vec::new();
+        let mut emit = crate::emit::EventSink::Collect(&mut events);
+        let output = self.run_into(tenant, request, options, &mut emit).await?;
+        drop(emit);
+        let now = rag_core::now();
+        let run = RunFacts {
+            analyzed: output.analyzed,
+            lists: output.lists,
+            events,
+        };
+        let dense_full = self.dense_full(&index, &run, &filters, &viewer, now).await;
+        let (ix, p, prm, vw) = (index.clone(), passage.clone(), params.clone(), viewer);
+        let (paths, run) = tokio::task::spawn_blocking(move || {
+            let v = verdicts(&ix, &p, &run, &prm, &filters, &vw, now, dense_full);
+            (v, run)
+        })
+        .await
+        .map_err(|e| CoreError::Component {
+            component: "why-not".into(),
+            message: e.to_string(),
+        })?;
+        Ok(assemble(passage, paths, &run.events))
+    }
+
+    /// The dense path scored with no cut, when it ran and can be scored again.
+    async fn dense_full(
+        &self,
+        index: &Arc<KbIndex>,
+        run: &RunFacts,
+        filters: &Filters,
+        viewer: &Viewer,
+        now: Timestamp,
+    ) -> Option<RankedList> {
+        if !run.lists.iter().any(|l| l.path == PathKind::Dense) {
+            return None;
+        }
+        let embedder = self.embedder()?;
+        index.dense.as_ref()?.as_ref().ok()?;
+        let vector = embedder.embed_query(&run.analyzed.raw).await.ok()?;
+        let (ix, filter) = (index.clone(), Filter::new(filters, now, viewer));
+        tokio::task::spawn_blocking(move || {
+            let dense = ix.dense.as_ref()?.as_ref().ok()?;
+            dense
+                .search(&vector, dense.len().max(1), &filter, &ix.lexical)
+                .ok()
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}
+
+/// Fusion, rerank and packing, read from the run's events.
+fn assemble(p: Passage, paths: Vec<PathVerdict>, events: &[PipelineEvent]) -> WhyNot {
+    let mut w = WhyNot {
+        id: p.id,
+        title: p.title,
+        paths,
+        fusion_rule: None,
+        fused_rank: None,
+        fused_score: None,
+        contributions: Vec::new(),
+        fusion_dropped: None,
+        rerank_dropped: false,
+        reranked_rank: None,
+        context_source: None,
+        context_dropped: None,
+    };
+    for e in events {
+        match e {
+            PipelineEvent::Fused {
+                hits,
+                dropped,
+                rule,
+                ..
+            } => {
+                w.fusion_rule = *rule;
+                if let Some(h) = hits.iter().find(|h| h.id == w.id) {
+                    w.fused_rank = Some(h.rank);
+                    w.fused_score = Some(h.score);
+                    w.contributions = h.contributions.clone();
+                }
+                if let Some(d) = dropped.iter().find(|d| d.id == w.id) {
+                    w.fused_score = Some(d.score);
+                    w.fusion_dropped = Some(match &d.reason {
+                        rag_core::DropReason::TopK { rank, top_k } => {
+                            format!("fused rank {rank} is beyond top_k {top_k}")
+                        }
+                        rag_core::DropReason::Threshold {
+                            normalized,
+                            min_score,
+                        } => format!(
+                            "normalised score {normalized:.3} is below min_score {min_score}"
+                        ),
+                    });
+                }
+            }
+            PipelineEvent::Reranked { hits, .. } => {
+                w.reranked_rank = hits.iter().find(|h| h.id == w.id).map(|h| h.rank);
+                w.rerank_dropped = w.fused_rank.is_some() && w.reranked_rank.is_none();
+            }
+            PipelineEvent::ContextAssembled {
+                sources, dropped, ..
+            } => {
+                w.context_source = sources.iter().find(|s| s.passage.id == w.id).map(|s| s.n);
+                w.context_dropped = dropped
+                    .iter()
+                    .find(|d| d.id == w.id)
+                    .map(|d| d.reason.clone());
+            }
+            _ => {}
+        }
+    }
+    w
+}
