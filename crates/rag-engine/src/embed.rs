@@ -30,6 +30,17 @@ pub struct EmbedStats {
     pub computed: usize,
 }
 
+impl EmbedStats {
+    /// The counts of per-text cache marks.
+    pub fn of(cached: &[bool]) -> Self {
+        let hits = cached.iter().filter(|c| **c).count();
+        EmbedStats {
+            cached: hits,
+            computed: cached.len() - hits,
+        }
+    }
+}
+
 impl CachedEmbedder {
     /// Wraps `inner`; without a cache every text is computed.
     pub fn new(inner: Arc<dyn Embedder>, cache: Option<Arc<dyn EmbeddingCache>>) -> Self {
@@ -49,6 +60,17 @@ impl CachedEmbedder {
         texts: &[String],
         batch: usize,
     ) -> Result<(Vec<Vec<f32>>, EmbedStats), CoreError> {
+        let (vectors, cached) = self.embed(texts, batch, false).await?;
+        Ok((vectors, EmbedStats::of(&cached)))
+    }
+
+    /// [`CachedEmbedder::embed_documents`] with, per text, whether its
+    /// vector came from the cache (bulk ingest reports each file's share).
+    pub async fn embed_documents_marked(
+        &self,
+        texts: &[String],
+        batch: usize,
+    ) -> Result<(Vec<Vec<f32>>, Vec<bool>), CoreError> {
         self.embed(texts, batch, false).await
     }
 
@@ -66,7 +88,7 @@ impl CachedEmbedder {
         texts: &[String],
         batch: usize,
         query: bool,
-    ) -> Result<(Vec<Vec<f32>>, EmbedStats), CoreError> {
+    ) -> Result<(Vec<Vec<f32>>, Vec<bool>), CoreError> {
         let model = self.inner.model_id().to_owned();
         let keys: Vec<String> = texts
             .iter()
@@ -76,11 +98,8 @@ impl CachedEmbedder {
             Some(c) => c.get(&model, &keys).await?,
             None => vec![None; texts.len()],
         };
-        let missing: Vec<usize> = (0..texts.len()).filter(|i| out[*i].is_none()).collect();
-        let stats = EmbedStats {
-            cached: texts.len() - missing.len(),
-            computed: missing.len(),
-        };
+        let cached: Vec<bool> = out.iter().map(Option::is_some).collect();
+        let missing: Vec<usize> = (0..texts.len()).filter(|i| !cached[*i]).collect();
         for group in missing.chunks(batch.max(1)) {
             let refs: Vec<&str> = group.iter().map(|i| texts[*i].as_str()).collect();
             let vectors = if query {
@@ -112,7 +131,7 @@ impl CachedEmbedder {
         }
         Ok((
             out.into_iter().map(|v| v.unwrap_or_default()).collect(),
-            stats,
+            cached,
         ))
     }
 }

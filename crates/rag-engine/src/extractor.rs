@@ -48,6 +48,17 @@ pub trait Extractor: Send + Sync {
     /// Extracts one file. Dropping the future abandons the work.
     async fn extract(&self, job: ExtractJob) -> Result<Extraction, ExtractFailure>;
 
+    /// Extracts several files: one result per job, in order. Bulk ingest
+    /// calls this so an implementation can share work between small files
+    /// (the sandbox runs many in one worker). By default, one after another.
+    async fn extract_many(&self, jobs: Vec<ExtractJob>) -> Vec<Result<Extraction, ExtractFailure>> {
+        let mut out = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            out.push(self.extract(job).await);
+        }
+        out
+    }
+
     /// The links of an HTML page, for the URL-source crawler
     /// ([`rag_ingest::html_links`]: at most [`rag_ingest::MAX_PAGE_LINKS`],
     /// in document order). Parsing a fetched page is parsing outside bytes,
@@ -80,6 +91,11 @@ impl Extractor for InProcessExtractor {
                 reason: format!("the parser failed: {e}"),
             }),
         }
+    }
+
+    /// All at once on the blocking pool.
+    async fn extract_many(&self, jobs: Vec<ExtractJob>) -> Vec<Result<Extraction, ExtractFailure>> {
+        futures::future::join_all(jobs.into_iter().map(|j| self.extract(j))).await
     }
 
     async fn links(&self, job: ExtractJob) -> Result<Vec<String>, ExtractFailure> {

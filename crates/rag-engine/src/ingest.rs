@@ -3,22 +3,21 @@
 //! Extraction and chunking are `rag_ingest`'s; this module runs them off the
 //! async runtime, embeds through the cache, writes, and reports progress.
 
-use crate::chunk::{split, to_chunks};
 use crate::drafts::DraftFailure;
-use crate::embed::{hex_sha256, text_hash, EmbedStats};
+use crate::embed::{text_hash, EmbedStats};
 use crate::engine::Engine;
+use crate::ingest_batch::IngestFile;
 use crate::job::NotDrafted;
 use crate::job::{IngestOptions, IngestProgress};
-use crate::pipeline::error_code;
 use rag_core::{
-    chunk_title, now, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId,
-    PassageId, PassageVector, SynonymGroup, TenantId, UserError, UserWord, WriteOp,
+    now, CoreError, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId, PassageId,
+    PassageVector, SynonymGroup, TenantId, UserWord, WriteOp,
 };
-use rag_ingest::{check_size, Content, Limits};
+use rag_ingest::Limits;
 use serde::Serialize;
 
 /// The refusal of a file whose job was cancelled before its write.
-fn cancelled() -> (&'static str, String) {
+pub(crate) fn cancelled() -> (&'static str, String) {
     (
         "cancelled",
         "the job was cancelled before this file was stored; nothing of it was stored".into(),
@@ -115,318 +114,107 @@ impl Engine {
         options: &IngestOptions,
         progress: &mut (dyn FnMut(IngestProgress) + Send),
     ) -> Result<IngestOutcome, CoreError> {
-        progress(IngestProgress::Received {
+        let file = IngestFile {
             source: source.to_owned(),
-            bytes: bytes.len() as u64,
-        });
-        let result = self
-            .ingest_stages(tenant, kb_name, source, bytes, options, progress)
-            .await;
-        let status = match result {
-            Ok(Ok(status)) => status,
-            Ok(Err((code, reason))) => {
-                tracing::warn!(kb = kb_name, source, code, %reason, "file rejected");
-                progress(IngestProgress::failed(source, code, reason.clone()));
-                IngestStatus::Failed {
-                    code: code.to_owned(),
-                    reason,
-                }
-            }
-            Err(e) => {
-                progress(IngestProgress::failed(
-                    source,
-                    error_code(&e),
-                    e.to_string(),
-                ));
-                return Err(e);
-            }
+            bytes,
         };
-        if let IngestStatus::Skipped { reason } = &status {
-            progress(IngestProgress::Skipped {
-                source: source.to_owned(),
-                reason: reason.clone(),
-            });
-        }
-        Ok(IngestOutcome {
-            source: source.to_owned(),
-            status,
+        let mut outcomes = self
+            .ingest_batch(tenant, kb_name, vec![file], options, progress)
+            .await?;
+        outcomes.pop().ok_or_else(|| CoreError::Component {
+            component: "ingest".into(),
+            message: "no outcome for the file".into(),
         })
     }
 
-    /// The stages after `received`. The inner error is a refused file
-    /// (code, reason); the outer one stops the job.
-    async fn ingest_stages(
+    /// Stores the rows of an FAQ table as entries (rows whose question and
+    /// answer are already present are counted, not added), with their
+    /// vectors, in one write.
+    pub(crate) async fn ingest_faq_rows(
         &self,
         tenant: &TenantId,
-        kb_name: &str,
+        kb: &rag_core::KnowledgeBase,
         source: &str,
-        bytes: Vec<u8>,
+        rows: Vec<rag_ingest::FaqRow>,
         options: &IngestOptions,
         progress: &mut (dyn FnMut(IngestProgress) + Send),
     ) -> Result<Result<IngestStatus, (&'static str, String)>, CoreError> {
-        options
-            .chunk
-            .validate()
-            .map_err(|e| UserError::InvalidParam {
-                name: "chunk",
-                reason: e.to_string(),
-            })?;
-        let kb = self.kb(tenant, kb_name).await?;
-        let limits = self.ingest_limits();
-        if let Err(e) = check_size(bytes.len() as u64, &limits) {
-            return Ok(Err((e.code(), e.to_string())));
-        }
         let store = self.store();
-        // The same bytes are already a document: skip before extracting anything.
-        let hash = hex_sha256(&bytes);
-        if store
-            .document_by_hash(tenant, kb.id, &hash, options.owner.as_deref())
-            .await?
-            .is_some()
-        {
-            return Ok(Ok(IngestStatus::Skipped {
-                reason: "already ingested (same content)".into(),
+        let existing = store.faqs(tenant, kb.id).await?;
+        let ts = now();
+        let mut duplicates = 0;
+        let mut ops = Vec::new();
+        for r in rows {
+            let present = existing
+                .iter()
+                .any(|e| e.question == r.question && e.answer == r.answer);
+            let repeated = ops.iter().any(|o| matches!(o, WriteOp::PutFaq(f) if f.question == r.question && f.answer == r.answer));
+            if present || repeated {
+                duplicates += 1;
+                continue;
+            }
+            ops.push(WriteOp::PutFaq(FaqEntry {
+                id: FaqId::generate(),
+                kb: kb.id,
+                question: r.question,
+                answer: r.answer,
+                status: r.status,
+                edited: false,
+                source_url: r.source_url,
+                tags: r.tags,
+                created_at: ts,
+                updated_at: ts,
+                valid_from: r.valid_from,
+                valid_until: r.valid_until,
+                source_doc: None,
             }));
         }
+        let added = ops.len();
+        if added == 0 {
+            return Ok(Ok(IngestStatus::Skipped {
+                reason: format!("all {duplicates} entries already present"),
+            }));
+        }
+        let texts: Vec<(PassageId, String)> = ops
+            .iter()
+            .filter_map(|o| match o {
+                WriteOp::PutFaq(f) => Some((
+                    PassageId::Faq(f.id),
+                    format!("{}: {}", f.question, f.answer),
+                )),
+                _ => None,
+            })
+            .collect();
         if options.cancelled() {
             return Ok(Err(cancelled()));
         }
-
-        let job = crate::ExtractJob {
-            name: source.to_owned(),
-            media_type: options.media_type.clone(),
-            bytes,
-            limits,
+        let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
+            Ok(v) => v,
+            Err(e) if embedding_failure(&e) => return Ok(Err(("embedding_failed", e.to_string()))),
+            Err(e) => return Err(e),
         };
-        let extraction = match self.extractor().extract(job).await {
-            Ok(x) => x,
-            Err(e) => return Ok(Err((e.code, e.reason))),
-        };
-        let format = extraction.format;
-        match extraction.content {
-            Content::Document(doc) => {
-                progress(IngestProgress::Extracted {
-                    source: source.to_owned(),
-                    format,
-                    encoding: doc.encoding.as_ref().map(|e| e.name().to_owned()),
-                    chars: Some(doc.text.chars().count()),
-                    pages: (!doc.pages.is_empty()).then_some(doc.pages.len()),
-                    entries: None,
-                });
-                // Chunk sizes in tokens of the active embedder's own tokenizer
-                // when it can count locally (e5, BERT-family), else the caller's
-                // or the approximate counter.
-                let counter = options.token_counter.clone().or_else(|| {
-                    let model = self.embedder()?.model().clone();
-                    model.count_tokens("probe")?;
-                    let approx = rag_ingest::ApproxTokenCounter;
-                    Some(std::sync::Arc::new(move |s: &str| {
-                        model
-                            .count_tokens(s)
-                            .unwrap_or_else(|| rag_ingest::TokenCounter::count_tokens(&approx, s))
-                    }) as crate::job::TokenCountFn)
-                });
-                let params = options.chunk;
-                let (doc, pieces) = blocking(move || {
-                    let pieces = split(&doc, &params, counter.as_ref());
-                    (doc, pieces)
-                })
-                .await?;
-                let pieces = pieces.map_err(|e| UserError::InvalidParam {
-                    name: "chunk",
-                    reason: e.to_string(),
-                })?;
-                if pieces.is_empty() {
-                    return Ok(Err(("empty_file", "no text to index".into())));
-                }
-                progress(IngestProgress::Chunked {
-                    source: source.to_owned(),
-                    chunks: pieces.len(),
-                    max_tokens: pieces.iter().map(|c| c.tokens).max().unwrap_or(0),
-                });
-                let title = doc
-                    .title
-                    .clone()
-                    .filter(|t| !t.trim().is_empty())
-                    .unwrap_or_else(|| file_stem(source));
-                let doc_id = DocId::generate();
-                let chunks = to_chunks(doc_id, pieces);
-                let texts: Vec<(PassageId, String)> = chunks
-                    .iter()
-                    .map(|c| {
-                        (
-                            PassageId::Chunk(c.id),
-                            format!("{}\n{}", chunk_title(&title, &c.heading_path), c.text),
-                        )
-                    })
-                    .collect();
-                if options.cancelled() {
-                    return Ok(Err(cancelled()));
-                }
-                let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
-                    Ok(v) => v,
-                    Err(e) if embedding_failure(&e) => {
-                        return Ok(Err(("embedding_failed", e.to_string())))
-                    }
-                    Err(e) => return Err(e),
-                };
-                progress(self.embedded_event(source, &stats));
-                // The older versions of this source, by index (not a listing
-                // of every document per file, which made ingest quadratic).
-                let older: Vec<DocId> = store
-                    .document_by_source(tenant, kb.id, source, options.owner.as_deref())
-                    .await?;
-                let replaced = !older.is_empty();
-                // Unedited drafts of the older version, which this write deletes (reported when drafting again).
-                let old_drafts = if replaced && kb.settings.drafts.auto {
-                    store
-                        .faqs(tenant, kb.id)
-                        .await?
-                        .iter()
-                        .filter(|f| !f.edited && f.source_doc.is_some_and(|d| older.contains(&d)))
-                        .count()
-                } else {
-                    0
-                };
-                let ts = now();
-                let n = chunks.len();
-                let document = Document {
-                    id: doc_id,
-                    kb: kb.id,
-                    title,
-                    source: source.to_owned(),
-                    content_hash: hash,
-                    tags: Vec::new(),
-                    created_at: ts,
-                    updated_at: ts,
-                    text: doc.text,
-                    owner: options.owner.clone(),
-                };
-                let stored = kb.settings.drafts.auto.then(|| document.clone());
-                // The vectors go in the same atomic write, after the document they belong to.
-                let mut ops = vec![WriteOp::PutDocument { document, chunks }];
-                ops.extend(vectors);
-                // Re-sync: drafts a person edited follow the new version; the
-                // older version goes with its unedited drafts.
-                for old in older {
-                    ops.push(WriteOp::RelinkDrafts {
-                        from: old,
-                        to: doc_id,
-                    });
-                    ops.push(WriteOp::DeleteDocument(old));
-                }
-                if options.cancelled() {
-                    return Ok(Err(cancelled()));
-                }
-                let seq = store.apply(tenant, kb.id, ops).await?;
-                tracing::info!(kb = %kb.name, source, format = format.as_str(), chunks = n, replaced, seq, "document ingested");
-                if let Some(stored) = stored {
-                    progress(
-                        self.auto_draft(tenant, &kb, stored, old_drafts, options)
-                            .await,
-                    );
-                }
-                progress(IngestProgress::Indexed {
-                    source: source.to_owned(),
-                    seq,
-                    chunks: n,
-                    faqs_added: 0,
-                    faq_duplicates: 0,
-                    replaced,
-                });
-                Ok(Ok(IngestStatus::Document {
-                    chunks: n,
-                    replaced,
-                }))
-            }
-            Content::Faqs { rows, encoding } => {
-                progress(IngestProgress::Extracted {
-                    source: source.to_owned(),
-                    format,
-                    encoding: Some(encoding.name().to_owned()),
-                    chars: None,
-                    pages: None,
-                    entries: Some(rows.len()),
-                });
-                let existing = store.faqs(tenant, kb.id).await?;
-                let ts = now();
-                let mut duplicates = 0;
-                let mut ops = Vec::new();
-                for r in rows {
-                    let present = existing
-                        .iter()
-                        .any(|e| e.question == r.question && e.answer == r.answer);
-                    let repeated = ops.iter().any(|o| matches!(o, WriteOp::PutFaq(f) if f.question == r.question && f.answer == r.answer));
-                    if present || repeated {
-                        duplicates += 1;
-                        continue;
-                    }
-                    ops.push(WriteOp::PutFaq(FaqEntry {
-                        id: FaqId::generate(),
-                        kb: kb.id,
-                        question: r.question,
-                        answer: r.answer,
-                        status: r.status,
-                        edited: false,
-                        source_url: r.source_url,
-                        tags: r.tags,
-                        created_at: ts,
-                        updated_at: ts,
-                        valid_from: r.valid_from,
-                        valid_until: r.valid_until,
-                        source_doc: None,
-                    }));
-                }
-                let added = ops.len();
-                if added == 0 {
-                    return Ok(Ok(IngestStatus::Skipped {
-                        reason: format!("all {duplicates} entries already present"),
-                    }));
-                }
-                let texts: Vec<(PassageId, String)> = ops
-                    .iter()
-                    .filter_map(|o| match o {
-                        WriteOp::PutFaq(f) => Some((
-                            PassageId::Faq(f.id),
-                            format!("{}: {}", f.question, f.answer),
-                        )),
-                        _ => None,
-                    })
-                    .collect();
-                if options.cancelled() {
-                    return Ok(Err(cancelled()));
-                }
-                let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
-                    Ok(v) => v,
-                    Err(e) if embedding_failure(&e) => {
-                        return Ok(Err(("embedding_failed", e.to_string())))
-                    }
-                    Err(e) => return Err(e),
-                };
-                progress(self.embedded_event(source, &stats));
-                ops.extend(vectors);
-                if options.cancelled() {
-                    return Ok(Err(cancelled()));
-                }
-                let seq = store.apply(tenant, kb.id, ops).await?;
-                tracing::info!(kb = %kb.name, source, added, duplicates, seq, "FAQ entries ingested");
-                progress(IngestProgress::Indexed {
-                    source: source.to_owned(),
-                    seq,
-                    chunks: 0,
-                    faqs_added: added,
-                    faq_duplicates: duplicates,
-                    replaced: false,
-                });
-                Ok(Ok(IngestStatus::Faqs { added, duplicates }))
-            }
+        progress(self.embedded_event(source, &stats));
+        ops.extend(vectors);
+        if options.cancelled() {
+            return Ok(Err(cancelled()));
         }
+        let seq = store.apply(tenant, kb.id, ops).await?;
+        tracing::info!(kb = %kb.name, source, added, duplicates, seq, "FAQ entries ingested");
+        progress(IngestProgress::Indexed {
+            source: source.to_owned(),
+            seq,
+            chunks: 0,
+            faqs_added: added,
+            faq_duplicates: duplicates,
+            replaced: false,
+        });
+        Ok(Ok(IngestStatus::Faqs { added, duplicates }))
     }
 
     /// Drafts FAQ entries from a document just stored, for a knowledge base
     /// that drafts automatically. Never fails the ingest: the outcome or the
     /// reason nothing was drafted is the `drafted` event.
-    async fn auto_draft(
+    pub(crate) async fn auto_draft(
         &self,
         tenant: &TenantId,
         kb: &rag_core::KnowledgeBase,
@@ -474,7 +262,11 @@ impl Engine {
         }
     }
 
-    fn embedded_event(&self, source: &str, stats: &Option<EmbedStats>) -> IngestProgress {
+    pub(crate) fn embedded_event(
+        &self,
+        source: &str,
+        stats: &Option<EmbedStats>,
+    ) -> IngestProgress {
         let s = stats.unwrap_or_default();
         IngestProgress::Embedded {
             source: source.to_owned(),
@@ -504,17 +296,36 @@ impl Engine {
         kb: rag_core::KbId,
         texts: Vec<(PassageId, String)>,
     ) -> Result<(Option<WriteOp>, Option<EmbedStats>), CoreError> {
+        Ok(match self.embed_passages(tenant, kb, texts).await? {
+            Some((space, vectors, marks)) => (
+                Some(WriteOp::PutVectors { space, vectors }),
+                Some(EmbedStats::of(&marks)),
+            ),
+            None => (None, None),
+        })
+    }
+
+    /// Embeds passages through the cache, when an embedder is configured
+    /// and there are texts: their space, their vectors in order, and per
+    /// passage whether the vector came from the cache. Refuses when the
+    /// knowledge base's vectors come from another model.
+    pub(crate) async fn embed_passages(
+        &self,
+        tenant: &TenantId,
+        kb: rag_core::KbId,
+        texts: Vec<(PassageId, String)>,
+    ) -> Result<Option<(EmbeddingSpace, Vec<PassageVector>, Vec<bool>)>, CoreError> {
         let Some(embedder) = self.embedder() else {
-            return Ok((None, None));
+            return Ok(None);
         };
         if texts.is_empty() {
-            return Ok((None, None));
+            return Ok(None);
         }
         let space = self.store().embedding_space(tenant, kb).await?;
         self.check_space(space.as_ref(), &embedder, 0)?;
         let strings: Vec<String> = texts.iter().map(|(_, t)| t.clone()).collect();
-        let (vectors, stats) = embedder
-            .embed_documents(&strings, self.config().embed_batch)
+        let (vectors, marks) = embedder
+            .embed_documents_marked(&strings, self.config().embed_batch)
             .await?;
         let dims = vectors.first().map_or(0, Vec::len);
         self.check_space(space.as_ref(), &embedder, dims)?;
@@ -527,14 +338,11 @@ impl Engine {
                 vector,
             })
             .collect();
-        let op = WriteOp::PutVectors {
-            space: EmbeddingSpace {
-                model_id: embedder.model().model_id().to_owned(),
-                dims,
-            },
-            vectors,
+        let space = EmbeddingSpace {
+            model_id: embedder.model().model_id().to_owned(),
+            dims,
         };
-        Ok((Some(op), Some(stats)))
+        Ok(Some((space, vectors, marks)))
     }
 
     /// Adds synonym groups to a knowledge base (groups already present are skipped).
@@ -635,7 +443,7 @@ impl Engine {
 }
 
 /// Runs CPU work (extraction, chunking) on a blocking thread.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, CoreError> {
     tokio::task::spawn_blocking(f)
@@ -647,12 +455,12 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// An embedder that failed (a model or endpoint error) fails the file, not the job.
-fn embedding_failure(e: &CoreError) -> bool {
+pub(crate) fn embedding_failure(e: &CoreError) -> bool {
     matches!(e, CoreError::Component { .. })
 }
 
 /// The file name without directories and extension: the title of a document without one.
-fn file_stem(source: &str) -> String {
+pub(crate) fn file_stem(source: &str) -> String {
     let last = source.rsplit(['/', '\\']).next().unwrap_or(source);
     let stem = last.rsplit_once('.').map_or(last, |(s, _)| s);
     if stem.is_empty() {

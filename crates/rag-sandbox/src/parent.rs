@@ -1,8 +1,9 @@
 //! The parent's side: start a worker per file, feed it, watch it, classify
 //! how it ended.
 
-use crate::protocol::{Reply, Request, Task, REPLY_MARK, WORKER_ARG};
+use crate::protocol::{Item, Reply, Request, Task, REPLY_MARK, WORKER_ARG};
 use async_trait::async_trait;
+use futures::StreamExt;
 use rag_engine::{ExtractFailure, ExtractJob, Extractor};
 use rag_ingest::Extraction;
 use std::path::PathBuf;
@@ -73,7 +74,6 @@ impl SandboxExtractor {
     }
 
     async fn run(&self, job: ExtractJob, task: Task) -> Result<Reply, ExtractFailure> {
-        let started = Instant::now();
         let request = Request {
             task,
             name: job.name,
@@ -83,7 +83,74 @@ impl SandboxExtractor {
             cpu_ms: self.limits.cpu_ms,
             memory_mb: self.limits.memory_mb,
             len: job.bytes.len() as u64,
+            items: Vec::new(),
         };
+        let cap = Self::reply_cap(request.max_file_bytes);
+        self.exchange(request, job.bytes, cap).await
+    }
+
+    /// Extracts several small files in one worker: one reply per job, in
+    /// order. An error means the batch as a whole failed (a crash or a
+    /// limit of the one worker), and says nothing about any one file.
+    async fn run_batch(
+        &self,
+        jobs: &[ExtractJob],
+    ) -> Result<Vec<Result<Extraction, ExtractFailure>>, ExtractFailure> {
+        let Some(first) = jobs.first() else {
+            return Ok(Vec::new());
+        };
+        let items: Vec<Item> = jobs
+            .iter()
+            .map(|j| Item {
+                name: j.name.clone(),
+                media_type: j.media_type.clone(),
+                len: j.bytes.len() as u64,
+            })
+            .collect();
+        let mut bytes = Vec::with_capacity(items.iter().map(|i| i.len as usize).sum());
+        for j in jobs {
+            bytes.extend_from_slice(&j.bytes);
+        }
+        let request = Request {
+            task: Task::ExtractBatch,
+            name: String::new(),
+            media_type: None,
+            max_file_bytes: first.limits.max_file_bytes,
+            max_decompressed_bytes: first.limits.max_decompressed_bytes,
+            cpu_ms: self.limits.cpu_ms,
+            memory_mb: self.limits.memory_mb,
+            len: bytes.len() as u64,
+            items,
+        };
+        let cap = jobs.iter().fold(0u64, |c, j| {
+            c.saturating_add(Self::reply_cap(j.limits.max_file_bytes))
+        });
+        match self.exchange(request, bytes, cap).await? {
+            Reply::Batch(replies) if replies.len() == jobs.len() => Ok(replies
+                .into_iter()
+                .map(|r| match r {
+                    Reply::Extracted(x) => Ok(*x),
+                    Reply::Refused { code, message } => Err(ExtractFailure {
+                        code: known_code(&code),
+                        reason: message,
+                    }),
+                    _ => Err(crash("the extraction worker answered another task".into())),
+                })
+                .collect()),
+            _ => Err(crash(
+                "the extraction worker's batch reply was malformed".into(),
+            )),
+        }
+    }
+
+    /// Sends one request and its bytes to a new worker and reads its reply.
+    async fn exchange(
+        &self,
+        request: Request,
+        bytes: Vec<u8>,
+        cap: u64,
+    ) -> Result<Reply, ExtractFailure> {
+        let started = Instant::now();
         let mut header = serde_json::to_vec(&request).map_err(|e| crash(e.to_string()))?;
         header.push(b'\n');
         let mut cmd = tokio::process::Command::new(&self.program);
@@ -102,7 +169,6 @@ impl SandboxExtractor {
         else {
             return Err(crash("the extraction worker has no pipes".into()));
         };
-        let bytes = job.bytes;
         // A worker that dies early closes its stdin: the write fails, and the
         // exit status says why.
         let write = async move {
@@ -110,7 +176,6 @@ impl SandboxExtractor {
             let _ = stdin.write_all(&bytes).await;
             drop(stdin);
         };
-        let cap = Self::reply_cap(request.max_file_bytes);
         let read_out = async move {
             let mut out = Vec::new();
             let r = stdout.take(cap + 1).read_to_end(&mut out).await;
@@ -224,12 +289,91 @@ impl Extractor for SandboxExtractor {
         }
     }
 
+    /// Small files go to workers in batches (one process start for many
+    /// files, as many workers at once as there are cores); a batch whose
+    /// worker crashed or ran over a limit is extracted again one file per
+    /// worker, so a hostile file fails alone, with its own limits.
+    async fn extract_many(&self, jobs: Vec<ExtractJob>) -> Vec<Result<Extraction, ExtractFailure>> {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let groups = batch_groups(&jobs, workers);
+        let jobs = &jobs;
+        let mut done: Vec<(usize, Vec<Result<Extraction, ExtractFailure>>)> =
+            futures::stream::iter(groups.into_iter().enumerate())
+                .map(|(g, range)| async move {
+                    let group = &jobs[range];
+                    let results = if group.len() == 1 {
+                        vec![self.extract(group[0].clone()).await]
+                    } else {
+                        match self.run_batch(group).await {
+                            Ok(r) => r,
+                            Err(e) => {
+                                tracing::info!(files = group.len(), reason = %e.reason, "an extraction batch failed; extracting its files one by one");
+                                let mut r = Vec::with_capacity(group.len());
+                                for job in group {
+                                    r.push(self.extract(job.clone()).await);
+                                }
+                                r
+                            }
+                        }
+                    };
+                    (g, results)
+                })
+                .buffer_unordered(workers)
+                .collect()
+                .await;
+        done.sort_by_key(|(g, _)| *g);
+        done.into_iter().flat_map(|(_, r)| r).collect()
+    }
+
     async fn links(&self, job: ExtractJob) -> Result<Vec<String>, ExtractFailure> {
         match self.run(job, Task::Links).await? {
             Reply::Links(links) => Ok(links),
             _ => Err(crash("the extraction worker answered another task".into())),
         }
     }
+}
+
+/// Files up to this size may share a worker with others.
+const BATCH_FILE_BYTES: usize = 256 << 10;
+/// At most this many files share a worker...
+const BATCH_FILES: usize = 64;
+/// ...and at most this many bytes.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// Splits the jobs, in order, into consecutive groups for workers: a large
+/// file alone; small ones together, spread over `workers` groups (so every
+/// core has one) within the batch caps.
+fn batch_groups(jobs: &[ExtractJob], workers: usize) -> Vec<std::ops::Range<usize>> {
+    let small = jobs
+        .iter()
+        .filter(|j| j.bytes.len() <= BATCH_FILE_BYTES)
+        .count();
+    let per_group = small.div_ceil(workers.max(1)).clamp(1, BATCH_FILES);
+    let mut groups = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, job) in jobs.iter().enumerate() {
+        let len = job.bytes.len();
+        if len > BATCH_FILE_BYTES {
+            if start < i {
+                groups.push(start..i);
+            }
+            groups.push(i..i + 1);
+            start = i + 1;
+            bytes = 0;
+            continue;
+        }
+        if i > start && (i - start >= per_group || bytes + len > BATCH_BYTES) {
+            groups.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += len;
+    }
+    if start < jobs.len() {
+        groups.push(start..jobs.len());
+    }
+    groups
 }
 
 fn crash(reason: String) -> ExtractFailure {
@@ -263,6 +407,34 @@ fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn job(len: usize) -> ExtractJob {
+        ExtractJob {
+            name: "f.txt".into(),
+            media_type: None,
+            bytes: vec![b'a'; len],
+            limits: rag_ingest::Limits::default(),
+        }
+    }
+
+    #[test]
+    fn small_files_share_workers_and_large_ones_go_alone() {
+        let jobs: Vec<ExtractJob> = (0..10).map(|_| job(100)).collect();
+        assert_eq!(batch_groups(&jobs, 2), vec![0..5, 5..10]);
+        let mut jobs: Vec<ExtractJob> = (0..6).map(|_| job(100)).collect();
+        jobs.insert(3, job(BATCH_FILE_BYTES + 1));
+        assert_eq!(batch_groups(&jobs, 2), vec![0..3, 3..4, 4..7]);
+        let jobs: Vec<ExtractJob> = (0..200).map(|_| job(10)).collect();
+        let groups = batch_groups(&jobs, 2);
+        assert!(groups.iter().all(|g| g.len() <= BATCH_FILES), "{groups:?}");
+        assert_eq!(groups.iter().map(|g| g.len()).sum::<usize>(), 200);
+        let jobs: Vec<ExtractJob> = (0..8).map(|_| job(BATCH_FILE_BYTES)).collect();
+        let groups = batch_groups(&jobs, 1);
+        assert!(groups
+            .iter()
+            .all(|g| g.len() * BATCH_FILE_BYTES <= BATCH_BYTES));
+        assert!(batch_groups(&[], 2).is_empty());
+    }
 
     #[test]
     fn finds_the_last_mark_and_maps_codes() {

@@ -1,6 +1,9 @@
 //! The worker protocol. The parent writes one JSON line ([`Request`]) and
 //! then the file's bytes to the child's stdin and closes it; the child
 //! writes [`REPLY_MARK`] and one JSON [`Reply`] to its stdout and exits 0.
+//! A batch ([`Task::ExtractBatch`]) carries several small files: the
+//! request lists them in [`Request::items`], their bytes follow one after
+//! another, and the reply is one [`Reply::Batch`] with a reply per file.
 //! The mark holds a NUL byte, which JSON output never contains, so anything
 //! a library may print to stdout before the reply cannot be taken for it.
 
@@ -22,6 +25,19 @@ pub enum Task {
     Extract,
     /// List an HTML page's links for the crawler ([`Reply::Links`]).
     Links,
+    /// Extract each file of [`Request::items`] ([`Reply::Batch`]).
+    ExtractBatch,
+}
+
+/// One file of a batch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Item {
+    /// The file's name or URL.
+    pub name: String,
+    /// A media type, for fetched pages.
+    pub media_type: Option<String>,
+    /// Its number of bytes, in the order of the items.
+    pub len: u64,
 }
 
 /// What to extract, and the limits the child sets on itself.
@@ -42,8 +58,12 @@ pub struct Request {
     pub cpu_ms: u64,
     /// Address space, in MiB.
     pub memory_mb: u64,
-    /// Number of bytes that follow the request line.
+    /// Number of bytes that follow the request line (for a batch, the sum
+    /// of the items' lengths).
     pub len: u64,
+    /// The files of a [`Task::ExtractBatch`] (empty otherwise).
+    #[serde(default)]
+    pub items: Vec<Item>,
 }
 
 /// The child's answer.
@@ -54,6 +74,8 @@ pub enum Reply {
     Extracted(Box<Extraction>),
     /// A page's links (`rag_ingest::html_links`).
     Links(Vec<String>),
+    /// One reply per item of a batch, in order (each `Extracted` or `Refused`).
+    Batch(Vec<Reply>),
     /// The file was refused (`rag_ingest`'s code and message).
     Refused {
         /// `IngestError::code`, or `parse_crash` for a parser panic.

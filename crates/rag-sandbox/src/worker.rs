@@ -1,5 +1,5 @@
 //! The child's side: limit yourself, read one request, extract (or list a
-//! page's links), reply.
+//! page's links, or extract each file of a batch), reply.
 
 use crate::protocol::{Reply, Request, Task, REPLY_MARK};
 use rag_ingest::{extract, html_links, Limits};
@@ -33,40 +33,62 @@ pub fn run_worker(input: impl Read, mut output: impl Write) -> ExitCode {
         eprintln!("extract worker: could not set limits: {e}");
         return ExitCode::from(2);
     }
-    let mut bytes = Vec::with_capacity(request.len.min(request.max_file_bytes) as usize);
+    // A batch's bytes are its items' bytes one after another, each within
+    // the file limit.
+    let cap = if request.task == Task::ExtractBatch {
+        request
+            .max_file_bytes
+            .saturating_mul(request.items.len() as u64)
+    } else {
+        request.max_file_bytes
+    };
+    let mut bytes = Vec::with_capacity(request.len.min(cap) as usize);
     let read = (&mut input)
-        .take(request.max_file_bytes.saturating_add(1))
+        .take(cap.saturating_add(1))
         .read_to_end(&mut bytes);
     if read.is_err() || bytes.len() as u64 != request.len {
         eprintln!("extract worker: expected {} bytes", request.len);
         return ExitCode::from(2);
     }
-    // A failpoint for the parent's tests: spin, hog, stall or abort here.
-    rag_core::failpoint::hit("extract.worker");
     let limits = Limits {
         max_file_bytes: request.max_file_bytes,
         max_decompressed_bytes: request.max_decompressed_bytes,
     };
-    let run = || match request.task {
-        Task::Extract => extract(
+    let reply = match request.task {
+        Task::ExtractBatch => {
+            let total: u64 = request.items.iter().map(|i| i.len).sum();
+            if total != request.len {
+                eprintln!(
+                    "extract worker: the items do not add up to {} bytes",
+                    request.len
+                );
+                return ExitCode::from(2);
+            }
+            // A failpoint for the parent's tests of a batch that dies.
+            rag_core::failpoint::hit("extract.worker.batch");
+            let mut replies = Vec::with_capacity(request.items.len());
+            let mut at = 0usize;
+            for item in &request.items {
+                let end = at + item.len as usize;
+                let file = &bytes[at..end];
+                at = end;
+                replies.push(one(
+                    Task::Extract,
+                    &item.name,
+                    item.media_type.as_deref(),
+                    file,
+                    &limits,
+                ));
+            }
+            Reply::Batch(replies)
+        }
+        task => one(
+            task,
             &request.name,
             request.media_type.as_deref(),
             &bytes,
             &limits,
-        )
-        .map(|x| Reply::Extracted(Box::new(x))),
-        Task::Links => Ok(Reply::Links(html_links(&String::from_utf8_lossy(&bytes)))),
-    };
-    let reply = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        Ok(Ok(reply)) => reply,
-        Ok(Err(e)) => Reply::Refused {
-            code: e.code().to_owned(),
-            message: e.to_string(),
-        },
-        Err(p) => Reply::Refused {
-            code: "parse_crash".into(),
-            message: format!("the parser panicked: {}", panic_text(&p)),
-        },
+        ),
     };
     drop(bytes);
     let written = output
@@ -79,6 +101,29 @@ pub fn run_worker(input: impl Read, mut output: impl Write) -> ExitCode {
             eprintln!("extract worker: could not write the reply: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// One file's reply: extracted, links, or refused (a parser panic included).
+fn one(task: Task, name: &str, media_type: Option<&str>, bytes: &[u8], limits: &Limits) -> Reply {
+    // A failpoint for the parent's tests: spin, hog, stall or abort here.
+    rag_core::failpoint::hit("extract.worker");
+    let run = || match task {
+        Task::Extract | Task::ExtractBatch => {
+            extract(name, media_type, bytes, limits).map(|x| Reply::Extracted(Box::new(x)))
+        }
+        Task::Links => Ok(Reply::Links(html_links(&String::from_utf8_lossy(bytes)))),
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(e)) => Reply::Refused {
+            code: e.code().to_owned(),
+            message: e.to_string(),
+        },
+        Err(p) => Reply::Refused {
+            code: "parse_crash".into(),
+            message: format!("the parser panicked: {}", panic_text(&p)),
+        },
     }
 }
 

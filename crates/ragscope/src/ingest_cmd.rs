@@ -4,8 +4,11 @@
 
 use crate::cli::{collect_files, IngestArgs};
 use crate::{core_err, render, App, UserFacing};
-use rag_engine::{IngestOptions, IngestOutcome, IngestProgress, IngestStatus, IngestSummary};
+use rag_engine::{
+    IngestFile, IngestOptions, IngestOutcome, IngestProgress, IngestStatus, IngestSummary,
+};
 use rag_store::OpenMode;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::Path;
@@ -20,58 +23,71 @@ pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
     let mut bar = ProgressLine::new(files.len(), !args.json && std::io::stderr().is_terminal());
     let mut summary = IngestSummary::default();
     let started = Instant::now();
-    for (i, file) in files.iter().enumerate() {
-        let source = file.display().to_string();
-        bar.start_file(i, &source);
-        let mut code: Option<String> = None;
-        let outcome = match read_checked(file, &limits) {
-            Ok(bytes) => {
-                let mut on_event = |e: IngestProgress| {
-                    if let IngestProgress::Failed { code: c, .. } = &e {
-                        code = Some(c.clone());
-                    }
-                    summary.record(&e);
-                    bar.event(&e, &summary);
-                };
-                engine
-                    .ingest_with(
-                        &app.tenant,
-                        &args.kb,
-                        &source,
-                        bytes,
-                        &options,
-                        &mut on_event,
-                    )
-                    .await
-                    .map_err(core_err)?
-            }
-            Err((size, c, reason)) => {
-                // Refused before the engine saw it: the same events a job reports.
-                summary.record(&IngestProgress::Received {
-                    source: source.clone(),
-                    bytes: size,
-                });
-                summary.record(&IngestProgress::failed(&source, c, &reason));
-                code = Some(c.to_owned());
-                IngestOutcome {
-                    source: source.clone(),
-                    status: IngestStatus::Failed {
-                        code: c.to_owned(),
-                        reason,
-                    },
+    // Files go to the engine in batches: their extractions share workers,
+    // their passages are embedded as one list, and each batch is one write.
+    let mut done = 0usize;
+    for group in batches(&files) {
+        let mut outcomes: Vec<Option<IngestOutcome>> = vec![None; group.len()];
+        let mut codes: HashMap<String, String> = HashMap::new();
+        let mut inputs = Vec::new();
+        let mut slots = Vec::new();
+        for (k, file) in group.iter().enumerate() {
+            let source = file.display().to_string();
+            match read_checked(file, &limits) {
+                Ok(bytes) => {
+                    inputs.push(IngestFile { source, bytes });
+                    slots.push(k);
+                }
+                Err((size, c, reason)) => {
+                    // Refused before the engine saw it: the same events a job reports.
+                    summary.record(&IngestProgress::Received {
+                        source: source.clone(),
+                        bytes: size,
+                    });
+                    summary.record(&IngestProgress::failed(&source, c, &reason));
+                    codes.insert(source.clone(), c.to_owned());
+                    outcomes[k] = Some(IngestOutcome {
+                        source,
+                        status: IngestStatus::Failed {
+                            code: c.to_owned(),
+                            reason,
+                        },
+                    });
                 }
             }
-        };
-        bar.clear();
-        if args.json {
-            let mut value = serde_json::to_value(&outcome)?;
-            if let (Some(c), Some(obj)) = (&code, value.as_object_mut()) {
-                obj.insert("code".into(), c.clone().into());
-            }
-            println!("{value}");
-        } else {
-            println!("{}", file_line(&outcome, code.as_deref()));
         }
+        bar.start_batch(done, group.len(), &group[0].display().to_string());
+        let mut on_event = |e: IngestProgress| {
+            if let IngestProgress::Failed {
+                source, code: c, ..
+            } = &e
+            {
+                codes.insert(source.clone(), c.clone());
+            }
+            summary.record(&e);
+            bar.event(&e, &summary);
+        };
+        let results = engine
+            .ingest_batch(&app.tenant, &args.kb, inputs, &options, &mut on_event)
+            .await
+            .map_err(core_err)?;
+        for (k, outcome) in slots.into_iter().zip(results) {
+            outcomes[k] = Some(outcome);
+        }
+        bar.clear();
+        for outcome in outcomes.into_iter().flatten() {
+            let code = codes.get(&outcome.source).map(String::as_str);
+            if args.json {
+                let mut value = serde_json::to_value(&outcome)?;
+                if let (Some(c), Some(obj)) = (code, value.as_object_mut()) {
+                    obj.insert("code".into(), c.into());
+                }
+                println!("{value}");
+            } else {
+                println!("{}", file_line(&outcome, code));
+            }
+        }
+        done += group.len();
     }
     bar.clear();
     if !args.json {
@@ -85,6 +101,29 @@ pub async fn run(app: &App, args: IngestArgs) -> anyhow::Result<()> {
         return Err(UserFacing(format!("{failed} of {} files failed", files.len())).into());
     }
     Ok(())
+}
+
+/// At most this many files go to the engine at once...
+const BATCH_FILES: usize = 256;
+/// ...and at most this many bytes (files over it go alone).
+const BATCH_BYTES: u64 = 16 << 20;
+
+/// The files in consecutive batches, by count and by size on disk.
+fn batches(files: &[std::path::PathBuf]) -> Vec<&[std::path::PathBuf]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0u64);
+    for (i, f) in files.iter().enumerate() {
+        let len = std::fs::metadata(f).map_or(0, |m| m.len());
+        if i > start && (i - start >= BATCH_FILES || bytes + len > BATCH_BYTES) {
+            out.push(&files[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += len;
+    }
+    if start < files.len() {
+        out.push(&files[start..]);
+    }
+    out
 }
 
 /// Reads a file after checking its size, so an oversized file is refused
@@ -187,12 +226,14 @@ fn summary_table(s: &IngestSummary, seconds: f64) -> String {
     out
 }
 
-/// A one-line progress display on stderr, redrawn in place; silent when
-/// stderr is not a terminal (logs, pipes, tests).
+/// A one-line progress display on stderr, redrawn in place, with the rate
+/// and the time left; silent when stderr is not a terminal (logs, pipes,
+/// tests).
 struct ProgressLine {
     total: usize,
     enabled: bool,
-    index: usize,
+    /// Files finished (their last event seen).
+    finished: usize,
     name: String,
     started: Instant,
 }
@@ -202,20 +243,26 @@ impl ProgressLine {
         ProgressLine {
             total,
             enabled,
-            index: 0,
+            finished: 0,
             name: String::new(),
             started: Instant::now(),
         }
     }
 
-    fn start_file(&mut self, index: usize, source: &str) {
-        self.index = index;
+    /// A batch of `len` files starts after `done` files, with `first`.
+    fn start_batch(&mut self, done: usize, len: usize, first: &str) {
+        self.finished = done;
         // Keep the end of long paths: the file name matters most.
-        let chars: Vec<char> = source.chars().collect();
-        self.name = if chars.len() > 48 {
-            format!("…{}", chars[chars.len() - 47..].iter().collect::<String>())
+        let chars: Vec<char> = first.chars().collect();
+        let name = if chars.len() > 40 {
+            format!("…{}", chars[chars.len() - 39..].iter().collect::<String>())
         } else {
-            source.to_owned()
+            first.to_owned()
+        };
+        self.name = if len > 1 {
+            format!("{name} (+{} more)", len - 1)
+        } else {
+            name
         };
         self.draw("reading", None);
     }
@@ -226,6 +273,12 @@ impl ProgressLine {
             IngestProgress::Extracted { .. } => "chunking",
             IngestProgress::Chunked { .. } => "embedding",
             IngestProgress::Embedded { .. } => "indexing",
+            IngestProgress::Indexed { .. }
+            | IngestProgress::Skipped { .. }
+            | IngestProgress::Failed { .. } => {
+                self.finished += 1;
+                "indexing"
+            }
             _ => return,
         };
         self.draw(next, Some(summary.chunks));
@@ -236,18 +289,24 @@ impl ProgressLine {
             return;
         }
         const WIDTH: usize = 24;
-        let filled = (self.index * WIDTH)
+        let filled = (self.finished.min(self.total) * WIDTH)
             .checked_div(self.total)
             .unwrap_or(WIDTH);
         let bar: String = "█".repeat(filled) + &"░".repeat(WIDTH - filled);
         let digits = self.total.to_string().len();
+        let elapsed = self.started.elapsed().as_secs_f64();
         let mut line = format!(
-            "[{:>digits$}/{}] {bar} {:>5.1}s {stage:<10} {}",
-            self.index + 1,
-            self.total,
-            self.started.elapsed().as_secs_f64(),
-            self.name
+            "[{:>digits$}/{}] {bar} {elapsed:>5.1}s",
+            self.finished, self.total,
         );
+        if let Some(eta) = eta(self.finished, self.total, elapsed) {
+            let _ = write!(
+                line,
+                " {:.0} files/s, {eta:.0}s left",
+                self.finished as f64 / elapsed
+            );
+        }
+        let _ = write!(line, " {stage:<10} {}", self.name);
         if let Some(c) = chunks.filter(|c| *c > 0) {
             let _ = write!(line, "  ({c} chunks so far)");
         }
@@ -265,9 +324,38 @@ impl ProgressLine {
     }
 }
 
+/// Seconds left at the rate so far, once there is a rate to go by.
+fn eta(finished: usize, total: usize, elapsed: f64) -> Option<f64> {
+    (finished > 0 && elapsed > 0.5)
+        .then(|| total.saturating_sub(finished) as f64 * elapsed / finished as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_cut_by_count_and_size_and_eta_follows_the_rate() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = Vec::new();
+        for i in 0..600 {
+            let p = dir.path().join(format!("{i}.md"));
+            std::fs::write(&p, "x").unwrap();
+            files.push(p);
+        }
+        let big = dir.path().join("big.md");
+        std::fs::write(&big, vec![b'x'; (BATCH_BYTES + 1) as usize]).unwrap();
+        files.insert(10, big);
+        let b = batches(&files);
+        assert_eq!(
+            b.iter().map(|g| g.len()).collect::<Vec<_>>(),
+            vec![10, 1, 256, 256, 78]
+        );
+        assert!(batches(&[]).is_empty());
+        assert_eq!(eta(0, 10, 5.0), None);
+        assert_eq!(eta(5, 10, 0.1), None);
+        assert_eq!(eta(5, 10, 5.0), Some(5.0));
+    }
 
     #[test]
     fn summary_groups_failures_by_code() {
