@@ -23,6 +23,9 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+/// Reads one metric of a question's result.
+type MetricFn = fn(&Metrics) -> f64;
+
 #[derive(Debug, Args)]
 pub struct TuneArgs {
     /// The knowledge base.
@@ -318,6 +321,8 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
     let cv = cross_validate(n, args.folds, args.seed, |train| best_on(&objective, train));
     let mut held_out = vec![0usize; n];
     for fold in &cv {
+        // No question scores the choice it helped make.
+        debug_assert!(fold.test.iter().all(|q| !fold.train.contains(q)));
         for &q in &fold.test {
             held_out[q] = fold.chosen;
         }
@@ -335,7 +340,7 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
         "metric", "before", "after", "gain"
     );
     let mut ndcg_ci = None;
-    let metric_fns: [(&str, fn(&Metrics) -> f64); 3] = [
+    let metric_fns: [(&str, MetricFn); 3] = [
         ("nDCG@10", |m| m.ndcg10),
         ("Recall@10", |m| m.recall10),
         ("MRR@10", |m| m.mrr10),
