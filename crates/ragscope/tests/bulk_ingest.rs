@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -165,18 +164,7 @@ fn killed_after_a_batch_the_rerun_skips_what_was_committed() {
         .stderr(Stdio::piped())
         .stdout(Stdio::null());
     let mut child = c.spawn().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the child exited before the failpoint"
-        );
-        if line.contains("failpoint ingest.batch.committed stalled") {
-            break;
-        }
-    }
+    wait_for_stall(&mut child, "ingest.batch.committed");
     child.kill().unwrap();
     child.wait().unwrap();
 

@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 fn doc_count(data: &std::path::Path, kb: &str) -> usize {
@@ -116,18 +115,7 @@ fn killed_while_writing_and_second_writer_refused() {
         .stderr(Stdio::piped())
         .stdout(Stdio::null());
     let mut child = c.spawn().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the child exited before the failpoint"
-        );
-        if line.contains("failpoint store.apply.before_commit stalled") {
-            break;
-        }
-    }
+    wait_for_stall(&mut child, "store.apply.before_commit");
 
     // While it holds the data directory, a second writer is refused clearly.
     let mut c = cmd(&data);

@@ -146,7 +146,6 @@ fn serve(data: &std::path::Path, app: &str) -> Served {
 
 #[test]
 fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
-    use std::io::BufRead;
     let admin = admin_url();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("unused-data");
@@ -230,18 +229,7 @@ fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     let mut writer = c.spawn().unwrap();
-    let mut err = std::io::BufReader::new(writer.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the writer exited before the failpoint"
-        );
-        if line.contains("failpoint store.apply.before_commit stalled") {
-            break;
-        }
-    }
+    wait_for_stall(&mut writer, "store.apply.before_commit");
     writer.kill().unwrap();
     writer.wait().unwrap();
     // Killing a server does not disturb the other.

@@ -30,6 +30,26 @@ pub fn cmd(data: &Path) -> Command {
     c
 }
 
+/// Reads the child's stderr (which must be piped) until a line reports
+/// that failpoint `name` stalled; the child is then blocked there, for the
+/// test to kill. Panics when the child exits first.
+pub fn wait_for_stall(child: &mut std::process::Child, name: &str) {
+    use std::io::BufRead;
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let needle = format!("failpoint {name} stalled");
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the child exited before failpoint {name}"
+        );
+        if line.contains(&needle) {
+            return;
+        }
+    }
+}
+
 pub struct Run {
     pub code: i32,
     pub stdout: String,
