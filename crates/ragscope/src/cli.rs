@@ -237,6 +237,11 @@ pub struct QueryArgs {
     /// Only entries created at or before this time.
     #[arg(long)]
     pub until: Option<String>,
+    /// Explain where this entry (an id as hits show it: faq:…, chunk:…,
+    /// fact:…) fell in every path, in fusion and in rerank, instead of
+    /// printing the query's events.
+    #[arg(long = "why-not", value_name = "ID")]
+    pub why_not: Option<String>,
     #[command(flatten)]
     pub retrieval: RetrievalFlags,
 }
@@ -545,6 +550,19 @@ pub async fn query(app: &App, args: QueryArgs) -> anyhow::Result<()> {
         generate: args.answer,
         conversation_id: None,
     };
+    if let Some(id) = &args.why_not {
+        let w = engine
+            .why_not(&app.tenant, request, rag_core::Viewer::Everything, id)
+            .await
+            .map_err(core_err)?;
+        if args.json {
+            println!("{}", serde_json::to_string(&w)?);
+        } else {
+            print!("{}", crate::why_not_cmd::render(&w, &args.query));
+        }
+        engine.flush_index_files().await;
+        return Ok(());
+    }
     // The store is open read-only here (a server may hold it): no query-log row.
     let mut events = engine.query_with(
         &app.tenant,

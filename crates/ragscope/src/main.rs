@@ -24,6 +24,7 @@ mod serve;
 mod source_cmd;
 mod tune;
 mod tune_cv;
+mod why_not_cmd;
 
 use anyhow::Context;
 use clap::Parser;
