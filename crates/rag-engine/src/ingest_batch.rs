@@ -167,7 +167,6 @@ impl Engine {
         // Sizes, then the same bytes already stored (or earlier in this
         // batch): skipped before anything is extracted.
         let mut jobs = Vec::new();
-        let mut hashes: HashMap<usize, String> = HashMap::new();
         let mut first_of: HashMap<String, usize> = HashMap::new();
         let mut first_source: HashMap<String, usize> = HashMap::new();
         for (i, file) in files.into_iter().enumerate() {
@@ -198,9 +197,8 @@ impl Engine {
                 continue;
             }
             first_of.insert(hash.clone(), i);
-            hashes.insert(i, hash);
             jobs.push((
-                i,
+                (i, hash),
                 ExtractJob {
                     name: file.source,
                     media_type: options.media_type.clone(),
@@ -214,11 +212,11 @@ impl Engine {
             return Ok(());
         }
 
-        let (indices, jobs): (Vec<usize>, Vec<ExtractJob>) = jobs.into_iter().unzip();
+        let (indices, jobs): (Vec<(usize, String)>, Vec<ExtractJob>) = jobs.into_iter().unzip();
         let extracted = self.extractor().extract_many(jobs).await;
         let mut docs = Vec::new();
         let mut faqs: Vec<(usize, Vec<FaqRow>)> = Vec::new();
-        for (i, result) in indices.into_iter().zip(extracted) {
+        for ((i, hash), result) in indices.into_iter().zip(extracted) {
             let x = match result {
                 Ok(x) => x,
                 Err(e) => {
@@ -237,7 +235,7 @@ impl Engine {
                         pages: (!doc.pages.is_empty()).then_some(doc.pages.len()),
                         entries: None,
                     });
-                    docs.push((i, doc));
+                    docs.push((i, hash, doc));
                 }
                 Content::Faqs { rows, encoding } => {
                     batch.emit(IngestProgress::Extracted {
@@ -253,9 +251,7 @@ impl Engine {
             }
         }
 
-        let prepared = self
-            .chunk_documents(docs, &mut hashes, options, batch)
-            .await?;
+        let prepared = self.chunk_documents(docs, options, batch).await?;
         if options.cancelled() {
             batch.cancel_open();
             return Ok(());
@@ -286,23 +282,22 @@ impl Engine {
     /// Chunks the documents of a batch, all at once on the blocking pool.
     async fn chunk_documents(
         &self,
-        docs: Vec<(usize, rag_ingest::ExtractedDoc)>,
-        hashes: &mut HashMap<usize, String>,
+        docs: Vec<(usize, String, rag_ingest::ExtractedDoc)>,
         options: &IngestOptions,
         batch: &mut Batch<'_>,
     ) -> Result<Vec<PreparedDoc>, CoreError> {
         let counter = self.chunk_counter(options);
         let params = options.chunk;
-        let split_all = docs.into_iter().map(|(i, doc)| {
+        let split_all = docs.into_iter().map(|(i, hash, doc)| {
             let counter = counter.clone();
             blocking(move || {
                 let pieces = split(&doc, &params, counter.as_ref());
-                (i, doc, pieces)
+                (i, hash, doc, pieces)
             })
         });
         let mut prepared = Vec::new();
         for r in futures::future::join_all(split_all).await {
-            let (i, doc, pieces) = r?;
+            let (i, hash, doc, pieces) = r?;
             let pieces = pieces.map_err(|e| UserError::InvalidParam {
                 name: "chunk",
                 reason: e.to_string(),
@@ -327,7 +322,7 @@ impl Engine {
                 file: i,
                 id,
                 title,
-                hash: hashes.remove(&i).unwrap_or_default(),
+                hash,
                 text: doc.text,
                 chunks: to_chunks(id, pieces),
             });
