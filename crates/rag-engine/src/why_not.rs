@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 /// Where the entry fell in one recall path.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PathVerdict {
     /// The path.
     pub path: PathKind,
@@ -53,6 +54,7 @@ pub struct PathVerdict {
 
 /// The whole explanation.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WhyNot {
     /// The entry (as query hits name it).
     pub id: PassageId,
@@ -278,20 +280,34 @@ impl Engine {
         let id = PassageId::parse(entry_id.trim()).ok_or_else(|| not_found(entry_id))?;
         let kb = self.kb(tenant, &request.kb).await?;
         let index = self.index(tenant, &kb).await?;
-        let passage = index
+        let indexed = index
             .lexical
             .passage(id)
             .filter(|p| viewer.sees(p.owner.as_deref()))
-            .cloned()
-            .ok_or_else(|| not_found(entry_id))?;
+            .cloned();
         self.check_query(&request.query)?;
         let base = request.params.as_ref().unwrap_or(&kb.settings.retrieval);
         let (params, _) = request.overrides.apply(base);
         params.validate()?;
+        let passage = match (indexed, id) {
+            (Some(p), _) => p,
+            // FAQ entries are tenant-wide; one waiting for review or switched
+            // off is kept out of every index, so no path could return it.
+            (None, PassageId::Faq(fid)) => {
+                let faq = self
+                    .faq(tenant, &kb.name, fid)
+                    .await
+                    .map_err(|_| not_found(entry_id))?;
+                return Ok(unsearchable_faq(faq, &params));
+            }
+            (None, _) => return Err(not_found(entry_id)),
+        };
         request.generate = false;
         let filters = request.filters.clone();
+        // Views on: context packing runs (as for a query with an answer),
+        // so the explanation can say whether packing kept the entry.
         let options = QueryOptions {
-            views: false,
+            views: true,
             log: false,
             viewer: viewer.clone(),
         };
@@ -344,6 +360,46 @@ impl Engine {
         .await
         .ok()
         .flatten()
+    }
+}
+
+/// An FAQ entry no index holds because of its review status: every path
+/// that would run reports the status filter.
+fn unsearchable_faq(faq: rag_core::FaqEntry, params: &RetrievalParams) -> WhyNot {
+    let approved = faq.status == rag_core::FaqStatus::Approved;
+    let reason = if approved {
+        "the entry is not in the search index yet".to_owned()
+    } else {
+        let status = faq.status.as_str();
+        format!("the entry is {status}; only approved entries are searched")
+    };
+    let paths = params
+        .paths
+        .iter()
+        .map(|&path| PathVerdict {
+            path,
+            status: if approved { "not_scored" } else { "filtered" }.into(),
+            rank: None,
+            score: None,
+            k: params.per_path_k,
+            missing_terms: Vec::new(),
+            filter: (!approved).then(|| "status".to_owned()),
+            reason: reason.clone(),
+        })
+        .collect();
+    WhyNot {
+        id: PassageId::Faq(faq.id),
+        title: faq.question,
+        paths,
+        fusion_rule: None,
+        fused_rank: None,
+        fused_score: None,
+        contributions: Vec::new(),
+        fusion_dropped: Some(reason),
+        rerank_dropped: false,
+        reranked_rank: None,
+        context_source: None,
+        context_dropped: None,
     }
 }
 

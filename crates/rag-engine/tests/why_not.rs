@@ -128,6 +128,8 @@ async fn a_returned_entry_has_its_rank_and_fusion() {
     assert_eq!(w.fused_rank, Some(1));
     assert!(!w.contributions.is_empty());
     assert_eq!(w.reranked_rank, Some(1), "{w:?}");
+    assert_eq!(w.context_source, Some(1), "{w:?}");
+    assert_eq!(w.context_dropped, None, "{w:?}");
 }
 
 #[tokio::test]
@@ -216,4 +218,34 @@ async fn an_invisible_entry_is_not_found_like_a_nonexistent_one() {
         invisible.public_message().replace(&secret, "ID"),
         missing.public_message().replace(fake, "ID")
     );
+}
+
+#[tokio::test]
+async fn a_disabled_faq_entry_is_filtered_by_status_on_every_path() {
+    let (_dir, engine, tenant) = engine().await;
+    let disabled = engine
+        .faqs(&tenant, "kb")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|f| f.question.contains("停用"))
+        .unwrap();
+    let id = format!("faq:{}", disabled.id);
+    let w = engine
+        .why_not(
+            &tenant,
+            request("停用的退款说明", Filters::default()),
+            Viewer::Public,
+            &id,
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.title, "停用的退款说明");
+    assert_eq!(w.paths.len(), 2, "{w:?}");
+    for v in &w.paths {
+        assert_eq!(v.status, "filtered", "{v:?}");
+        assert_eq!(v.filter.as_deref(), Some("status"), "{v:?}");
+        assert!(v.reason.contains("disabled"), "{v:?}");
+    }
+    assert_eq!(w.fused_rank, None);
 }

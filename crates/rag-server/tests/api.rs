@@ -254,6 +254,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
     let b = match (method, path) {
         ("post", "/kbs/{kb}/query") | ("post", "/kbs/{kb}/query/sync") | ("post", "/kbs/{kb}/retrieve") => json!({ "query": "退款" }),
         ("post", "/kbs/{kb}/refuse") => json!({ "candidates_id": "{cand}" }),
+        ("post", "/kbs/{kb}/why-not") => json!({ "query": "退款", "entry_id": "{entry}" }),
         ("post", "/kbs") => json!({ "name": "probe" }),
         ("put", "/kbs/{kb}/settings") => json!({ "retrieval": {} }),
         ("post", "/kbs/{kb}/faqs") => json!({ "question": "q?", "answer": "a" }),
@@ -355,7 +356,11 @@ async fn no_route_reveals_another_tenants_data() {
                 continue;
             }
             for kb in ["alpha-only", "shop"] {
-                if kb == "shop" && !path.contains("{id}") && !path.contains("refuse") && !admin_only
+                if kb == "shop"
+                    && !path.contains("{id}")
+                    && !path.contains("refuse")
+                    && !path.contains("why-not")
+                    && !admin_only
                 {
                     continue; // beta's own knowledge base without foreign ids: nothing foreign to reach
                 }
@@ -392,8 +397,11 @@ async fn no_route_reveals_another_tenants_data() {
                     text = res.text().await.unwrap();
                 } else {
                     let body = body_for(method, path).map(|b| {
-                        serde_json::from_str::<Value>(&b.to_string().replace("{cand}", &cand))
-                            .unwrap()
+                        let b = b
+                            .to_string()
+                            .replace("{cand}", &cand)
+                            .replace("{entry}", &format!("faq:{faq_id}"));
+                        serde_json::from_str::<Value>(&b).unwrap()
                     });
                     let m = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
                     let mut req = server
@@ -522,6 +530,19 @@ async fn no_route_reveals_an_owners_restricted_document() {
         )
         .await;
     let cand = retrieval["candidates_id"].as_str().unwrap().to_owned();
+    let her_chunk = retrieval["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "fused")
+        .and_then(|e| {
+            e["hits"]
+                .as_array()?
+                .iter()
+                .find(|h| h["id"]["kind"] == "chunk")
+        })
+        .map(|h| format!("chunk:{}", h["id"]["id"].as_str().unwrap()))
+        .expect("alice retrieves her chunk");
     let (s, conv) = server
         .get("/kbs/shop/conversations/alice-chat", &alice)
         .await;
@@ -592,6 +613,9 @@ async fn no_route_reveals_an_owners_restricted_document() {
                             // Her passage's words (echoes of the query are not leaks).
                             Some(json!({ "query": "血压 复查 胆固醇" }))
                         }
+                        "/kbs/{kb}/why-not" => {
+                            Some(json!({ "query": "血压 复查 胆固醇", "entry_id": her_chunk }))
+                        }
                         _ => body,
                     };
                     let m = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
@@ -614,6 +638,7 @@ async fn no_route_reveals_an_owners_restricted_document() {
                     || concrete.contains(&log_id)
                     || concrete.contains("alice-chat")
                     || path.ends_with("/refuse")
+                    || path.ends_with("/why-not")
                 {
                     assert_eq!(status, 404, "{who}: {method} {concrete}: {text}");
                 }

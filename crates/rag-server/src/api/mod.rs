@@ -8,6 +8,7 @@ mod faqs;
 mod kbs;
 mod lexicon;
 pub(crate) mod query;
+mod why_not;
 
 use crate::state::AppState;
 use serde::Serialize;
@@ -22,6 +23,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(query::query_json))
         .routes(routes!(query::retrieve))
         .routes(routes!(query::refuse))
+        .routes(routes!(why_not::why_not))
         .routes(routes!(kbs::list_kbs, kbs::create_kb))
         .routes(routes!(kbs::get_kb, kbs::delete_kb))
         .routes(routes!(kbs::put_settings))
