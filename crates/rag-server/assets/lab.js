@@ -26,7 +26,7 @@ export function mount(node) {
   });
   const cols = el('div', { class: 'three' }, COLUMNS.map((c) => el('section', { id: `lab-${c.id}`, class: 'lab-col', dataset: { column: c.id } },
     el('h2', { i18n: c.i18n }), el('div', { class: 'col-status' }), el('ol', { class: 'hits' }), el('div', { class: 'col-foot' }))));
-  clear(root, form, el('div', { id: 'lab-tokens', class: 'tokens' }), el('div', { id: 'lab-controls', class: 'controls' }), cols);
+  clear(root, form, el('div', { id: 'lab-tokens', class: 'tokens' }), el('div', { id: 'lab-controls', class: 'controls' }), cols, whyNotPanel());
   app.listeners.add((what) => { if (what === 'kb') { settings = null; state = null; } });
   const last = document.getElementById('ask-q');
   if (last && last.value) q.value = last.value;
@@ -220,8 +220,10 @@ function hitItem(c, h, rank, baseline, moves) {
       contributionTable(h),
       el('ul', { class: 'matched' }, (c.matched.get(key) || []).map((m) => el('li', {}, el('b', { text: m.path }), ' ', m.terms.join(' ')))),
       p ? el('a', { href: '#lab', class: 'plink', onclick: (e) => { e.preventDefault(); openPassage(state.kb, p); } }, p.source || p.title) : null));
+  const ask = el('button', { type: 'button', class: 'small whynot-ask', i18n: 'lab.whynot.ask', onclick: () => whyNot(key) });
   return el('li', { class: 'hit', dataset: { id: key, rank: String(rank), ...(delta ? { delta } : {}) } },
     explain,
+    ask,
     p ? el('div', { class: 'snippet' }, highlighted(p.body, p.highlights)) : null);
 }
 
@@ -259,4 +261,65 @@ async function refuseAll() {
       col.querySelector('.col-status').append(notice('error', e.message));
     }
   }));
+}
+
+// ---------------------------------------------------------------- why not
+
+function whyNotPanel() {
+  const id = el('input', { id: 'lab-whynot-id', type: 'text', i18nPlaceholder: 'lab.whynot.id', autocomplete: 'off', 'aria-label': 'entry id' });
+  const form = el('form', { id: 'lab-whynot-form', class: 'askbar' }, id, el('button', { id: 'lab-whynot-run', type: 'submit', i18n: 'lab.whynot.run' }));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if (id.value.trim()) whyNot(id.value.trim());
+  });
+  return el('section', { id: 'lab-whynot', class: 'whynot' }, el('h2', { i18n: 'lab.whynot' }), form, el('div', { id: 'lab-whynot-out' }));
+}
+
+// Explains where the entry fell for the lab's query, with the hybrid
+// column's paths and the sliders' fusion settings.
+async function whyNot(entryId) {
+  const panel = document.getElementById('lab-whynot');
+  const out = document.getElementById('lab-whynot-out');
+  document.getElementById('lab-whynot-id').value = entryId;
+  if (!state) {
+    clear(out, notice('warning', t('lab.whynot.needquery')));
+    return;
+  }
+  panel.dataset.state = 'running';
+  clear(out, el('span', { class: 'hint', i18n: 'running' }));
+  const fusion = settings ? currentFusion() : {};
+  const body = { query: state.query, entry_id: entryId, rerank: true, k: fusion.k, weights: fusion.weights, lexical_interpolation: fusion.lexical_interpolation };
+  try {
+    const w = await api('POST', `${kbPath(state.kb)}/why-not`, body);
+    clear(out, renderWhyNot(w));
+    panel.dataset.state = 'done';
+  } catch (e) {
+    clear(out, notice('error', `${e.code || ''} ${e.message}`));
+    panel.dataset.state = 'error';
+  }
+  panel.scrollIntoView({ block: 'nearest' });
+}
+
+function renderWhyNot(w) {
+  const verdicts = table([
+    { i18n: 'col.path', cell: (v) => v.path },
+    { i18n: 'col.status', cell: (v) => el('span', { class: `verdict verdict-${v.status}`, dataset: { status: v.status }, text: t(`why.${v.status}`) }) },
+    { i18n: 'col.rank', cell: (v) => fmt(v.rank) },
+    { i18n: 'col.score', cell: (v) => fmt(v.score, 4) },
+    { i18n: 'col.k', cell: (v) => fmt(v.k) },
+    { i18n: 'col.reason', cell: (v) => v.reason },
+  ], w.paths || [], { class: 'grid small verdicts', rowAttrs: (v) => ({ dataset: { path: v.path } }) });
+  const facts = [];
+  if (w.fused_rank) facts.push(el('li', { dataset: { fact: 'fused' } }, el('b', { i18n: 'lab.whynot.fused' }), ` ${w.fused_rank} (${fmt(w.fused_score, 4)}${w.fusion_rule ? `, ${w.fusion_rule}` : ''})`));
+  else facts.push(el('li', { dataset: { fact: 'fused' } }, el('b', { i18n: 'lab.whynot.notfused' }), w.fusion_dropped ? ` — ${w.fusion_dropped}` : ''));
+  if (w.reranked_rank) facts.push(el('li', { dataset: { fact: 'reranked' } }, el('b', { i18n: 'lab.whynot.reranked' }), ` ${w.reranked_rank}`));
+  else if (w.rerank_dropped) facts.push(el('li', { dataset: { fact: 'reranked' } }, el('b', { i18n: 'lab.whynot.rerankdropped' })));
+  if (w.context_source) facts.push(el('li', { dataset: { fact: 'context' } }, el('b', { i18n: 'lab.whynot.context' }), ` [${w.context_source}]`));
+  else if (w.fused_rank) facts.push(el('li', { dataset: { fact: 'context' } }, el('b', { i18n: 'lab.whynot.notpacked' }), w.context_dropped ? ` — ${w.context_dropped}` : ''));
+  return el('div', { class: 'whynot-result', dataset: { id: pid(w.id) } },
+    el('h3', { class: 'title', text: w.title }),
+    verdicts,
+    w.contributions && w.contributions.length ? contributionTable(w) : null,
+    el('ul', { class: 'whynot-facts' }, facts),
+    rawDetails(w));
 }

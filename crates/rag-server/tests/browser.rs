@@ -338,6 +338,91 @@ async fn retrieval_lab_compares_three_columns_and_a_slider_refuses_with_rank_cha
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrieval_lab_explains_why_an_expected_entry_was_not_returned() {
+    let server = start(true).await;
+    server.seed_demo().await;
+    let b = Browser::launch("lab-why-not").await;
+    b.goto(&format!("{}/#lab", server.url)).await;
+    b.wait_for("document.getElementById('lab-q')", "the lab")
+        .await;
+    b.type_into("#lab-q", "营业时间").await;
+    b.click("#lab-run").await;
+    b.wait_for(
+        "document.getElementById('page-lab').dataset.state === 'done'",
+        "three retrievals",
+    )
+    .await;
+    // The lexical column's first hit, explained from its button: BM25
+    // returned it at the rank the column shows.
+    let first = b
+        .eval("document.querySelector('#lab-lexical .hit').dataset.id")
+        .await;
+    b.click("#lab-lexical .hit .whynot-ask").await;
+    b.wait_for(
+        "document.getElementById('lab-whynot').dataset.state === 'done'",
+        "the explanation",
+    )
+    .await;
+    assert_eq!(
+        b.eval("document.querySelector('.whynot-result').dataset.id")
+            .await,
+        first
+    );
+    let bm25 = b
+        .eval("document.querySelector('.verdicts tr[data-path=bm25] .verdict').dataset.status")
+        .await;
+    assert_eq!(bm25, json!("returned"));
+    // An entry the query does not match, typed in: BM25 names it no match,
+    // with the query terms the entry lacks.
+    let (_, faqs) = server
+        .call(reqwest::Method::GET, "/kbs/demo/faqs", None)
+        .await;
+    let other = faqs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            let text = format!("{}{}", f["question"], f["answer"]);
+            !text.contains("营业") && !text.contains("时间")
+        })
+        .expect("a demo entry without the query's terms");
+    let id = format!("faq:{}", other["id"].as_str().unwrap());
+    b.eval("document.getElementById('lab-whynot-id').value = ''")
+        .await;
+    b.type_into("#lab-whynot-id", &id).await;
+    b.click("#lab-whynot-run").await;
+    b.wait_for(
+        &format!("document.getElementById('lab-whynot').dataset.state === 'done' && document.querySelector('.whynot-result').dataset.id === {}", json!(id)),
+        "the typed entry's explanation",
+    )
+    .await;
+    let bm25 = b
+        .eval("document.querySelector('.verdicts tr[data-path=bm25]').textContent")
+        .await;
+    let text = bm25.as_str().unwrap();
+    assert!(text.contains("不匹配") && text.contains("营业"), "{text}");
+    // Its title renders as text.
+    let title = b
+        .eval("document.querySelector('.whynot-result h3').textContent")
+        .await;
+    assert_eq!(title, other["question"]);
+    b.screenshot("1-no-match").await;
+    // A made-up id is an error in the panel, not a broken page.
+    b.eval("document.getElementById('lab-whynot-id').value = ''")
+        .await;
+    b.type_into("#lab-whynot-id", "faq:0190b5f4-0000-7000-8000-000000000000")
+        .await;
+    b.click("#lab-whynot-run").await;
+    b.wait_for(
+        "document.getElementById('lab-whynot').dataset.state === 'error'",
+        "the not-found error",
+    )
+    .await;
+    b.screenshot("2-not-found").await;
+    b.assert_no_page_errors();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corpus_page_edits_disables_and_approves_an_faq_entry_through_the_api() {
     let server = start(true).await;
     server.seed_demo().await;
