@@ -353,4 +353,52 @@ mod tests {
             DropReason::TopK { rank: 3, top_k: 2 }
         );
     }
+
+    #[test]
+    fn a_path_weighted_zero_decides_no_tie() {
+        let pool = ids(3);
+        let list = |path, members: &[usize]| RankedList {
+            path,
+            hits: members
+                .iter()
+                .enumerate()
+                .map(|(r, &i)| Hit {
+                    id: pool[i],
+                    rank: r as u32 + 1,
+                    score: 10.0 - r as f64,
+                    matched: vec![],
+                })
+                .collect(),
+            notes: vec![],
+        };
+        let weights = PathWeights {
+            bm25: 0.0,
+            substring: 1.0,
+            ..PathWeights::default()
+        };
+        for rule in [FusionRule::Rrf, FusionRule::Convex] {
+            let params = FusionParams {
+                rule,
+                weights,
+                ..FusionParams::default()
+            };
+            // BM25 alone, weighted 0: every score is 0 and its order counts
+            // for nothing (ids decide), though its ranks are explained.
+            let fused = fuse(&[list(PathKind::Bm25, &[2, 1, 0])], &params);
+            let order: Vec<PassageId> = fused.hits.iter().map(|h| h.id).collect();
+            assert_eq!(order, pool, "{rule:?}");
+            assert!(fused.hits.iter().all(|h| h.score == 0.0));
+            assert_eq!(fused.hits[0].contributions[0].rank, 3);
+            // A weighted path's candidate comes first; the rest stay by id.
+            let fused = fuse(
+                &[
+                    list(PathKind::Bm25, &[2, 1, 0]),
+                    list(PathKind::Substring, &[1]),
+                ],
+                &params,
+            );
+            let order: Vec<PassageId> = fused.hits.iter().map(|h| h.id).collect();
+            assert_eq!(order, vec![pool[1], pool[0], pool[2]], "{rule:?}");
+        }
+    }
 }

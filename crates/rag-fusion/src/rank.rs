@@ -9,11 +9,18 @@ use rustc_hash::FxHashMap;
 pub(crate) struct Gathered {
     order: Vec<PassageId>,
     by_id: FxHashMap<PassageId, Vec<Contribution>>,
+    /// When each passage first appeared in a path of positive weight.
+    first_weighted: FxHashMap<PassageId, usize>,
+    weighted_adds: usize,
 }
 
 impl Gathered {
     /// Adds one path's contribution to a passage.
     pub(crate) fn add(&mut self, id: PassageId, contribution: Contribution) {
+        if contribution.weight > 0.0 {
+            self.first_weighted.entry(id).or_insert(self.weighted_adds);
+            self.weighted_adds += 1;
+        }
         let order = &mut self.order;
         self.by_id
             .entry(id)
@@ -25,13 +32,16 @@ impl Gathered {
     }
 
     /// Scores (Σ contributions), orders and cuts the candidates. Ties are
-    /// broken by the best rank in any path, then by first appearance.
+    /// broken by the best rank in any path of positive weight, then by first
+    /// appearance in such a path, then by id: a path weighted 0 is listed in
+    /// the explanations but decides nothing, not even a tie.
     pub(crate) fn finish(mut self, max_score: f64, params: &FusionParams) -> Fused {
+        let first_weighted = std::mem::take(&mut self.first_weighted);
         let mut all: Vec<(usize, FusedHit)> = self
             .order
             .into_iter()
-            .enumerate()
-            .map(|(first_seen, id)| {
+            .map(|id| {
+                let first_seen = first_weighted.get(&id).copied().unwrap_or(usize::MAX);
                 let contributions = self.by_id.remove(&id).unwrap_or_default();
                 let score: f64 = contributions.iter().map(|c| c.rrf).sum();
                 let normalized = if max_score > 0.0 {
@@ -56,6 +66,7 @@ impl Gathered {
                 .total_cmp(&a.score)
                 .then_with(|| best_rank(a).cmp(&best_rank(b)))
                 .then_with(|| fa.cmp(fb))
+                .then_with(|| a.id.cmp(&b.id))
         });
 
         let mut hits = Vec::new();
@@ -95,6 +106,7 @@ impl Gathered {
 fn best_rank(hit: &FusedHit) -> u32 {
     hit.contributions
         .iter()
+        .filter(|c| c.weight > 0.0)
         .map(|c| c.rank)
         .min()
         .unwrap_or(u32::MAX)

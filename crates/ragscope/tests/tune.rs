@@ -1,7 +1,7 @@
-//! `ragscope tune` end to end: a golden set too small for cross-validation
-//! is refused. (A test that a clear gain is saved and a small one refused
-//! is still to come: on the demo FAQ every candidate, even zero weights on
-//! the paths that find the entries, ranks each question's entry first.)
+//! `ragscope tune` end to end: a small knowledge base whose settings are
+//! deliberately poor is tuned on a golden set; the gain is saved only when
+//! it clears the margin, and a golden set too small for cross-validation
+//! is refused.
 
 mod common;
 
@@ -42,6 +42,44 @@ fn poor_kb(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
         .collect();
     std::fs::write(&golden, lines.join("\n")).unwrap();
     (data, golden)
+}
+
+fn tune(data: &Path, golden: &Path, extra: &[&str]) -> Run {
+    let mut c = cmd(data);
+    c.args(["--embedder", "none", "tune", "--kb", "faq", "--golden"])
+        .arg(golden)
+        .args(extra);
+    ok(c)
+}
+
+#[test]
+fn tune_saves_a_clear_gain_and_refuses_a_small_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, golden) = poor_kb(dir.path());
+
+    // A margin no gain can reach: reported, not saved.
+    let r = tune(&data, &golden, &["--min-gain", "2"]);
+    for metric in ["nDCG@10", "Recall@10", "MRR@10"] {
+        assert!(r.stdout.contains(metric), "{}", r.stdout);
+    }
+    assert!(r.stdout.contains("before") && r.stdout.contains("after"));
+    assert!(r.stdout.contains("not saved: "), "{}", r.stdout);
+    assert!(r.stdout.contains("below --min-gain"), "{}", r.stdout);
+
+    // The default margin: the poor settings lose clearly (the only weighted
+    // path finds no FAQ entry, so no path's order counts), so the choice is saved.
+    let r = tune(&data, &golden, &[]);
+    assert!(
+        r.stdout
+            .contains("saved to the settings of knowledge base faq"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("not saved"), "{}", r.stdout);
+
+    // Tuned again from the saved settings: nothing clearly better is left.
+    let r = tune(&data, &golden, &[]);
+    assert!(r.stdout.contains("not saved: "), "{}", r.stdout);
 }
 
 #[test]
