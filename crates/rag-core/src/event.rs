@@ -198,6 +198,29 @@ pub enum PipelineEvent {
         /// Milliseconds.
         elapsed_ms: f64,
     },
+    /// The question matched an intent: its webhook was called. When the
+    /// webhook answered, its answer follows and no recall runs; when it
+    /// failed, the normal pipeline follows.
+    Routed {
+        /// The intent's name.
+        intent: String,
+        /// The match score (0–1).
+        score: f64,
+        /// The intent's threshold.
+        threshold: f64,
+        /// The example question that matched best.
+        example: String,
+        /// Whether the webhook answered.
+        answered: bool,
+        /// Why the webhook call failed, if it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Sources the webhook's answer names.
+        #[serde(default)]
+        sources: Vec<crate::intent::WebhookSource>,
+        /// The webhook's latency in milliseconds.
+        webhook_ms: f64,
+    },
     /// The context for the generator was packed.
     ContextAssembled {
         /// Numbered sources.
@@ -274,6 +297,7 @@ impl PipelineEvent {
             PipelineEvent::RecallFailed { .. } => "recall_failed",
             PipelineEvent::Fused { .. } => "fused",
             PipelineEvent::Reranked { .. } => "reranked",
+            PipelineEvent::Routed { .. } => "routed",
             PipelineEvent::ContextAssembled { .. } => "context_assembled",
             PipelineEvent::AnswerToken { .. } => "answer_token",
             PipelineEvent::Answered { .. } => "answered",

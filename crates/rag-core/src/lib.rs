@@ -18,6 +18,7 @@ pub mod error;
 pub mod event;
 pub mod failpoint;
 pub mod ids;
+pub mod intent;
 pub mod link;
 pub mod log;
 pub mod model;
@@ -34,6 +35,9 @@ pub use event::{
     CitedSource, ContextDropped, PipelineEvent, RerankMove, SentenceCheck, StageTiming, TokenUsage,
 };
 pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, SourceId, TenantId};
+pub use intent::{
+    validate_intents, webhook_is_local, Intent, Webhook, WebhookCall, WebhookReply, WebhookSource,
+};
 pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
 pub use model::*;
 pub use overrides::{Origin, Provenance, RetrievalOverrides};

@@ -54,6 +54,9 @@ pub struct KbSettings {
     /// FAQ entries drafted by the LLM from documents.
     #[serde(default)]
     pub drafts: DraftSettings,
+    /// Intent routes: questions matched to one are answered by its webhook.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intents: Vec<crate::intent::Intent>,
 }
 
 /// How FAQ entries are drafted from documents by the configured LLM.

@@ -75,6 +75,11 @@ impl CachedEmbedder {
     }
 
     /// Embeds a query (queries are cached under their own keys).
+    /// Several questions embedded as queries (symmetric matching), cached.
+    pub async fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, CoreError> {
+        Ok(self.embed(texts, 32, true).await?.0)
+    }
+
     pub async fn embed_query(&self, text: &str) -> Result<Vec<f32>, CoreError> {
         let (mut v, _) = self.embed(&[text.to_owned()], 1, true).await?;
         v.pop().ok_or_else(|| CoreError::Component {

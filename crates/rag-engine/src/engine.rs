@@ -31,6 +31,9 @@ pub struct Components {
     /// ([`crate::InProcessExtractor`]). Servers reading untrusted files pass
     /// an isolating one (`rag_sandbox::SandboxExtractor`).
     pub extractor: Option<Arc<dyn crate::Extractor>>,
+    /// Calls intent webhooks; `None`: a matched intent falls back to the
+    /// knowledge base.
+    pub webhook: Option<Arc<dyn rag_core::Webhook>>,
 }
 
 impl Components {
@@ -44,6 +47,7 @@ impl Components {
             generator: None,
             fetcher: None,
             extractor: None,
+            webhook: None,
         }
     }
 }
@@ -177,6 +181,8 @@ pub(crate) struct Inner {
     saved: Arc<Mutex<HashMap<KbId, (u64, bool)>>>,
     /// Index files being written.
     pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Intent indexes by intent list (see `intents.rs`).
+    pub(crate) intents: Mutex<HashMap<u64, Arc<crate::intents::IntentIndex>>>,
 }
 
 /// An index task that panicked or was cancelled.
@@ -228,6 +234,7 @@ impl Engine {
                 build: Mutex::new(HashMap::new()),
                 saved: Arc::new(Mutex::new(HashMap::new())),
                 pending: Mutex::new(Vec::new()),
+                intents: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -273,6 +280,7 @@ impl Engine {
         validate_kb_name(name)?;
         settings.retrieval.validate()?;
         settings.answer.validate()?;
+        rag_core::validate_intents(&settings.intents)?;
         settings.drafts.validate()?;
         self.store().create_kb(tenant, name, settings).await
     }

@@ -35,6 +35,7 @@ mod fusion_rule;
 mod index_files;
 mod ingest;
 mod ingest_batch;
+mod intents;
 mod job;
 mod lambda;
 mod manage;

@@ -106,6 +106,21 @@ impl Engine {
         Ok(())
     }
 
+    /// Replaces a knowledge base's intents, keeping its other settings.
+    pub async fn set_intents(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        intents: Vec<rag_core::Intent>,
+    ) -> Result<KnowledgeBase, CoreError> {
+        let kb = self.kb(tenant, name).await?;
+        let settings = KbSettings {
+            intents,
+            ..kb.settings
+        };
+        self.update_kb_settings(tenant, name, settings).await
+    }
+
     /// Replaces a knowledge base's settings.
     pub async fn update_kb_settings(
         &self,
@@ -116,6 +131,7 @@ impl Engine {
         settings.retrieval.validate()?;
         settings.answer.validate()?;
         settings.drafts.validate()?;
+        rag_core::validate_intents(&settings.intents)?;
         let kb = self.kb(tenant, name).await?;
         self.store()
             .apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)])

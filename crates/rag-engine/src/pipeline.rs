@@ -241,35 +241,22 @@ impl Engine {
         })
         .await;
 
-        let (lists, path_timings) = self.recall_stage(&mut run, &analyzed, emit).await;
-        let fused = self
-            .fuse_stage(&mut run, &analyzed, (lambda, reason), &lists, emit)
+        // An intent's webhook may answer instead of the knowledge base.
+        let routed = self
+            .route_stage(&mut run, &search_query, analyzed.language, emit)
             .await;
-        let reranked = self.rerank_stage(&mut run, &analyzed, &fused, emit).await;
-        let packed = self.pack_stage(&mut run, &lists, &reranked, emit).await;
-
-        let answer = if request.generate {
-            let t = Instant::now();
-            let out = self
-                .answer(
-                    &request.query,
-                    &analyzed,
-                    &run.index,
-                    &reranked,
-                    &lists,
-                    &packed.sources,
-                    &run.kb.settings.answer,
-                    &mut run.warnings,
-                    emit,
-                )
-                .await?;
-            run.timings.push(StageTiming {
-                stage: "answered".into(),
-                ms: ms(t),
-            });
-            Some(out)
-        } else {
-            None
+        let (lists, path_timings, fused, reranked, answer) = match routed {
+            Some(answer) => (
+                Vec::new(),
+                Vec::new(),
+                rag_core::Fused::default(),
+                Vec::new(),
+                Some(answer),
+            ),
+            None => {
+                self.answer_from_kb(&mut run, &analyzed, (lambda, reason), emit)
+                    .await?
+            }
         };
 
         tracing::info!(
@@ -361,6 +348,59 @@ impl Engine {
             fused,
             reranked,
         })
+    }
+}
+
+impl Engine {
+    /// Recall, fusion, rerank, packing and (when asked for) the answer from
+    /// the knowledge base.
+    #[allow(clippy::type_complexity)]
+    async fn answer_from_kb(
+        &self,
+        run: &mut crate::stages::Run<'_>,
+        analyzed: &rag_core::AnalyzedQuery,
+        suggestion: (f64, &'static str),
+        emit: &mut crate::emit::EventSink<'_>,
+    ) -> Result<
+        (
+            Vec<rag_core::RankedList>,
+            Vec<StageTiming>,
+            rag_core::Fused,
+            Vec<rag_core::FusedHit>,
+            Option<crate::answer::AnswerOutcome>,
+        ),
+        CoreError,
+    > {
+        let (lists, path_timings) = self.recall_stage(run, analyzed, emit).await;
+        let fused = self
+            .fuse_stage(run, analyzed, suggestion, &lists, emit)
+            .await;
+        let reranked = self.rerank_stage(run, analyzed, &fused, emit).await;
+        let packed = self.pack_stage(run, &lists, &reranked, emit).await;
+        let answer = if run.request.generate {
+            let t = Instant::now();
+            let out = self
+                .answer(
+                    &run.request.query,
+                    analyzed,
+                    &run.index,
+                    &reranked,
+                    &lists,
+                    &packed.sources,
+                    &run.kb.settings.answer,
+                    &mut run.warnings,
+                    emit,
+                )
+                .await?;
+            run.timings.push(StageTiming {
+                stage: "answered".into(),
+                ms: ms(t),
+            });
+            Some(out)
+        } else {
+            None
+        };
+        Ok((lists, path_timings, fused, reranked, answer))
     }
 }
 

@@ -107,7 +107,7 @@ pub fn is_private(ip: IpAddr) -> bool {
 
 /// The resolver's refusal, found again in the error chain.
 #[derive(Debug)]
-struct Blocked(String);
+pub(crate) struct Blocked(pub(crate) String);
 
 impl std::fmt::Display for Blocked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -117,7 +117,7 @@ impl std::fmt::Display for Blocked {
 impl std::error::Error for Blocked {}
 
 /// Resolves with the system resolver and drops private addresses.
-struct PublicOnly;
+pub(crate) struct PublicOnly;
 
 impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
@@ -157,7 +157,7 @@ impl std::fmt::Display for TooManyRedirects {
 }
 impl std::error::Error for TooManyRedirects {}
 
-fn literal_private(url: &reqwest::Url) -> Option<String> {
+pub(crate) fn literal_private(url: &reqwest::Url) -> Option<String> {
     match url.host()? {
         url::Host::Ipv4(ip) if is_private(IpAddr::V4(ip)) => Some(ip.to_string()),
         url::Host::Ipv6(ip) if is_private(IpAddr::V6(ip)) => Some(ip.to_string()),

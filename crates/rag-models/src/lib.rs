@@ -39,6 +39,7 @@ mod fetch;
 mod http;
 mod openai;
 mod rerank;
+mod webhook;
 
 pub use bert::BertEmbedder;
 pub use chat::{
@@ -52,3 +53,4 @@ pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
 /// The e5 matrix-kernel tier (`embedder.kernel`).
 pub use rag_e5::Kernel as E5Kernel;
 pub use rerank::{HttpReranker, HttpRerankerConfig, LlmListwiseReranker};
+pub use webhook::HttpWebhook;

@@ -194,6 +194,8 @@ function summarize(kind, ev) {
         typeof ev.lexical_interpolation === 'number' ? `λ=${fmt(ev.lexical_interpolation, 2)}` : null].filter(Boolean), time: ms(ev.elapsed_ms) };
     case 'reranked':
       return { facts: [ev.reranker, `${ev.hits.length} hits`], time: ms(ev.elapsed_ms) };
+    case 'routed':
+      return { facts: [ev.intent, `${fmt(ev.score, 3)} ≥ ${fmt(ev.threshold, 2)}`, ev.answered ? 'webhook' : ev.error].filter(Boolean), time: ms(ev.webhook_ms), state: ev.answered ? null : 'warn' };
     case 'context_assembled':
       return { facts: [`${(ev.sources || []).length} sources`], time: ms(ev.elapsed_ms) };
     case 'done':

@@ -257,6 +257,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/kbs/{kb}/why-not") => json!({ "query": "退款", "entry_id": "{entry}" }),
         ("post", "/kbs") => json!({ "name": "probe" }),
         ("put", "/kbs/{kb}/settings") => json!({ "retrieval": {} }),
+        ("put", "/kbs/{kb}/intents") => json!([]),
         ("post", "/kbs/{kb}/faqs") => json!({ "question": "q?", "answer": "a" }),
         ("patch", "/kbs/{kb}/faqs/{id}") => json!({ "answer": "changed" }),
         ("post", "/kbs/{kb}/synonyms") => json!([{ "terms": ["a", "b"] }]),

@@ -74,6 +74,7 @@ async fn one_store(
             generator: None,
             fetcher: None,
             extractor: None,
+            webhook: None,
         },
         EngineConfig {
             max_query_bytes: 1 << 20,

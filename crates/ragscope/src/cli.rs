@@ -108,6 +108,10 @@ pub enum Command {
     /// Create or upgrade the PostgreSQL schema (connects as an administrator:
     /// the migrations create extensions, tables, policies and the application role).
     Migrate(MigrateArgs),
+    /// Route questions of a kind to a tool: replace a knowledge base's
+    /// intents (example questions and a webhook each) from a JSON Lines file,
+    /// or list them.
+    Intents(crate::intents_cmd::IntentsArgs),
     /// Give every passage of a knowledge base a current vector from the configured embedder.
     Reembed {
         /// Knowledge base.
@@ -401,7 +405,7 @@ pub fn collect_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn read_text(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn read_text(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).map_err(|e| UserFacing(format!("{}: {e}", path.display())))?;
     rag_engine::parse::decode_text(&bytes)
         .map(str::to_owned)

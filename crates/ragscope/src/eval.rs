@@ -290,6 +290,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             generator: None,
             fetcher: None,
             extractor: None,
+            webhook: None,
         },
         EngineConfig {
             max_query_bytes: 1 << 20,

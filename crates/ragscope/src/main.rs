@@ -16,6 +16,7 @@ mod demo;
 mod docs_cmd;
 mod eval;
 mod ingest_cmd;
+mod intents_cmd;
 mod mcp_cmd;
 mod model_path;
 mod render;
@@ -137,6 +138,7 @@ impl App {
                 generator: self.generator()?,
                 fetcher: Some(self.fetcher()?),
                 extractor: Some(self.extractor()?),
+                webhook: Some(Arc::new(rag_models::HttpWebhook::new())),
             },
             EngineConfig {
                 max_query_bytes: self.config.limits.max_query_bytes,
@@ -372,6 +374,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Ask(args) => cli::ask(&app, args).await,
         Command::Eval(args) => eval::run(&app, args).await,
         Command::Tune(args) => tune::run(&app, args).await,
+        Command::Intents(args) => intents_cmd::run(&app, args).await,
         Command::Bench(args) => bench::run(&app, args).await,
         Command::BenchHttp(args) => bench_http::run(&app, args).await,
         Command::BenchStore(args) => bench_store::run(&app, args).await,

@@ -137,6 +137,26 @@ pub fn event(e: &PipelineEvent) -> String {
                 let _ = writeln!(s, "  moved {} → {}", m.from, m.to);
             }
         }
+        PipelineEvent::Routed {
+            intent,
+            score,
+            threshold,
+            example,
+            answered,
+            error,
+            webhook_ms,
+            ..
+        } => {
+            let outcome = match (answered, error) {
+                (true, _) => "answered by its webhook".to_owned(),
+                (false, e) => format!("webhook failed: {}", e.as_deref().unwrap_or("?")),
+            };
+            let _ = writeln!(
+                s,
+                "● routed to intent {intent} (score {score:.3} ≥ {threshold}, like «{}»; {webhook_ms:.1} ms): {outcome}",
+                snippet(example, 40)
+            );
+        }
         PipelineEvent::ContextAssembled {
             sources,
             profile,

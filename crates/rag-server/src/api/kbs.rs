@@ -42,7 +42,8 @@ pub(super) async fn create_kb(
     ApiJson(body): ApiJson<NewKb>,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require_write()?;
-    let settings = body.settings.unwrap_or_default();
+    let mut settings = body.settings.unwrap_or_default();
+    super::intents::stamp_intents(&caller, &mut settings.intents)?;
     settings
         .retrieval
         .validate()
@@ -86,9 +87,10 @@ pub(super) async fn put_settings(
     State(state): State<AppState>,
     caller: Caller,
     Path(kb): Path<String>,
-    ApiJson(settings): ApiJson<KbSettings>,
+    ApiJson(mut settings): ApiJson<KbSettings>,
 ) -> Result<Json<KnowledgeBase>, ApiError> {
     caller.require_write()?;
+    super::intents::stamp_intents(&caller, &mut settings.intents)?;
     Ok(Json(
         state
             .engine

@@ -5,6 +5,7 @@
 mod admin;
 mod documents;
 mod faqs;
+mod intents;
 mod kbs;
 mod lexicon;
 pub(crate) mod query;
@@ -27,6 +28,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(kbs::list_kbs, kbs::create_kb))
         .routes(routes!(kbs::get_kb, kbs::delete_kb))
         .routes(routes!(kbs::put_settings))
+        .routes(routes!(intents::get_intents, intents::put_intents))
         .routes(routes!(documents::list_documents, documents::upload))
         .routes(routes!(documents::get_document, documents::delete_document))
         .routes(routes!(crate::drafts::draft_faqs))
