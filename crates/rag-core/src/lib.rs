@@ -20,6 +20,7 @@ pub mod failpoint;
 pub mod ids;
 pub mod link;
 pub mod log;
+pub mod metrics;
 pub mod model;
 pub mod overrides;
 pub mod params;
@@ -35,6 +36,7 @@ pub use event::{
 };
 pub use ids::{ChunkId, DocId, FactId, FaqId, KbId, PassageId, SourceId, TenantId};
 pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
+pub use metrics::Metrics;
 pub use model::*;
 pub use overrides::{Origin, Provenance, RetrievalOverrides};
 pub use params::*;
