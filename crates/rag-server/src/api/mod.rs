@@ -4,6 +4,7 @@
 
 mod admin;
 mod documents;
+mod eval;
 mod faqs;
 mod kbs;
 mod lexicon;
@@ -22,6 +23,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(query::query_json))
         .routes(routes!(query::retrieve))
         .routes(routes!(query::refuse))
+        .routes(routes!(eval::run_eval))
         .routes(routes!(kbs::list_kbs, kbs::create_kb))
         .routes(routes!(kbs::get_kb, kbs::delete_kb))
         .routes(routes!(kbs::put_settings))
