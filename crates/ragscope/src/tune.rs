@@ -282,7 +282,7 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
                     }
                     let fused = rag_fusion::fuse(&s.lists, &p);
                     let hits: Vec<PassageId> = fused.hits.iter().map(|h| h.id).collect();
-                    let ranked = golden_ranking(&hits, &keys_of, &s.expected);
+                    let ranked = golden_ranking(&hits, keys_of, &s.expected);
                     score_expected(&ranked, &s.expected)
                 })
                 .collect()
