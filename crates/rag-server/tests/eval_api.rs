@@ -325,3 +325,35 @@ async fn an_evaluation_takes_a_query_slot() {
         "{r}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_route_is_described_in_the_openapi_document() {
+    let server = start(Limits::default(), None).await;
+    let doc: Value = server
+        .client
+        .get(format!("{}/api/openapi.json", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let op = &doc["paths"]["/kbs/{kb}/eval"]["post"];
+    let mut statuses: Vec<&str> = op["responses"]
+        .as_object()
+        .expect("the route is documented")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        ["200", "400", "401", "403", "404", "413", "422", "429"]
+    );
+    let body = &doc["components"]["schemas"]["EvalBody"];
+    assert_eq!(body["required"], json!(["golden"]), "{body}");
+    let report = &doc["components"]["schemas"]["SideScore"];
+    for field in ["ndcg10", "recall10", "mrr10", "first_rank", "hits"] {
+        assert!(report["properties"].get(field).is_some(), "{report}");
+    }
+}
