@@ -84,6 +84,7 @@ function sideForm(side, r) {
   const field = (label, input) => el('label', { class: 'field' }, el('span', { i18n: label }), input);
   const rule = el('select', { id: id('rule') }, ['convex', 'rrf'].map((v) => el('option', { value: v, text: v, selected: f.rule === v })));
   const lambda = num('lambda', f.lexical_interpolation, '0.05', 0, 1);
+  lambda.dataset.i18nPlaceholder = 'lab.lambda.auto';
   lambda.placeholder = t('lab.lambda.auto');
   const paths = el('div', { class: 'row eval-paths' }, PATHS.map((p) => el('label', { class: 'check' },
     el('input', { type: 'checkbox', id: id(`path-${p}`), checked: r.paths.includes(p) }), el('span', { text: p }))));

@@ -29,8 +29,10 @@ const DOCS: &[(&str, &str)] = &[
 ];
 
 /// The A and B settings of the comparison: BM25 alone, B keeps one hit.
+/// A's rerank stage keeps one hit too: the rest of the fused ranking is
+/// still scored after it.
 fn side_a() -> Value {
-    json!({ "paths": ["bm25"], "rerank": false })
+    json!({ "paths": ["bm25"], "rerank": false, "rerank_top_k": 1 })
 }
 fn side_b() -> Value {
     json!({ "paths": ["bm25"], "rerank": false, "top_k": 1 })

@@ -34,10 +34,12 @@ const REPORTED_HITS: usize = 10;
 #[serde(deny_unknown_fields)]
 pub struct GoldenRow {
     /// The question.
+    #[schema(min_length = 1)]
     pub question: String,
     /// What a good ranking holds: entry or chunk ids (`faq:…`, `chunk:…`,
     /// or the bare uuid), document ids, or document sources (file name or
-    /// URL) and FAQ links.
+    /// URL) and FAQ links (1 to 100).
+    #[schema(min_items = 1, max_items = 100)]
     pub expected: Vec<String>,
 }
 
@@ -46,6 +48,7 @@ pub struct GoldenRow {
 #[serde(deny_unknown_fields)]
 pub struct EvalBody {
     /// The questions (1 to 500).
+    #[schema(min_items = 1, max_items = 500)]
     pub golden: Vec<GoldenRow>,
     /// Setting A: changes to the knowledge base's retrieval settings
     /// (absent or empty: the settings as they are).
