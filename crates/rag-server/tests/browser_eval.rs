@@ -40,6 +40,16 @@ async fn eval_page_compares_two_settings_and_adopts_b() {
             .await,
         before["settings"]["retrieval"]["fusion"]["top_k"].to_string()
     );
+    // Loaded from a file, then pasted over.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("golden.jsonl");
+    std::fs::write(&file, format!("{}\n", golden.lines().next().unwrap())).unwrap();
+    b.set_files("#eval-file", &[file]).await;
+    b.wait_for(
+        "document.getElementById('eval-golden-status').textContent.startsWith('1 ')",
+        "the file read",
+    )
+    .await;
     b.type_into("#eval-golden-text", &golden).await;
     b.wait_for(
         "document.getElementById('eval-golden-status').textContent.startsWith('2 ')",
