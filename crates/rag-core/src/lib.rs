@@ -21,6 +21,7 @@ pub mod ids;
 pub mod intent;
 pub mod link;
 pub mod log;
+pub mod metrics;
 pub mod model;
 pub mod overrides;
 pub mod params;
@@ -39,6 +40,7 @@ pub use intent::{
     validate_intents, webhook_is_local, Intent, Webhook, WebhookCall, WebhookReply, WebhookSource,
 };
 pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLogStore};
+pub use metrics::Metrics;
 pub use model::*;
 pub use overrides::{Origin, Provenance, RetrievalOverrides};
 pub use params::*;

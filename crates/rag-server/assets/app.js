@@ -6,9 +6,10 @@ import * as corpus from './corpus.js';
 import * as ingest from './ingest.js';
 import * as map from './map.js';
 import * as insights from './insights.js';
+import * as evalPage from './eval.js';
 import * as settings from './settings.js';
 
-const PAGES = { ask, lab, corpus, ingest, map, insights, settings };
+const PAGES = { ask, lab, corpus, ingest, map, insights, eval: evalPage, settings };
 const mounted = new Set();
 app.refreshKbs = (select) => refreshKbs(select);
 app.onSessionLost = () => { app.session = null; location.reload(); };

@@ -255,6 +255,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("post", "/kbs/{kb}/query") | ("post", "/kbs/{kb}/query/sync") | ("post", "/kbs/{kb}/retrieve") => json!({ "query": "退款" }),
         ("post", "/kbs/{kb}/refuse") => json!({ "candidates_id": "{cand}" }),
         ("post", "/kbs/{kb}/why-not") => json!({ "query": "退款", "entry_id": "{entry}" }),
+        ("post", "/kbs/{kb}/eval") => json!({ "golden": [{ "question": "退款", "expected": ["shop.md"] }] }),
         ("post", "/kbs") => json!({ "name": "probe" }),
         ("put", "/kbs/{kb}/settings") => json!({ "retrieval": {} }),
         ("put", "/kbs/{kb}/intents") => json!([]),

@@ -3,6 +3,7 @@
 use crate::cli::{eval_params, EvalArgs};
 use crate::corpus_kind::{self, CorpusKind};
 use crate::{core_err, App, UserFacing};
+use rag_core::metrics::{score, Metrics};
 use rag_core::{
     now, Chunk, ChunkId, DocId, Document, FaqEntry, FaqId, FaqStatus, KbSettings, KnowledgeBase,
     PassageId, PathKind, PipelineEvent, QueryRequest, TenantId, WriteOp,
@@ -84,52 +85,6 @@ pub fn read_qrels(path: &Path) -> anyhow::Result<Qrels> {
         }
     }
     Ok(out)
-}
-
-/// Metrics of one ranked list against its judgements.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Metrics {
-    pub ndcg10: f64,
-    pub recall10: f64,
-    pub recall100: f64,
-    pub mrr10: f64,
-}
-
-pub fn score(ranked: &[String], rel: &HashMap<String, f64>) -> Metrics {
-    let dcg: f64 = ranked
-        .iter()
-        .take(10)
-        .enumerate()
-        .map(|(i, d)| rel.get(d).copied().unwrap_or(0.0) / ((i + 2) as f64).log2())
-        .sum();
-    let mut ideal: Vec<f64> = rel.values().copied().collect();
-    ideal.sort_by(|a, b| b.total_cmp(a));
-    let idcg: f64 = ideal
-        .iter()
-        .take(10)
-        .enumerate()
-        .map(|(i, r)| r / ((i + 2) as f64).log2())
-        .sum();
-    let total = rel.len() as f64;
-    let found = |k: usize| {
-        ranked
-            .iter()
-            .take(k)
-            .filter(|d| rel.contains_key(*d))
-            .count() as f64
-    };
-    let mrr10 = ranked
-        .iter()
-        .take(10)
-        .position(|d| rel.contains_key(d))
-        .map(|p| 1.0 / (p + 1) as f64)
-        .unwrap_or(0.0);
-    Metrics {
-        ndcg10: if idcg > 0.0 { dcg / idcg } else { 0.0 },
-        recall10: found(10) / total,
-        recall100: found(100) / total,
-        mrr10,
-    }
 }
 
 /// Loads a corpus into a knowledge base: one document with one chunk per corpus entry.
@@ -564,21 +519,4 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
     // The index file written in the background belongs to the data directory.
     engine.flush_index_files().await;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metrics_of_a_known_ranking() {
-        let rel: HashMap<String, f64> = [("a".to_string(), 1.0), ("b".to_string(), 1.0)].into();
-        let ranked: Vec<String> = ["x", "a", "y", "b"].iter().map(|s| s.to_string()).collect();
-        let m = score(&ranked, &rel);
-        let dcg = 1.0 / 3f64.log2() + 1.0 / 5f64.log2();
-        let idcg = 1.0 + 1.0 / 3f64.log2();
-        assert!((m.ndcg10 - dcg / idcg).abs() < 1e-12);
-        assert_eq!(m.recall10, 1.0);
-        assert_eq!(m.mrr10, 0.5);
-    }
 }

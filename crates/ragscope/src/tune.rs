@@ -9,10 +9,10 @@
 //! interval; the settings chosen on all questions are saved only when that
 //! gain reaches `--min-gain` and the interval excludes zero.
 
-use crate::eval::{score, Metrics};
 use crate::tune_cv::{best_on, cross_validate, paired_bootstrap, Bootstrap};
 use crate::{core_err, App, UserFacing};
 use clap::Args;
+use rag_core::metrics::{golden_ranking, passage_keys, score_expected, Metrics};
 use rag_core::{
     FusionParams, FusionRule, KbSettings, LogFilter, PassageId, PathKind, PipelineEvent,
     QueryRequest, RankedList, RetrievalParams, Viewer, WriteOp,
@@ -20,7 +20,6 @@ use rag_core::{
 use rag_engine::QueryOptions;
 use rag_store::OpenMode;
 use serde::Deserialize;
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Reads one metric of a question's result.
@@ -211,21 +210,12 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
     // The names a passage answers to: its id, its entry or chunk uuid, its
     // document's id and its source.
     let keys_of = |id: PassageId| -> Vec<String> {
-        let mut keys = vec![id.to_string()];
-        match id {
-            PassageId::Chunk(c) => keys.push(c.0.to_string()),
-            PassageId::Faq(f) => keys.push(f.0.to_string()),
-            PassageId::Fact(f) => keys.push(f.0.to_string()),
-        }
-        if let Some(p) = index.lexical.passage(id) {
-            if let Some(d) = p.doc {
-                keys.push(d.0.to_string());
-            }
-            if let Some(s) = &p.source {
-                keys.push(s.clone());
-            }
-        }
-        keys
+        let p = index.lexical.passage(id);
+        passage_keys(
+            id,
+            p.and_then(|p| p.doc),
+            p.and_then(|p| p.source.as_deref()),
+        )
     };
     let mut samples = Vec::with_capacity(golden.len());
     for g in &golden {
@@ -291,24 +281,9 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
                         p.lexical_interpolation = s.applied_lambda;
                     }
                     let fused = rag_fusion::fuse(&s.lists, &p);
-                    let mut ranked: Vec<String> = Vec::new();
-                    for h in &fused.hits {
-                        if matches!(h.id, PassageId::Fact(_)) {
-                            continue;
-                        }
-                        let keys = keys_of(h.id);
-                        let key = keys
-                            .iter()
-                            .find(|k| s.expected.contains(k))
-                            .cloned()
-                            .unwrap_or_else(|| keys[0].clone());
-                        if !ranked.contains(&key) {
-                            ranked.push(key);
-                        }
-                    }
-                    let rel: HashMap<String, f64> =
-                        s.expected.iter().map(|e| (e.clone(), 1.0)).collect();
-                    score(&ranked, &rel)
+                    let hits: Vec<PassageId> = fused.hits.iter().map(|h| h.id).collect();
+                    let ranked = golden_ranking(&hits, keys_of, &s.expected);
+                    score_expected(&ranked, &s.expected)
                 })
                 .collect()
         })

@@ -4,6 +4,7 @@
 
 mod admin;
 mod documents;
+mod eval;
 mod faqs;
 mod intents;
 mod kbs;
@@ -25,6 +26,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(query::retrieve))
         .routes(routes!(query::refuse))
         .routes(routes!(why_not::why_not))
+        .routes(routes!(eval::run_eval))
         .routes(routes!(kbs::list_kbs, kbs::create_kb))
         .routes(routes!(kbs::get_kb, kbs::delete_kb))
         .routes(routes!(kbs::put_settings))

@@ -98,7 +98,7 @@ pub struct QueryEvents {
     pub events: Vec<PipelineEvent>,
 }
 
-fn check_k(name: &'static str, v: Option<usize>, max: usize) -> Result<(), ApiError> {
+pub(crate) fn check_k(name: &'static str, v: Option<usize>, max: usize) -> Result<(), ApiError> {
     match v {
         Some(0) => Err(ApiError::bad_request(
             "invalid_param",

@@ -75,6 +75,11 @@ const ASSETS: &[Asset] = &[
         content_type: "text/javascript; charset=utf-8",
         body: include_str!("../../assets/insights.js"),
     },
+    Asset {
+        name: "eval.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("../../assets/eval.js"),
+    },
 ];
 
 /// Scripts and styles come from this origin only; no inline script or handler
