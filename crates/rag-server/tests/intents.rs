@@ -121,6 +121,33 @@ async fn a_matched_question_is_answered_by_its_webhook_and_others_by_the_knowled
     // The other settings were kept.
     let (_, kb) = server.get("/kbs/shop", &key).await;
     assert!(kb["settings"]["retrieval"].is_object(), "{kb}");
+    // A read-write key saving the whole settings back (as the settings and
+    // eval pages do) keeps the admin's intent as it was.
+    let (s, after) = server
+        .call(
+            reqwest::Method::PUT,
+            "/kbs/shop/settings",
+            &key,
+            Some(kb["settings"].clone()),
+        )
+        .await;
+    assert_eq!(s, 200, "{after}");
+    assert_eq!(
+        after["settings"]["intents"][0]["private_ok"], true,
+        "{after}"
+    );
+    // …but may not change it.
+    let mut changed = kb["settings"].clone();
+    changed["intents"][0]["timeout_ms"] = json!(1000);
+    let (s, _) = server
+        .call(
+            reqwest::Method::PUT,
+            "/kbs/shop/settings",
+            &key,
+            Some(changed),
+        )
+        .await;
+    assert_eq!(s, 403);
 
     // Matched: the webhook answers, nothing is recalled.
     let body = ask(&server, &key, "我的订单到哪了？").await;

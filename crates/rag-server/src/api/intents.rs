@@ -11,10 +11,26 @@ use rag_core::{Intent, Role};
 
 /// Sets who may reach a private webhook: only intents saved by an admin key
 /// may (whatever the body says); any other caller naming a loopback or
-/// private address is refused.
-pub(crate) fn stamp_intents(caller: &Caller, intents: &mut [Intent]) -> Result<(), ApiError> {
+/// private address is refused. An intent sent back unchanged (as a settings
+/// page saving the whole settings does) keeps what it had.
+pub(crate) fn stamp_intents(
+    caller: &Caller,
+    intents: &mut [Intent],
+    current: &[Intent],
+) -> Result<(), ApiError> {
     let admin = caller.role == Role::Admin;
     for i in intents.iter_mut() {
+        let unchanged = current.iter().find(|c| {
+            c.name == i.name
+                && c.webhook == i.webhook
+                && c.examples == i.examples
+                && c.threshold == i.threshold
+                && c.timeout_ms == i.timeout_ms
+        });
+        if let Some(c) = unchanged.filter(|_| !admin) {
+            i.private_ok = c.private_ok;
+            continue;
+        }
         if !admin && rag_core::webhook_is_local(&i.webhook) {
             return Err(ApiError::forbidden(format!(
                 "intent {:?}: only an admin key may point a webhook at a loopback or private address",
@@ -54,7 +70,8 @@ pub(super) async fn put_intents(
 ) -> Result<Json<Vec<Intent>>, ApiError> {
     caller.require_write()?;
     rag_core::validate_intents(&intents).map_err(rag_core::CoreError::from)?;
-    stamp_intents(&caller, &mut intents)?;
+    let current = state.engine.kb(&caller.tenant, &kb).await?.settings.intents;
+    stamp_intents(&caller, &mut intents, &current)?;
     let kb = state
         .engine
         .set_intents(&caller.tenant, &kb, intents)

@@ -43,7 +43,7 @@ pub(super) async fn create_kb(
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require_write()?;
     let mut settings = body.settings.unwrap_or_default();
-    super::intents::stamp_intents(&caller, &mut settings.intents)?;
+    super::intents::stamp_intents(&caller, &mut settings.intents, &[])?;
     settings
         .retrieval
         .validate()
@@ -90,7 +90,8 @@ pub(super) async fn put_settings(
     ApiJson(mut settings): ApiJson<KbSettings>,
 ) -> Result<Json<KnowledgeBase>, ApiError> {
     caller.require_write()?;
-    super::intents::stamp_intents(&caller, &mut settings.intents)?;
+    let current = state.engine.kb(&caller.tenant, &kb).await?.settings.intents;
+    super::intents::stamp_intents(&caller, &mut settings.intents, &current)?;
     Ok(Json(
         state
             .engine
