@@ -3,6 +3,7 @@
 // side, a per-question table with the rows where A and B differ marked,
 // and "adopt" buttons that save one side's settings to the knowledge base.
 import { app, api, el, clear, t, fmt, table, notice, kbPath } from './core.js';
+import { renderWhyNot } from './lab.js';
 
 const PATHS = ['bm25', 'substring', 'fuzzy', 'synonym', 'fact', 'dense'];
 const SIDES = ['a', 'b'];
@@ -167,6 +168,14 @@ function renderReport() {
       const d = q.b ? delta(q.a.ndcg10, q.b.ndcg10) : null;
       return el('span', { class: d > 0 ? 'delta delta-up' : d < 0 ? 'delta delta-down' : 'delta delta-same', text: signed(d) });
     } },
+    { label: '', cell: (q) => {
+      const entry = q.expected.find((x) => /^(faq|chunk|fact):/.test(x));
+      // The side that missed the entry at rank 1 (A first).
+      const side = q.a.first_rank !== 1 ? 'a' : q.b && q.b.first_rank !== 1 ? 'b' : null;
+      return entry && side
+        ? el('button', { type: 'button', class: 'small eval-whynot', dataset: { side }, i18n: 'lab.whynot.ask', onclick: () => whyNot(q.question, entry, side) })
+        : null;
+    } },
   ], report.queries, { class: 'grid small', rowAttrs: (q) => ({ class: differs(q) ? 'eval-row differs' : 'eval-row', dataset: { differs: differs(q) ? '1' : '0' } }) });
   perQuery.id = 'eval-queries';
   const adoptOut = el('div', { id: 'eval-adopt-result' });
@@ -175,7 +184,27 @@ function renderReport() {
     : null;
   const changed = report.queries.filter(differs).length;
   clear(results, el('h2', { i18n: 'eval.results' }), meanTable, adopt,
-    el('h3', {}, el('span', { i18n: 'eval.perquery' }), b ? ` · ${changed} ${t('eval.changed')}` : ''), perQuery);
+    el('h3', {}, el('span', { i18n: 'eval.perquery' }), b ? ` · ${changed} ${t('eval.changed')}` : ''), perQuery,
+    el('section', { id: 'eval-whynot', class: 'whynot' }, el('h2', { i18n: 'lab.whynot' }), el('div', { id: 'eval-whynot-out' })));
+}
+
+// Explains, under one side's settings, where a question's expected entry fell.
+async function whyNot(question, entry, side) {
+  const panel = document.getElementById('eval-whynot');
+  const out = document.getElementById('eval-whynot-out');
+  const a = overrides(side);
+  const body = { query: question, entry_id: entry, paths: a.paths, top_k: a.top_k, k: a.k, weights: a.weights, rerank: a.rerank };
+  if (a.lexical_interpolation !== undefined) body.lexical_interpolation = a.lexical_interpolation;
+  panel.dataset.state = 'running';
+  clear(out, el('span', { class: 'hint', i18n: 'running' }));
+  try {
+    clear(out, renderWhyNot(await api('POST', `${kbPath(report.kb)}/why-not`, body)));
+    panel.dataset.state = 'done';
+  } catch (e) {
+    clear(out, notice('error', `${e.code || ''} ${e.message}`));
+    panel.dataset.state = 'error';
+  }
+  panel.scrollIntoView({ block: 'nearest' });
 }
 
 // Saves one side's retrieval settings (as the server resolved them) to the knowledge base.

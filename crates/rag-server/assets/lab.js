@@ -300,7 +300,7 @@ async function whyNot(entryId) {
   panel.scrollIntoView({ block: 'nearest' });
 }
 
-function renderWhyNot(w) {
+export function renderWhyNot(w) {
   const verdicts = table([
     { i18n: 'col.path', cell: (v) => v.path },
     { i18n: 'col.status', cell: (v) => el('span', { class: `verdict verdict-${v.status}`, dataset: { status: v.status }, text: t(`why.${v.status}`) }) },

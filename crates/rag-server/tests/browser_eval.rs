@@ -21,6 +21,7 @@ async fn eval_page_compares_two_settings_and_adopts_b() {
     // second carries markup that must show as text.
     let q1 = faqs[0]["question"].as_str().unwrap().to_owned();
     let q2 = format!("{} <i>escaped</i>", faqs[1]["question"].as_str().unwrap());
+    let golden_first_expected = json!(format!("faq:{}", faqs[0]["id"].as_str().unwrap()));
     let golden = [
         json!({ "question": q1, "expected": [format!("faq:{}", faqs[0]["id"].as_str().unwrap())] }),
         json!({ "question": q2, "expected": [format!("faq:{}", faqs[1]["id"].as_str().unwrap())] }),
@@ -116,6 +117,24 @@ async fn eval_page_compares_two_settings_and_adopts_b() {
         .eval("document.querySelector('#eval-queries tbody tr:nth-child(2) td').textContent")
         .await;
     assert_eq!(shown.as_str(), Some(q2.as_str()));
+
+    // "Why not?" from a row B missed: explained under B's settings (the
+    // fact path only, which has no FAQ entry).
+    b.click("#eval-queries tbody tr:nth-child(1) .eval-whynot")
+        .await;
+    b.wait_for(
+        "document.getElementById('eval-whynot').dataset.state === 'done'",
+        "the row's explanation",
+    )
+    .await;
+    let paths = b
+        .eval("[...document.querySelectorAll('#eval-whynot .verdicts tbody tr')].map((r) => r.dataset.path)")
+        .await;
+    assert_eq!(paths, json!(["fact"]));
+    let id = b
+        .eval("document.querySelector('#eval-whynot .whynot-result').dataset.id")
+        .await;
+    assert_eq!(id, golden_first_expected);
 
     b.click("#eval-adopt-b").await;
     b.wait_for(
