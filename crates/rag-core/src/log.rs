@@ -94,6 +94,9 @@ pub struct LogFilter {
     pub since: Option<Timestamp>,
     /// At most this many, newest first.
     pub limit: usize,
+    /// Only rows older than this `(created_at, id)` in the listing's order:
+    /// the last row of the previous page, to read the log a page at a time.
+    pub before: Option<(Timestamp, String)>,
     /// Whose rows may be listed (rows written by an owner are that owner's).
     pub viewer: crate::auth::Viewer,
 }

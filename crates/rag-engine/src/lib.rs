@@ -22,6 +22,7 @@
 //! # }
 //! ```
 
+mod analytics;
 mod answer;
 mod chunk;
 mod dense;
@@ -46,6 +47,7 @@ mod sources;
 mod stages;
 mod why_not;
 
+pub use analytics::{Analytics, DayStat, NeverRetrieved, TopQuery, Unreviewed};
 pub use chunk::ChunkParams;
 pub use dense::DenseIndex;
 pub use drafts::{DraftFailure, DraftOutcome, DRAFT_BUDGET_CHARS};

@@ -62,6 +62,8 @@ impl QueryLogStore for PgStore {
     ) -> Result<Vec<QueryLogRecord>, CoreError> {
         let (all, owner) = visibility(&filter.viewer);
         let limit = filter.limit.clamp(1, 10_000) as i64;
+        let before_at: Option<i64> = filter.before.as_ref().map(|b| b.0);
+        let before_id: Option<&str> = filter.before.as_ref().map(|b| b.1.as_str());
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
         let rows = tx
@@ -72,6 +74,8 @@ impl QueryLogStore for PgStore {
                    AND ($4::text IS NULL OR conversation = $4::text)
                    AND ($5::bigint IS NULL OR created_at >= $5::bigint)
                    AND ($7::boolean OR owner IS NULL OR owner = $8::text)
+                   AND ($9::bigint IS NULL OR created_at < $9::bigint
+                        OR (created_at = $9::bigint AND id < $10::text))
                  ORDER BY created_at DESC, id DESC LIMIT $6",
                 &[
                     &tenant.0,
@@ -82,6 +86,8 @@ impl QueryLogStore for PgStore {
                     &limit,
                     &all,
                     &owner,
+                    &before_at,
+                    &before_id,
                 ],
             )
             .await

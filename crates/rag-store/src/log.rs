@@ -80,6 +80,7 @@ impl QueryLogStore for EmbeddedStore {
                        AND (?4 IS NULL OR conversation = ?4)
                        AND (?5 IS NULL OR created_at >= ?5)
                        AND (?7 = 1 OR owner IS NULL OR owner = ?8)
+                       AND (?9 IS NULL OR created_at < ?9 OR (created_at = ?9 AND id < ?10))
                      ORDER BY created_at DESC, id DESC LIMIT ?6",
                 )
                 .map_err(sql)?;
@@ -93,7 +94,9 @@ impl QueryLogStore for EmbeddedStore {
                         filter.since,
                         filter.limit.clamp(1, 10_000) as i64,
                         all,
-                        owner
+                        owner,
+                        filter.before.as_ref().map(|b| b.0),
+                        filter.before.as_ref().map(|b| b.1.clone())
                     ],
                     |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
                 )
