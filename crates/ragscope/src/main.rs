@@ -18,6 +18,7 @@ mod eval;
 mod ingest_cmd;
 mod mcp_cmd;
 mod model_path;
+mod models_cmd;
 mod render;
 mod retrieval_flags;
 mod serve;
@@ -491,6 +492,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         }
         Command::Serve(args) => serve::run(app, args).await,
         Command::Mcp => mcp_cmd::run(app).await,
+        Command::Models { command } => models_cmd::run(command).await,
     }
 }
 
