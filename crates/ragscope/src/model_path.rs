@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 /// The default `embedder.model_path`.
 pub(crate) const DEFAULT_MODEL_PATH: &str = "models/e5-small-q4.bin";
 
-/// The file name the fetch script writes.
-const MODEL_FILE: &str = "e5-small-q4.bin";
+/// The file name the fetch script (and `ragscope models fetch`) writes.
+pub(crate) const MODEL_FILE: &str = "e5-small-q4.bin";
 
 /// Where to look, in order.
 pub(crate) struct SearchPlaces<'a> {
@@ -50,17 +50,23 @@ impl SearchPlaces<'_> {
             return vec![self.configured.to_path_buf()];
         }
         let mut out = vec![self.configured.to_path_buf()];
-        let data = self
-            .xdg_data_home
-            .clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join(".local/share")));
-        if let Some(d) = data {
-            out.push(d.join("ragscope/models").join(MODEL_FILE));
+        if let Some(d) = self.data_models_dir() {
+            out.push(d.join(MODEL_FILE));
         }
         if let Some(e) = &self.exe_dir {
             out.push(e.join("models").join(MODEL_FILE));
         }
         out
+    }
+
+    /// `$XDG_DATA_HOME/ragscope/models` (`~/.local/share/ragscope/models`
+    /// when the variable is unset): the user's place for models, where
+    /// `ragscope models fetch` puts the model file.
+    pub(crate) fn data_models_dir(&self) -> Option<PathBuf> {
+        self.xdg_data_home
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".local/share")))
+            .map(|d| d.join("ragscope/models"))
     }
 
     /// The first candidate that is a file, else the first candidate (so a
