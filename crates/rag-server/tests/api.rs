@@ -468,24 +468,12 @@ async fn no_route_reveals_another_tenants_data() {
     assert_eq!(faqs_after, faqs);
 }
 
-async fn key_for(server: &common::Server, tenant: &str, owner: Option<&str>) -> String {
-    let (s, body) = server
-        .post(
-            "/keys",
-            &server.admin_key,
-            json!({ "tenant": tenant, "role": "read_write", "owner": owner }),
-        )
-        .await;
-    assert_eq!(s, 201, "{body}");
-    body["key"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_route_reveals_an_owners_restricted_document() {
     let server = start(Limits::default(), None).await;
     let plain = server.tenant("alpha").await;
-    let alice = key_for(&server, "alpha", Some("alice")).await;
-    let bob = key_for(&server, "alpha", Some("bob")).await;
+    let alice = server.key_for("alpha", Some("alice")).await;
+    let bob = server.key_for("alpha", Some("bob")).await;
     seed(&server, &plain, "shop", "PUBLIC").await;
     // Alice's upload is restricted to her; she may not upload as someone else.
     let doc = "# 体检报告\n\n血压正常，ALICE-PRIVATE 需要复查胆固醇。\n";

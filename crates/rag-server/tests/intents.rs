@@ -51,17 +51,7 @@ async fn a_matched_question_is_answered_by_its_webhook_and_others_by_the_knowled
     // Admin keys are global and act in the default tenant; `key` is a
     // read-write key of that tenant, `other` one of another tenant.
     let admin = server.admin_key.clone();
-    let key = {
-        let (s, body) = server
-            .post(
-                "/keys",
-                &admin,
-                json!({ "tenant": "default", "role": "read_write" }),
-            )
-            .await;
-        assert_eq!(s, 201, "{body}");
-        body["key"].as_str().unwrap().to_owned()
-    };
+    let key = server.key_for("default", None).await;
     let other = server.tenant("beta").await;
     let (s, b) = server.post("/kbs", &key, json!({ "name": "shop" })).await;
     assert_eq!(s, 201, "{b}");

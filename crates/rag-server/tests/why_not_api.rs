@@ -13,18 +13,6 @@ const FAQS: &str = r#"{"question":"怎么申请退款？","answer":"在订单页
 {"question":"How do I reset my password?","answer":"Use the reset link on the sign-in page."}
 "#;
 
-async fn key_for(server: &common::Server, tenant: &str, owner: Option<&str>) -> String {
-    let (s, body) = server
-        .post(
-            "/keys",
-            &server.admin_key,
-            json!({ "tenant": tenant, "role": "read_write", "owner": owner }),
-        )
-        .await;
-    assert_eq!(s, 201, "{body}");
-    body["key"].as_str().unwrap().to_owned()
-}
-
 /// The textual id of the FAQ entry with this question.
 async fn faq_id(server: &common::Server, key: &str, question: &str) -> String {
     let (s, list) = server.get("/kbs/shop/faqs", key).await;
@@ -67,7 +55,7 @@ async fn why_not_explains_a_miss_and_keeps_scope() {
         .upload("shop", &key, "faq.jsonl", FAQS.as_bytes().to_vec())
         .await;
     assert!(text.contains("event: indexed"), "{text}");
-    let alice = key_for(&server, "alpha", Some("alice")).await;
+    let alice = server.key_for("alpha", Some("alice")).await;
     let doc = "# 体检报告\n\nALICE-PRIVATE 需要复查胆固醇。\n";
     let text = server
         .upload("shop", &alice, "report.md", doc.as_bytes().to_vec())

@@ -138,6 +138,19 @@ impl Server {
         body["key"].as_str().unwrap().to_owned()
     }
 
+    /// A read-write key of a tenant, acting for `owner` when given.
+    pub async fn key_for(&self, tenant: &str, owner: Option<&str>) -> String {
+        let (s, body) = self
+            .post(
+                "/keys",
+                &self.admin_key,
+                serde_json::json!({ "tenant": tenant, "role": "read_write", "owner": owner }),
+            )
+            .await;
+        assert_eq!(s, 201, "{body}");
+        body["key"].as_str().unwrap().to_owned()
+    }
+
     /// Uploads one file; returns the SSE text.
     pub async fn upload(&self, kb: &str, key: &str, name: &str, bytes: Vec<u8>) -> String {
         let form = reqwest::multipart::Form::new().part(
