@@ -264,7 +264,14 @@ impl Engine {
             .await
             .ok()
             .flatten();
-        let best = best.filter(|b| b.score >= intents[b.intent].threshold)?;
+        let Some(best) = best.filter(|b| b.score >= intents[b.intent].threshold) else {
+            // The matching's time shows even when no intent matched.
+            run.timings.push(rag_core::StageTiming {
+                stage: "intents".into(),
+                ms: crate::stages::ms(t),
+            });
+            return None;
+        };
         let intent = &intents[best.intent];
         let call = WebhookCall {
             intent: intent.name.clone(),

@@ -174,6 +174,11 @@ async fn a_matched_question_is_answered_by_its_webhook_and_others_by_the_knowled
     let body = ask(&server, &key, "怎么申请退款").await;
     assert!(events_of(&body, "routed").is_empty(), "{body}");
     assert!(!events_of(&body, "recall").is_empty());
+    let timings = &events_of(&body, "done")[0]["timings"];
+    assert!(
+        timings.as_array().unwrap().iter().any(|t| t["stage"] == "intents"),
+        "the matching's time is reported: {timings}"
+    );
     assert!(body.to_string().contains("原路退回"), "{body}");
     assert_eq!(calls.lock().unwrap().len(), 1);
 
