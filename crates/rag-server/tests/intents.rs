@@ -176,7 +176,11 @@ async fn a_matched_question_is_answered_by_its_webhook_and_others_by_the_knowled
     assert!(!events_of(&body, "recall").is_empty());
     let timings = &events_of(&body, "done")[0]["timings"];
     assert!(
-        timings.as_array().unwrap().iter().any(|t| t["stage"] == "intents"),
+        timings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["stage"] == "intents"),
         "the matching's time is reported: {timings}"
     );
     assert!(body.to_string().contains("原路退回"), "{body}");
