@@ -232,6 +232,24 @@ impl Engine {
         Ok(index)
     }
 
+    /// Builds the intent index of a knowledge base's intents in the
+    /// background (after they were saved), so the first question does not
+    /// wait for the examples to be analysed and embedded.
+    pub(crate) fn warm_intents(&self, tenant: &rag_core::TenantId, kb: &rag_core::KnowledgeBase) {
+        if kb.settings.intents.is_empty() {
+            return;
+        }
+        let (engine, tenant, kb) = (self.clone(), tenant.clone(), kb.clone());
+        tokio::spawn(async move {
+            let Ok(index) = engine.index(&tenant, &kb).await else {
+                return;
+            };
+            if let Err(e) = engine.intent_index(&kb.settings.intents, &index).await {
+                tracing::warn!(kb = %kb.name, error = %e, "intents could not be indexed");
+            }
+        });
+    }
+
     /// Routes the question to an intent's webhook when one matches. Returns
     /// the webhook's answer (its events emitted), or `None` for the normal
     /// pipeline; a failed call is a warning and a `routed` event.

@@ -136,7 +136,9 @@ impl Engine {
         self.store()
             .apply(tenant, kb.id, vec![WriteOp::PutSettings(settings)])
             .await?;
-        self.kb(tenant, name).await
+        let kb = self.kb(tenant, name).await?;
+        self.warm_intents(tenant, &kb);
+        Ok(kb)
     }
 
     /// Documents of a knowledge base that `viewer` may see.
