@@ -8,7 +8,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-bin="${API_CHECK_BIN:-$root/target/debug/ragscope}"
+bin="${API_CHECK_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/ragscope}"
 venv="${API_CHECK_PYENV:-$root/.venv-api}"
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 if [ ! -x "$venv/bin/python" ]; then

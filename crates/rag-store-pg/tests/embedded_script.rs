@@ -1,7 +1,7 @@
 //! The conformance script against the embedded store (no server needed):
 //! keeps the script itself honest, and pins a few of its results.
 
-mod conformance;
+use rag_store::conformance;
 
 #[test]
 fn the_script_runs_against_the_embedded_store() {

@@ -10,7 +10,7 @@
 //! Each test works in a database of its own, created here and dropped at its end.
 #![cfg(feature = "pg-tests")]
 
-mod conformance;
+use rag_store::conformance;
 // The change-feed property, shared with the embedded store's tests.
 #[path = "../../rag-store/tests/changefeed/mod.rs"]
 mod changefeed;

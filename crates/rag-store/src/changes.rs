@@ -134,13 +134,10 @@ pub(crate) async fn changes_since(
     }
     let tenant = tenant.clone();
     store
-        .with_conn(move |c| {
-            // One read transaction: the changes are consistent with their seq.
-            let tx = c.transaction().map_err(sql)?;
-            owned(&tx, &tenant, kb)?;
-            let changes = load_changes(&tx, kb, since)?;
-            tx.finish().map_err(sql)?;
-            Ok(changes)
+        .with_read(move |c| {
+            // with_read is one read transaction: the changes are consistent with their seq.
+            owned(c, &tenant, kb)?;
+            load_changes(c, kb, since)
         })
         .await
 }

@@ -45,7 +45,7 @@ impl KeyStore for EmbeddedStore {
     }
 
     async fn tenants(&self) -> Result<Vec<TenantId>, CoreError> {
-        self.with_conn(|c| {
+        self.with_read(|c| {
             let mut stmt = c
                 .prepare("SELECT name FROM tenants ORDER BY name")
                 .map_err(sql)?;
@@ -70,7 +70,7 @@ impl KeyStore for EmbeddedStore {
 
     async fn key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyInfo>, CoreError> {
         let hash = hash.to_owned();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             c.query_row(
                 &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE hash = ?1"),
                 [hash],
@@ -84,7 +84,7 @@ impl KeyStore for EmbeddedStore {
 
     async fn keys(&self, tenant: Option<&TenantId>) -> Result<Vec<ApiKeyInfo>, CoreError> {
         let tenant = tenant.cloned();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             let mut stmt = c
                 .prepare(&format!(
                     "SELECT {KEY_COLUMNS} FROM api_keys WHERE (?1 IS NULL OR tenant = ?1) ORDER BY created_at, id"

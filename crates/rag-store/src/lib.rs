@@ -31,12 +31,15 @@
 // and vector.
 mod cache;
 mod changes;
+#[cfg(feature = "testing")]
+pub mod conformance;
 mod error;
 mod keys;
 mod lock;
 mod log;
 mod open;
 mod read;
+mod readers;
 mod rows;
 mod schema;
 mod snapshot;

@@ -71,7 +71,7 @@ impl QueryLogStore for EmbeddedStore {
     ) -> Result<Vec<QueryLogRecord>, CoreError> {
         let (tenant, filter) = (tenant.clone(), filter.clone());
         let (all, owner) = visibility(&filter.viewer);
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             let mut stmt = c
                 .prepare(
                     "SELECT record, feedback FROM query_log
@@ -123,7 +123,7 @@ impl QueryLogStore for EmbeddedStore {
     ) -> Result<Option<QueryLogRecord>, CoreError> {
         let (tenant, id) = (tenant.clone(), id.to_owned());
         let (all, owner) = visibility(viewer);
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             let row = c
                 .query_row(
                     "SELECT record, feedback FROM query_log WHERE id = ?1 AND tenant = ?2 AND (?3 = 1 OR owner IS NULL OR owner = ?4)",
@@ -167,7 +167,7 @@ impl QueryLogStore for EmbeddedStore {
     ) -> Result<Vec<ConversationSummary>, CoreError> {
         let tenant = tenant.clone();
         let (all, owner) = visibility(viewer);
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             let mut stmt = c
                 .prepare(
                     "SELECT conversation, count(*), min(created_at), max(created_at), sum(kb_miss),

@@ -4,6 +4,7 @@
 
 use crate::error::StoreError;
 use crate::lock::DirLock;
+use crate::readers::{Readers, MAX_READERS};
 use crate::rows::sql;
 use crate::schema::{
     FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, V3_COLUMNS, V4_COLUMNS,
@@ -35,7 +36,8 @@ pub struct StoreInfo {
     pub analyzer_changed: bool,
 }
 
-/// The embedded store. Cheap to clone; all clones share one connection.
+/// The embedded store. Cheap to clone; all clones share one writing
+/// connection and a few reading ones ([`crate::readers`]).
 #[derive(Clone)]
 pub struct EmbeddedStore {
     inner: Arc<Inner>,
@@ -43,6 +45,7 @@ pub struct EmbeddedStore {
 
 struct Inner {
     conn: Mutex<Connection>,
+    readers: Readers,
     dir: PathBuf,
     info: StoreInfo,
     /// How many of each knowledge base's latest commits the change log keeps.
@@ -136,6 +139,7 @@ impl EmbeddedStore {
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
+                readers: Readers::new(db, mode == OpenMode::ReadOnly, MAX_READERS),
                 dir: dir.to_owned(),
                 info,
                 retain: AtomicU64::new(crate::schema::CHANGE_LOG_COMMITS),
@@ -259,6 +263,41 @@ impl EmbeddedStore {
         })
         .await
         .map_err(|e| CoreError::Store(format!("store task failed: {e}")))?
+    }
+
+    /// Runs `f` on a blocking thread with a read connection, inside one read
+    /// transaction: everything `f` reads is as of one commit, and neither a
+    /// write in progress nor other reads make it wait.
+    pub(crate) async fn with_read<T, F>(&self, f: F) -> Result<T, CoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, CoreError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = inner.readers.take()?;
+            let tx = conn.transaction().map_err(sql)?;
+            let out = f(&tx)?;
+            // Nothing was written: ending the transaction either way is the same.
+            tx.finish().map_err(sql)?;
+            Ok(out)
+        })
+        .await
+        .map_err(|e| CoreError::Store(format!("store task failed: {e}")))?
+    }
+
+    /// Read connections opened so far (at most a few; see [`crate::readers`]).
+    #[doc(hidden)]
+    pub fn read_connections(&self) -> usize {
+        self.inner.readers.opened()
+    }
+
+    /// Test hook: runs `f` on the writing connection while the caller waits,
+    /// e.g. to hold a write transaction open while reads run.
+    #[doc(hidden)]
+    pub fn with_writer_blocking<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
+        let mut conn = self.inner.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut conn)
     }
 }
 

@@ -81,7 +81,7 @@ fn to_doc_info(row: DocInfoRow) -> Result<DocumentInfo, CoreError> {
 impl StoreRead for EmbeddedStore {
     async fn list_kbs(&self, tenant: &TenantId) -> Result<Vec<KnowledgeBase>, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             let mut stmt = c
                 .prepare("SELECT id, tenant, name, created_at, settings FROM kbs WHERE tenant = ?1 ORDER BY name")
                 .map_err(sql)?;
@@ -97,7 +97,7 @@ impl StoreRead for EmbeddedStore {
         name: &str,
     ) -> Result<Option<KnowledgeBase>, CoreError> {
         let (tenant, name) = (tenant.clone(), name.to_owned());
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             c.query_row(
                 "SELECT id, tenant, name, created_at, settings FROM kbs WHERE tenant = ?1 AND name = ?2",
                 params![tenant.0, name],
@@ -113,7 +113,7 @@ impl StoreRead for EmbeddedStore {
 
     async fn kb_seq(&self, tenant: &TenantId, kb: KbId) -> Result<u64, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             let seq: Option<i64> = c
                 .query_row(
                     "SELECT seq FROM kbs WHERE id = ?1 AND tenant = ?2",
@@ -147,7 +147,7 @@ impl StoreRead for EmbeddedStore {
 
     async fn documents(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<DocumentInfo>, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             let mut stmt = c
                 .prepare(
@@ -168,7 +168,7 @@ impl StoreRead for EmbeddedStore {
         query: &DocumentQuery,
     ) -> Result<DocumentPage, CoreError> {
         let (tenant, query) = (tenant.clone(), query.clone());
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             let (everyone, owner) = query.viewer.sql_visibility();
             // The first page starts before every key.
@@ -222,7 +222,7 @@ impl StoreRead for EmbeddedStore {
         doc: DocId,
     ) -> Result<Option<(Document, Vec<Chunk>)>, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             let row = c
                 .query_row(
@@ -297,7 +297,7 @@ impl StoreRead for EmbeddedStore {
         owner: Option<&str>,
     ) -> Result<Option<DocId>, CoreError> {
         let (tenant, hash, owner) = (tenant.clone(), hash.to_owned(), owner.map(str::to_owned));
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             let id: Option<String> = c
                 .query_row(
@@ -320,7 +320,7 @@ impl StoreRead for EmbeddedStore {
         owner: Option<&str>,
     ) -> Result<Vec<DocId>, CoreError> {
         let (tenant, source, owner) = (tenant.clone(), source.to_owned(), owner.map(str::to_owned));
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             let mut stmt = c
                 // Sorted here: an ORDER BY makes SQLite walk the knowledge
@@ -347,7 +347,7 @@ impl StoreRead for EmbeddedStore {
 
     async fn kb_counts(&self, tenant: &TenantId, kb: KbId) -> Result<KbCounts, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             let (documents, chunks, faqs): (i64, i64, i64) = c
                 .query_row(
@@ -369,7 +369,7 @@ impl StoreRead for EmbeddedStore {
 
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             read_faqs(c, kb)
         })
@@ -382,7 +382,7 @@ impl StoreRead for EmbeddedStore {
         kb: KbId,
     ) -> Result<Vec<rag_core::Source>, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             crate::sources::read(c, kb)
         })
@@ -395,7 +395,7 @@ impl StoreRead for EmbeddedStore {
         kb: KbId,
     ) -> Result<Option<EmbeddingSpace>, CoreError> {
         let tenant = tenant.clone();
-        self.with_conn(move |c| {
+        self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             let (model, dims): (Option<String>, Option<i64>) = c
                 .query_row(

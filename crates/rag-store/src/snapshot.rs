@@ -19,13 +19,10 @@ pub(crate) async fn snapshot(
 ) -> Result<KbSnapshot, CoreError> {
     let tenant = tenant.clone();
     store
-        .with_conn(move |c| {
-            // One read transaction: the snapshot is consistent with its seq.
-            let tx = c.transaction().map_err(sql)?;
-            owned(&tx, &tenant, kb)?;
-            let snap = load_snapshot(&tx, kb)?;
-            tx.finish().map_err(sql)?;
-            Ok(snap)
+        .with_read(move |c| {
+            // with_read is one read transaction: the snapshot is consistent with its seq.
+            owned(c, &tenant, kb)?;
+            load_snapshot(c, kb)
         })
         .await
 }
