@@ -17,11 +17,19 @@ use std::collections::BTreeMap;
 /// Deterministic engine-side ids.
 pub struct Ids(u128);
 
+impl Default for Ids {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Ids {
+    /// The counter's start.
     pub fn new() -> Self {
         Ids(0x0190_0000_0000_7000_8000_0000_0000_0000)
     }
-    pub fn next(&mut self) -> uuid::Uuid {
+    /// The next id.
+    pub fn fresh(&mut self) -> uuid::Uuid {
         self.0 += 1;
         uuid::Uuid::from_u128(self.0)
     }
@@ -85,7 +93,7 @@ fn document(
         .collect::<Vec<_>>()
         .join("\n");
     let doc = Document {
-        id: DocId(ids.next()),
+        id: DocId(ids.fresh()),
         kb,
         title: title.into(),
         source: format!("{title}.md"),
@@ -102,7 +110,7 @@ fn document(
         .enumerate()
         .map(|(i, (t, headings))| {
             let c = Chunk {
-                id: ChunkId(ids.next()),
+                id: ChunkId(ids.fresh()),
                 doc: doc.id,
                 ordinal: i as u32,
                 heading_path: headings.iter().map(|h| h.to_string()).collect(),
@@ -119,7 +127,7 @@ fn document(
 
 fn faq(ids: &mut Ids, kb: KbId, q: &str, a: &str, status: FaqStatus, at: i64) -> FaqEntry {
     FaqEntry {
-        id: FaqId(ids.next()),
+        id: FaqId(ids.fresh()),
         kb,
         question: q.into(),
         answer: a.into(),
@@ -320,21 +328,21 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
         50,
     );
     let fact = Fact {
-        id: FactId(ids.next()),
+        id: FactId(ids.fresh()),
         kb: kb.id,
         key: "营业时间".into(),
         value: "16:00–次日02:00".into(),
         key_synonyms: vec!["几点开门".into(), "opening hours".into()],
     };
     let fact2 = Fact {
-        id: FactId(ids.next()),
+        id: FactId(ids.fresh()),
         kb: kb.id,
         key: "电话".into(),
         value: "123".into(),
         key_synonyms: vec![],
     };
     let source = Source {
-        id: SourceId(ids.next()),
+        id: SourceId(ids.fresh()),
         kb: kb.id,
         url: "https://example.com/".into(),
         depth: 1,
@@ -478,7 +486,7 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     );
     t.push(
         "missing document",
-        store.document(&a, kb.id, DocId(ids.next())).await.unwrap(),
+        store.document(&a, kb.id, DocId(ids.fresh())).await.unwrap(),
     );
     for owner in [None, Some("alice"), Some("bob")] {
         t.push(
@@ -515,7 +523,7 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     );
     doc1b.id = doc1.id;
     let chunks1b = vec![Chunk {
-        id: ChunkId(ids.next()),
+        id: ChunkId(ids.fresh()),
         doc: doc1.id,
         ordinal: 0,
         heading_path: vec!["Setup".into()],
@@ -580,7 +588,7 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
         draft(&mut ids, "edited draft?", true, draft_doc.id),
         draft(&mut ids, "unedited draft?", false, draft_doc.id),
     );
-    let missing = DocId(ids.next());
+    let missing = DocId(ids.fresh());
     let orphan = draft(&mut ids, "draft of a missing document?", false, missing);
     t.result(
         "draft of a missing document",
