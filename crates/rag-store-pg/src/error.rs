@@ -9,6 +9,9 @@ pub enum PgStoreError {
     /// The connection string could not be parsed.
     #[error("invalid PostgreSQL connection string: {0}")]
     Url(String),
+    /// The TLS settings could not be used (an unreadable root file, say).
+    #[error("PostgreSQL TLS: {0}")]
+    Tls(String),
     /// The server or the driver failed.
     #[error("postgres: {}", describe(.0))]
     Postgres(#[from] tokio_postgres::Error),

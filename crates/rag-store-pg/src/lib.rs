@@ -53,6 +53,7 @@ mod recall;
 mod rows;
 mod snapshot;
 mod sources;
+mod tls;
 mod vector;
 mod write;
 
@@ -61,13 +62,14 @@ pub use error::PgStoreError;
 pub use migrate::{
     latest_version, migrate, set_app_password, Migration, MigrationReport, MIGRATIONS,
 };
-pub use open::{parse_config, PgStore, DEFAULT_POOL_SIZE};
+pub use open::{parse_config, probe, PgStore, ServerProbe, DEFAULT_POOL_SIZE};
 pub use recall::HNSW_EF_SEARCH;
 
 /// The documents listing's SQL, for the tests that check its query plans.
 pub mod read_sql {
     pub use crate::read::{COUNT_ALL_SQL, COUNT_VISIBLE_SQL, PAGE_BY_SOURCE_SQL, PAGE_SQL};
 }
+pub use tls::{PgConfig, TlsMode};
 pub use tokio_postgres::Config;
 
 /// The role the application connects as (created by the first migration).

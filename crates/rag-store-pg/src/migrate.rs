@@ -3,7 +3,7 @@
 //! lock (so two processes starting at once do not race).
 
 use crate::error::PgStoreError;
-use tokio_postgres::Config;
+use crate::tls::PgConfig;
 
 /// One migration.
 #[derive(Debug, Clone, Copy)]
@@ -65,7 +65,7 @@ const LOCK_KEY: i64 = 0x7261_6773_636f_7065; // "ragscope"
 /// Applies the pending migrations as the admin role of `config` (the owner of
 /// the schema; creating the extensions and roles needs a superuser or
 /// equivalent). Idempotent.
-pub async fn migrate(config: &Config) -> Result<MigrationReport, PgStoreError> {
+pub async fn migrate(config: &PgConfig) -> Result<MigrationReport, PgStoreError> {
     let mut client = crate::pool::connect(config).await?;
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
@@ -119,7 +119,7 @@ pub async fn migrate(config: &Config) -> Result<MigrationReport, PgStoreError> {
 /// it can log in where the server asks for one. Only a SCRAM-SHA-256 verifier
 /// computed here reaches the server, never the password itself (so it cannot
 /// end up in a statement log).
-pub async fn set_app_password(config: &Config, password: &str) -> Result<(), PgStoreError> {
+pub async fn set_app_password(config: &PgConfig, password: &str) -> Result<(), PgStoreError> {
     let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
     let client = crate::pool::connect(config).await?;
     // ALTER ROLE takes no parameters: the server quotes the values itself.

@@ -5,11 +5,12 @@
 use crate::error::{pg, PgStoreError};
 use crate::migrate::latest_version;
 use crate::pool::{Conn, Pool};
+use crate::tls::PgConfig;
 use rag_core::{CoreError, KbId, TenantId, UserError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Config, IsolationLevel, Transaction};
+use tokio_postgres::{IsolationLevel, Transaction};
 
 /// How many connections a store opens at most unless told otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 8;
@@ -30,10 +31,36 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// Parses a `postgres://…` URL or a `key=value` connection string.
-pub fn parse_config(url: &str) -> Result<Config, PgStoreError> {
-    url.parse::<Config>()
-        .map_err(|e| PgStoreError::Url(crate::error::describe(&e)))
+/// Parses a `postgres://…` URL or a `key=value` connection string, with
+/// its TLS settings ([`crate::tls`]).
+pub fn parse_config(url: &str) -> Result<PgConfig, PgStoreError> {
+    PgConfig::parse(url)
+}
+
+/// What a connection reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerProbe {
+    /// The server's `server_version`.
+    pub version: String,
+    /// Whether the connection is encrypted (the server's own `pg_stat_ssl`).
+    pub tls: bool,
+}
+
+/// Connects once as `config` says and asks the server what it is and
+/// whether the connection is encrypted; needs no schema.
+pub async fn probe(config: &PgConfig) -> Result<ServerProbe, PgStoreError> {
+    let client = crate::pool::connect(config).await?;
+    let row = client
+        .query_one(
+            "SELECT current_setting('server_version'),
+                    coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+            &[],
+        )
+        .await?;
+    Ok(ServerProbe {
+        version: row.get(0),
+        tls: row.get(1),
+    })
 }
 
 impl PgStore {
@@ -46,7 +73,10 @@ impl PgStore {
     /// a superuser, may bypass row-level security or owns the schema's tables
     /// (row-level security would then protect nothing), and a schema older or
     /// newer than this build's migrations.
-    pub async fn connect_with(mut config: Config, pool_size: usize) -> Result<Self, PgStoreError> {
+    pub async fn connect_with(
+        mut config: PgConfig,
+        pool_size: usize,
+    ) -> Result<Self, PgStoreError> {
         let options = match config.get_options() {
             Some(o) if !o.is_empty() => format!("{o} -c search_path=ragscope,public"),
             _ => "-c search_path=ragscope,public".to_owned(),

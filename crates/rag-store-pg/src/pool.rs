@@ -2,12 +2,13 @@
 //! reuse, closed ones dropped.
 
 use crate::error::PgStoreError;
+use crate::tls::PgConfig;
 use std::sync::Mutex;
 use tokio::sync::{Semaphore, SemaphorePermit};
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, NoTls};
 
 pub(crate) struct Pool {
-    config: Config,
+    config: PgConfig,
     idle: Mutex<Vec<Client>>,
     permits: Semaphore,
 }
@@ -50,19 +51,35 @@ impl Drop for Conn<'_> {
     }
 }
 
-/// Opens one connection and drives it on the runtime.
-pub(crate) async fn connect(config: &Config) -> Result<Client, PgStoreError> {
-    let (client, connection) = config.connect(NoTls).await?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %crate::error::describe(&e), "postgres connection ended with an error");
+/// Opens one connection, over TLS as the configuration says
+/// ([`crate::tls`]), and drives it on the runtime.
+pub(crate) async fn connect(config: &PgConfig) -> Result<Client, PgStoreError> {
+    match config.tls() {
+        None => {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(drive(connection));
+            Ok(client)
         }
-    });
-    Ok(client)
+        Some(tls) => {
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new((**tls).clone());
+            let (client, connection) = config.connect(tls).await?;
+            tokio::spawn(drive(connection));
+            Ok(client)
+        }
+    }
+}
+
+async fn drive<F>(connection: F)
+where
+    F: std::future::Future<Output = Result<(), tokio_postgres::Error>>,
+{
+    if let Err(e) = connection.await {
+        tracing::warn!(error = %crate::error::describe(&e), "postgres connection ended with an error");
+    }
 }
 
 impl Pool {
-    pub(crate) fn new(config: Config, size: usize) -> Self {
+    pub(crate) fn new(config: PgConfig, size: usize) -> Self {
         Pool {
             config,
             idle: Mutex::new(Vec::new()),

@@ -20,11 +20,11 @@ mod paging;
 
 use rag_core::*;
 use rag_store_pg::{
-    migrate, parse_config, set_app_password, Config, PgStore, PgStoreError, APP_ROLE,
+    migrate, parse_config, set_app_password, PgConfig, PgStore, PgStoreError, APP_ROLE,
 };
 use tokio_postgres::{Client, NoTls};
 
-fn admin_config() -> Config {
+fn admin_config() -> PgConfig {
     let url = std::env::var("PG_TEST_URL").unwrap_or_else(|_| {
         panic!(
             "PG_TEST_URL is not set: these tests need a PostgreSQL server with pgvector. Start one with\n  \
@@ -34,7 +34,7 @@ fn admin_config() -> Config {
     parse_config(&url).unwrap()
 }
 
-async fn client(config: &Config) -> Client {
+async fn client(config: &PgConfig) -> Client {
     let (client, conn) = config
         .connect(NoTls)
         .await
@@ -46,8 +46,8 @@ async fn client(config: &Config) -> Client {
 /// A fresh, migrated database: its admin and application configurations.
 struct TestDb {
     name: String,
-    admin: Config,
-    app: Config,
+    admin: PgConfig,
+    app: PgConfig,
 }
 
 impl TestDb {

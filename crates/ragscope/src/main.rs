@@ -461,6 +461,18 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Migrate(args) => {
             let config = rag_store_pg::parse_config(&args.admin_url)
                 .map_err(|e| UserFacing(e.to_string()))?;
+            let server = rag_store_pg::probe(&config)
+                .await
+                .map_err(|e| UserFacing(format!("connecting: {e}")))?;
+            println!(
+                "PostgreSQL {}, {}",
+                server.version,
+                if server.tls {
+                    format!("over TLS (sslmode {})", config.tls_mode().as_str())
+                } else {
+                    "without TLS".to_owned()
+                }
+            );
             let report = rag_store_pg::migrate(&config)
                 .await
                 .map_err(|e| UserFacing(format!("migrating: {e}")))?;
