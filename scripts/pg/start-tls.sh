@@ -21,7 +21,7 @@ dir=""
 source "$root/scripts/pg/common.sh"
 dir="${1:-${pg_default_dir%/*}/pg-tls}"
 
-find_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
+find_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true; }
 bin="$(find_bin)"
 if [ "$stop" = 1 ]; then
   if [ -n "$bin" ] && [ -d "$dir/data" ]; then
@@ -36,6 +36,10 @@ if [ -z "$bin" ] || ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq >&2
   apt-get install -y -qq --no-install-recommends postgresql openssl >&2
   bin="$(find_bin)"
+  if [ -z "$bin" ]; then
+    echo "pg/start-tls.sh: no PostgreSQL binaries under /usr/lib/postgresql after installing" >&2
+    exit 1
+  fi
 fi
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
