@@ -61,8 +61,7 @@ pub(crate) async fn connect(config: &PgConfig) -> Result<Client, PgStoreError> {
             Ok(client)
         }
         Some(tls) => {
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::new((**tls).clone());
-            let (client, connection) = config.connect(tls).await?;
+            let (client, connection) = config.connect(tls.clone()).await?;
             tokio::spawn(drive(connection));
             Ok(client)
         }

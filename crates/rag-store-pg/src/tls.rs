@@ -32,6 +32,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::Config;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How much TLS a connection asks for (libpq's `sslmode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +84,9 @@ impl TlsMode {
 pub struct PgConfig {
     pg: Config,
     mode: TlsMode,
-    /// The TLS client of every connection, `None` under [`TlsMode::Disable`].
-    tls: Option<Arc<ClientConfig>>,
+    /// The TLS connector of every connection (one shared client
+    /// configuration), `None` under [`TlsMode::Disable`].
+    tls: Option<MakeRustlsConnect>,
 }
 
 impl std::fmt::Debug for PgConfig {
@@ -125,7 +127,7 @@ impl PgConfig {
         let roots = rootcert.map(PathBuf::from);
         let tls = match mode {
             TlsMode::Disable => None,
-            _ => Some(Arc::new(client_config(mode, roots.as_ref())?)),
+            _ => Some(MakeRustlsConnect::new(client_config(mode, roots.as_ref())?)),
         };
         pg.ssl_mode(match mode {
             TlsMode::Disable => SslMode::Disable,
@@ -140,7 +142,7 @@ impl PgConfig {
         self.mode
     }
 
-    pub(crate) fn tls(&self) -> Option<&Arc<ClientConfig>> {
+    pub(crate) fn tls(&self) -> Option<&MakeRustlsConnect> {
         self.tls.as_ref()
     }
 }
@@ -293,34 +295,41 @@ fn client_config(mode: TlsMode, root_file: Option<&PathBuf>) -> Result<ClientCon
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| tls_error(e.to_string()))?;
-    let verified = |roots: RootCertStore| {
-        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .map_err(|e| tls_error(e.to_string()))
-    };
-    let config = match (mode, root_file) {
-        (TlsMode::VerifyFull, _) => builder
+    if mode == TlsMode::VerifyFull {
+        return Ok(builder
             .with_root_certificates(roots(root_file)?)
-            .with_no_client_auth(),
-        // libpq: with a root file, prefer and require check the chain too.
-        (TlsMode::VerifyCa, _) | (TlsMode::Prefer | TlsMode::Require, Some(_)) => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(ChainOnly(verified(roots(root_file)?)?)))
-            .with_no_client_auth(),
-        (TlsMode::Prefer | TlsMode::Require, None) => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(EncryptOnly(provider.clone())))
-            .with_no_client_auth(),
-        (TlsMode::Disable, _) => unreachable!("no TLS client is made for sslmode=disable"),
+            .with_no_client_auth());
+    }
+    // verify-ca checks the chain; libpq's prefer and require do too when
+    // given a root file.
+    let chain = if mode == TlsMode::VerifyCa || root_file.is_some() {
+        let roots = Arc::new(roots(root_file)?);
+        Some(
+            WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+                .build()
+                .map_err(|e| tls_error(e.to_string()))?,
+        )
+    } else {
+        None
     };
-    Ok(config)
+    Ok(builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Lenient { chain, provider }))
+        .with_no_client_auth())
 }
 
-/// `verify-ca`: the chain must lead to a trusted root; the name is not checked.
+/// The verifier below `verify-full`: with `chain`, the certificate must
+/// lead to a trusted root but its name is not checked (`verify-ca`, and
+/// libpq's `prefer`/`require` with a root file); without, any certificate
+/// is taken (`prefer`/`require` without one). Either way the connection is
+/// encrypted and the handshake's signatures are checked.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -329,10 +338,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -346,52 +355,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require` without a root file (libpq's meaning): the
-/// connection is encrypted and the handshake's signatures are checked, but
-/// any certificate is taken.
-#[derive(Debug)]
-struct EncryptOnly(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for EncryptOnly {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls12_signature(
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -405,12 +373,14 @@ impl ServerCertVerifier for EncryptOnly {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

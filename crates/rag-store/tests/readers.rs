@@ -106,23 +106,21 @@ fn many_reads_at_once_share_a_few_connections() {
         .collect();
     rt.block_on(store.apply(&tenant, kb.id, faqs)).unwrap();
     let counts = rt.block_on(async {
-        let reads = (0..64).map(|_| {
-            let (store, tenant) = (store.clone(), tenant.clone());
-            tokio::spawn(async move { store.faqs(&tenant, kb.id).await.unwrap().len() })
-        });
-        futures_join(reads).await
+        let reads: Vec<_> = (0..64)
+            .map(|_| {
+                let (store, tenant) = (store.clone(), tenant.clone());
+                tokio::spawn(async move { store.faqs(&tenant, kb.id).await.unwrap().len() })
+            })
+            .collect();
+        let mut counts = Vec::new();
+        for read in reads {
+            counts.push(read.await.unwrap());
+        }
+        counts
     });
     assert!(counts.iter().all(|&n| n == 200), "{counts:?}");
     let opened = store.read_connections();
     assert!((1..=4).contains(&opened), "{opened} read connections");
-}
-
-async fn futures_join(tasks: impl Iterator<Item = tokio::task::JoinHandle<usize>>) -> Vec<usize> {
-    let mut out = Vec::new();
-    for t in tasks.collect::<Vec<_>>() {
-        out.push(t.await.unwrap());
-    }
-    out
 }
 
 #[test]
