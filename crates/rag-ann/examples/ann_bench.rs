@@ -12,11 +12,26 @@
 //! same kind the recall test uses. For each size the example builds a
 //! [`FlatIndex`] and an [`HnswIndex`] over the same vectors, then runs 200 fresh
 //! queries against both and reports p50/p99 latency and recall@10 for several
-//! search widths (`ef`).
+//! search widths (`ef`). The peer, the `hnsw_rs` crate (f32 vectors, its
+//! parallel insert on all cores; the graph ragscope used before its own), is
+//! built and searched with the same `m`, `ef_construction` and `ef` in the
+//! same run.
 
+use hnsw_rs::anndists::dist::Distance;
+use hnsw_rs::hnsw::Hnsw;
 use rag_ann::synthetic::ClusteredVectors;
 use rag_ann::{FlatIndex, HnswIndex, HnswParams, Query};
 use std::time::{Duration, Instant};
+
+/// Cosine distance for the peer (its own dot distance asserts on rounding).
+#[derive(Clone, Copy, Default)]
+struct Cosine;
+
+impl Distance<f32> for Cosine {
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        (1.0 - rag_ann::kernel::dot(a, b)).max(0.0)
+    }
+}
 
 const DIMS: usize = 384;
 const QUERIES: usize = 200;
@@ -64,10 +79,20 @@ fn bench(n: usize, params: HnswParams) {
     let t = Instant::now();
     let hnsw = HnswIndex::build(flat.clone(), params).expect("valid params");
     println!(
-        "hnsw build     {:>10.2?}  (m = {}, ef_construction = {})",
+        "hnsw build     {:>10.2?}  (m = {}, ef_construction = {}, one thread; graph + codes {} MB)",
         t.elapsed(),
         params.m,
-        params.ef_construction
+        params.ef_construction,
+        hnsw.graph_bytes() / 1_000_000
+    );
+    let t = Instant::now();
+    let peer: Hnsw<'static, f32, Cosine> =
+        Hnsw::new(params.m, n, 16, params.ef_construction, Cosine);
+    let rows: Vec<(&[f32], usize)> = flat.iter().map(|(k, v)| (v, k as usize)).collect();
+    peer.parallel_insert_slice(&rows);
+    println!(
+        "hnsw_rs build  {:>10.2?}  (same m and ef_construction, all cores)",
+        t.elapsed()
     );
 
     let mut exact = Vec::with_capacity(QUERIES);
@@ -96,6 +121,24 @@ fn bench(n: usize, params: HnswParams) {
         let recall = found as f64 / (QUERIES * K) as f64;
         println!(
             "hnsw ef={ef:<4}   p50 {:>9.2?}  p99 {:>9.2?}  recall@{K} {recall:.4}",
+            pct(&mut times, 0.5),
+            pct(&mut times, 0.99)
+        );
+        let mut times = Vec::with_capacity(QUERIES);
+        let mut found = 0;
+        for (q, want) in queries.chunks_exact(DIMS).zip(&truth) {
+            let t = Instant::now();
+            let qn = rag_ann::kernel::normalised(q, DIMS).expect("finite query");
+            let out = peer.search(&qn, K, ef);
+            times.push(t.elapsed());
+            found += out
+                .iter()
+                .filter(|h| want.contains(&(h.d_id as u64)))
+                .count();
+        }
+        let recall = found as f64 / (QUERIES * K) as f64;
+        println!(
+            "  hnsw_rs      p50 {:>9.2?}  p99 {:>9.2?}  recall@{K} {recall:.4}",
             pct(&mut times, 0.5),
             pct(&mut times, 0.99)
         );

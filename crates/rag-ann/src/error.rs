@@ -102,6 +102,9 @@ pub enum AnnError {
         /// The repeated key.
         key: u64,
     },
+    /// A serialised graph or index section is inconsistent.
+    #[error("index bytes are damaged: {0}")]
+    Corrupt(String),
 }
 
 /// Result alias with [`AnnError`].

@@ -263,6 +263,11 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
             && self.tombstones as f64 >= COMPACT_TOMBSTONE_RATIO * self.keys.len() as f64
     }
 
+    /// Every row (live or not), concatenated.
+    pub(crate) fn raw_rows(&self) -> &[f32] {
+        &self.vectors
+    }
+
     /// The normalised vector in row `ordinal`.
     #[inline]
     pub(crate) fn row(&self, ordinal: u32) -> &[f32] {

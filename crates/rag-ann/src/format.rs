@@ -227,9 +227,14 @@ fn take(bytes: &[u8], start: usize, len: usize) -> Result<&[u8]> {
     })
 }
 
-/// FNV-1a-64, fed one little-endian 64-bit word at a time (then the tail bytes),
-/// which is eight times faster than the byte-wise original and just as good at
-/// catching torn or truncated writes.
+/// The checksum this format uses, for callers that wrap its buffers in their
+/// own files: FNV-1a-64, fed one little-endian 64-bit word at a time (then
+/// the tail bytes), which is eight times faster than the byte-wise original
+/// and just as good at catching torn or truncated writes.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    fnv1a64(bytes)
+}
+
 fn fnv1a64(bytes: &[u8]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;

@@ -1,23 +1,27 @@
 //! Approximate search with a Hierarchical Navigable Small World graph.
 //!
-//! The graph itself comes from the `hnsw_rs` crate. This module adds what the
-//! engine needs around it: input validation and normalisation, caller keys,
-//! removal, filtering, and scores identical to those of exact search.
+//! The graph ([`crate::graph`]) is walked over int8 codes of the vectors
+//! ([`crate::quant`]); the candidates it finds are rescored with the
+//! full-precision vectors, so scores are identical to those of exact search.
+//! This module adds what the engine needs around it: input validation and
+//! normalisation, caller keys, removal, filtering and persistence.
 
 use crate::error::{AnnError, Result};
 use crate::flat::FlatIndex;
+use crate::graph::Graph;
 use crate::kernel;
+use crate::quant::Codes;
 use crate::search::{Hit, IndexKind, Query, SearchOutcome, VectorSearcher};
-use hnsw_rs::anndists::dist::Distance;
-use hnsw_rs::hnsw::Hnsw;
 use std::fmt;
 use std::hash::Hash;
 
-/// `hnsw_rs` allocates per-point neighbour tables for this many layers at most.
-const MAX_LAYERS: usize = 16;
+/// The seed of the level draws: the same rows in the same order give the same graph.
+const LEVEL_SEED: u64 = 0x5eed_a11c_e5e5_0001;
 
-/// Below this many vectors a parallel build is not worth the thread hand-offs.
-const PARALLEL_BUILD_MIN: usize = 2_048;
+/// Similarity evaluations a bottom-layer walk may spend, per slot of its
+/// candidate list and per link of a node; a selective filter that exhausts
+/// it falls back to an exact scan of the matching rows.
+const BUDGET_PER_EF_LINK: usize = 8;
 
 /// Rebuilding for a handful of removals is never worth it, whatever the ratio says.
 const REBUILD_MIN_TOMBSTONES: usize = 256;
@@ -40,7 +44,8 @@ pub struct HnswParams {
     /// The graph is rebuilt when removed vectors exceed this fraction of its nodes
     /// (and number at least 256).
     pub rebuild_tombstone_ratio: f32,
-    /// Whether bulk builds use all cores through rayon.
+    /// Kept for configuration compatibility; the graph is built on one
+    /// thread (the engine builds knowledge bases side by side instead).
     pub parallel_build: bool,
 }
 
@@ -101,30 +106,16 @@ impl HnswParams {
     }
 }
 
-/// Cosine distance between unit vectors, `1 - dot`, using this crate's kernel.
-///
-/// `hnsw_rs`'s own `DistDot` sums sequentially and asserts that the distance is
-/// not negative, which rounding can violate for (near-)identical unit vectors; we
-/// clamp instead.
-#[derive(Debug, Clone, Copy, Default)]
-struct CosineDistance;
-
-impl Distance<f32> for CosineDistance {
-    #[inline]
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - kernel::dot(a, b)).max(0.0)
-    }
-}
-
-type Graph = Hnsw<'static, f32, CosineDistance>;
-
 /// An approximate nearest-neighbour index: an HNSW graph over a [`FlatIndex`].
 ///
 /// * **Storage.** The vectors stay in a [`FlatIndex`], which is the source of truth
-///   for keys, scores, rebuilds and serialisation. `hnsw_rs` keeps its own copy of
-///   every vector, so memory is about twice that of the flat index plus the links.
-/// * **Scores.** Hits are rescored with the exact kernel, so a vector gets the same
-///   score from this index as from [`FlatIndex`].
+///   for keys, scores, rebuilds and serialisation. The graph walks int8 codes of
+///   them (one byte per dimension) and keeps `u32` links: about
+///   `dims + 8·m` bytes per vector beside the flat index.
+/// * **Scores.** The walk's candidates (the `ef` best by code similarity) are
+///   rescored with the exact kernel, so a vector gets the same score from this
+///   index as from [`FlatIndex`], and quantisation only affects which vectors
+///   the walk meets.
 /// * **Removal.** Removed vectors become tombstones that the graph still walks
 ///   through but never returns. Once they exceed
 ///   [`HnswParams::rebuild_tombstone_ratio`] of the nodes, [`remove`](Self::remove)
@@ -140,6 +131,7 @@ type Graph = Hnsw<'static, f32, CosineDistance>;
 pub struct HnswIndex<K = u64> {
     params: HnswParams,
     store: FlatIndex<K>,
+    codes: Codes,
     graph: Graph,
 }
 
@@ -149,17 +141,28 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
         Self::build(FlatIndex::new(dims)?, params)
     }
 
-    /// Builds the graph over every live vector of `store` (in parallel when
-    /// [`HnswParams::parallel_build`] is set). The store is compacted first.
+    /// Builds the graph over every live vector of `store`. The store is
+    /// compacted first.
     pub fn build(mut store: FlatIndex<K>, params: HnswParams) -> Result<Self> {
         params.validate()?;
         store.compact();
-        let graph = build_graph(&store, &params);
-        Ok(Self {
+        let codes = Codes::fitted(store.dims(), store.raw_rows());
+        let mut index = Self {
             params,
+            graph: Graph::new(params.m, params.ef_construction, LEVEL_SEED),
+            codes,
             store,
-            graph,
-        })
+        };
+        index.index_new_rows();
+        Ok(index)
+    }
+
+    /// Codes and graph nodes for the rows added since the last call.
+    fn index_new_rows(&mut self) {
+        for ordinal in self.graph.nodes()..self.store.rows() {
+            self.codes.push(self.store.row(ordinal as u32));
+            self.graph.insert(&self.codes, ordinal as u32);
+        }
     }
 
     /// The parameters the index was built with.
@@ -197,20 +200,22 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
         self.store
     }
 
+    /// Bytes held by the codes and the links (beside the flat index).
+    pub fn graph_bytes(&self) -> usize {
+        self.codes.raw().len() + self.graph.link_bytes() + self.graph.nodes()
+    }
+
     /// Adds `vector` under `key`, replacing any vector already stored for `key`.
     pub fn add(&mut self, key: K, vector: &[f32]) -> Result<()> {
-        let ordinal = self.store.add_row(key, vector)?;
-        self.graph
-            .insert_slice((self.store.row(ordinal), ordinal as usize));
+        self.store.add_row(key, vector)?;
+        self.index_new_rows();
         self.maybe_rebuild();
         Ok(())
     }
 
-    /// Adds many vectors at once, inserting them into the graph in parallel when
-    /// [`HnswParams::parallel_build`] is set. On a validation error the vectors
-    /// before the offending one have been added.
+    /// Adds many vectors at once. On a validation error the vectors before
+    /// the offending one have been added.
     pub fn extend<'v>(&mut self, items: impl IntoIterator<Item = (K, &'v [f32])>) -> Result<()> {
-        let first_new = self.store.rows();
         let mut result = Ok(());
         for (key, vector) in items {
             if let Err(e) = self.store.add_row(key, vector) {
@@ -218,8 +223,7 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
                 break;
             }
         }
-        let new_rows = first_new as u32..self.store.rows() as u32;
-        insert_rows(&self.graph, &self.store, new_rows, &self.params);
+        self.index_new_rows();
         self.maybe_rebuild();
         result
     }
@@ -245,7 +249,9 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
     /// Compacts the storage and builds a fresh graph over the live vectors.
     pub fn rebuild(&mut self) {
         self.store.compact();
-        self.graph = build_graph(&self.store, &self.params);
+        self.codes = Codes::fitted(self.store.dims(), self.store.raw_rows());
+        self.graph = Graph::new(self.params.m, self.params.ef_construction, LEVEL_SEED);
+        self.index_new_rows();
     }
 
     fn maybe_rebuild(&mut self) {
@@ -270,17 +276,22 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
         }
         let store = &self.store;
         let user_filter = query.filter;
-        let accept = |id: &usize| {
-            let ordinal = *id as u32;
+        let accept = |ordinal: u32| {
             store.is_live(ordinal) && user_filter.is_none_or(|keep| keep(store.key(ordinal)))
         };
         // Without tombstones or a caller filter, skip the per-candidate callback.
-        let neighbours = if user_filter.is_none() && store.tombstones() == 0 {
-            self.graph.search(&q, k, ef)
-        } else {
-            self.graph.search_filter(&q, k, ef, Some(&accept))
-        };
-        if neighbours.len() < k {
+        let accept: Option<&dyn Fn(u32) -> bool> =
+            if user_filter.is_none() && store.tombstones() == 0 {
+                None
+            } else {
+                Some(&accept)
+            };
+        let budget = ef
+            .saturating_mul(2 * self.params.m)
+            .saturating_mul(BUDGET_PER_EF_LINK);
+        let qc = self.codes.encode(&q);
+        let found = self.graph.search(&self.codes, &qc, ef, accept, budget);
+        if found.len() < k {
             // The walk did not find enough acceptable nodes; an exact scan over the
             // matching rows is both correct and, in that situation, cheap.
             let hits = store.scan(&q, k, user_filter);
@@ -289,23 +300,93 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
                 kind: IndexKind::Exact,
             });
         }
-        let mut hits: Vec<Hit<K>> = neighbours
+        let mut hits: Vec<(f32, u32)> = found
             .iter()
-            .map(|n| {
-                let ordinal = n.d_id as u32;
-                Hit {
-                    key: store.key(ordinal),
-                    score: kernel::dot(&q, store.row(ordinal)),
-                }
-            })
+            .map(|n| (kernel::dot(&q, store.row(n.id)), n.id))
             .collect();
-        // Rescoring can reorder near-ties; keep the promise of descending scores.
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        // Exact scores decide the order; ties by ordinal, as the exact scan does.
+        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.truncate(k);
         Ok(SearchOutcome {
-            hits,
+            hits: hits
+                .into_iter()
+                .map(|(score, ordinal)| Hit {
+                    key: store.key(ordinal),
+                    score,
+                })
+                .collect(),
             kind: IndexKind::Hnsw,
         })
     }
+
+    /// The graph and codes as bytes, for an index without tombstones (its
+    /// row ordinals are then the order in which [`crate::format::encode`]
+    /// writes the vectors); `None` when there are tombstones.
+    pub fn encode_graph(&self) -> Option<Vec<u8>> {
+        if self.store.tombstones() > 0 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(self.graph_bytes() + 64);
+        out.extend_from_slice(&self.codes.step().to_le_bytes());
+        out.extend(self.codes.raw().iter().map(|&c| c as u8));
+        self.graph.encode(&mut out);
+        Some(out)
+    }
+
+    /// An index over `store` (read back without tombstones) with the graph
+    /// and codes of [`encode_graph`](Self::encode_graph), without building
+    /// anything. Bytes that do not fit the store are refused, and the store
+    /// is handed back with the error.
+    #[allow(clippy::result_large_err)]
+    pub fn with_graph(
+        store: FlatIndex<K>,
+        params: HnswParams,
+        bytes: &[u8],
+    ) -> std::result::Result<Self, (AnnError, FlatIndex<K>)> {
+        match read_graph(&store, &params, bytes) {
+            Ok((codes, graph)) => Ok(Self {
+                params,
+                store,
+                codes,
+                graph,
+            }),
+            Err(e) => Err((e, store)),
+        }
+    }
+}
+
+/// The codes and graph in `bytes`, checked against `store`.
+fn read_graph<K: Copy + Eq + Hash>(
+    store: &FlatIndex<K>,
+    params: &HnswParams,
+    bytes: &[u8],
+) -> Result<(Codes, Graph)> {
+    params.validate()?;
+    let bad = |why: &str| AnnError::Corrupt(why.to_owned());
+    if store.tombstones() > 0 {
+        return Err(bad("a stored graph needs a compact vector store"));
+    }
+    let rows = store.rows();
+    let dims = store.dims();
+    let code_len = rows.checked_mul(dims).ok_or_else(|| bad("size"))?;
+    let step = bytes
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .map(f32::from_le_bytes)
+        .ok_or_else(|| bad("graph: truncated"))?;
+    let raw = bytes
+        .get(4..4 + code_len)
+        .ok_or_else(|| bad("graph: codes truncated"))?;
+    let mut codes = Codes::with_step(dims, step);
+    codes.extend_raw(&raw.iter().map(|&b| b as i8).collect::<Vec<_>>());
+    let (graph, used) = Graph::decode(&bytes[4 + code_len..])?;
+    if 4 + code_len + used != bytes.len() {
+        return Err(bad("graph: trailing bytes"));
+    }
+    if graph.nodes() != rows {
+        return Err(bad("graph: node count differs from the vectors"));
+    }
+    Ok((codes, graph))
 }
 
 impl<K: Copy + Eq + Hash> VectorSearcher<K> for HnswIndex<K> {
@@ -331,35 +412,13 @@ impl<K> fmt::Debug for HnswIndex<K> {
     }
 }
 
-/// A fresh graph over all live rows of `store`.
-fn build_graph<K: Copy + Eq + Hash>(store: &FlatIndex<K>, params: &HnswParams) -> Graph {
-    let graph = Hnsw::new(
-        params.m,
-        store.rows().max(1024),
-        MAX_LAYERS,
-        params.ef_construction,
-        CosineDistance,
-    );
-    insert_rows(&graph, store, 0..store.rows() as u32, params);
-    graph
-}
-
-/// Inserts the live rows in `ordinals` into `graph`, using their ordinals as ids.
-fn insert_rows<K: Copy + Eq + Hash>(
-    graph: &Graph,
-    store: &FlatIndex<K>,
-    ordinals: std::ops::Range<u32>,
-    params: &HnswParams,
-) {
-    let batch: Vec<(&[f32], usize)> = ordinals
-        .filter(|&o| store.is_live(o))
-        .map(|o| (store.row(o), o as usize))
-        .collect();
-    if params.parallel_build && batch.len() >= PARALLEL_BUILD_MIN {
-        graph.parallel_insert_slice(&batch);
-    } else {
-        for item in batch {
-            graph.insert_slice(item);
+impl<K: Clone> Clone for HnswIndex<K> {
+    fn clone(&self) -> Self {
+        Self {
+            params: self.params,
+            store: self.store.clone(),
+            codes: self.codes.clone(),
+            graph: self.graph.clone(),
         }
     }
 }
@@ -492,8 +551,44 @@ mod tests {
     }
 
     #[test]
+    fn graph_bytes_round_trip_and_answer_the_same() {
+        let dims = 32;
+        let mut data = ClusteredVectors::new(dims, 6, 0.8, 11);
+        let mut store = FlatIndex::<u64>::new(dims).unwrap();
+        for key in 0..1_500u64 {
+            store.add(key, &data.sample()).unwrap();
+        }
+        let index = HnswIndex::build(store, HnswParams::default()).unwrap();
+        let bytes = index.encode_graph().unwrap();
+        let vectors = crate::format::encode(index.store(), "m").unwrap();
+        let back_store = crate::format::decode::<u64>(&vectors, "m", dims).unwrap();
+        let back = HnswIndex::with_graph(back_store, HnswParams::default(), &bytes).unwrap();
+        for _ in 0..20 {
+            let q = data.sample();
+            assert_eq!(
+                index.search(&Query::new(&q, 10)).unwrap(),
+                back.search(&Query::new(&q, 10)).unwrap()
+            );
+        }
+        let small = crate::format::decode::<u64>(
+            &crate::format::encode(&FlatIndex::<u64>::new(dims).unwrap(), "m").unwrap(),
+            "m",
+            dims,
+        )
+        .unwrap();
+        assert!(HnswIndex::with_graph(small, HnswParams::default(), &bytes).is_err());
+        let mut cut = bytes.clone();
+        cut.pop();
+        let again = crate::format::decode::<u64>(&vectors, "m", dims).unwrap();
+        let (_, store) = HnswIndex::with_graph(again, HnswParams::default(), &cut).unwrap_err();
+        assert_eq!(store.len(), 1_500);
+        let mut removed = index.clone();
+        removed.remove(3);
+        assert!(removed.encode_graph().is_none());
+    }
+
+    #[test]
     fn duplicate_vectors_do_not_panic() {
-        // hnsw_rs's own dot distance asserts on rounding for identical unit vectors.
         let mut index = HnswIndex::<u64>::new(3, HnswParams::default()).unwrap();
         for key in 0..100 {
             index.add(key, &[0.1, 0.7, 0.3]).unwrap();

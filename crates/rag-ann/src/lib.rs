@@ -5,8 +5,10 @@
 //!
 //! * [`FlatIndex`] scans one contiguous, L2-normalised matrix with an
 //!   autovectorised dot product ([`kernel::dot`]) and a bounded heap. It is exact.
-//! * [`HnswIndex`] puts an HNSW graph (from the `hnsw_rs` crate) over a
-//!   [`FlatIndex`] for approximate search on large collections.
+//! * [`HnswIndex`] puts an HNSW graph ([`graph`], walked over int8 codes from
+//!   [`quant`]) over a [`FlatIndex`] for approximate search on large
+//!   collections; candidates are rescored exactly, and the graph can be saved
+//!   and read back without a rebuild.
 //! * [`VectorIndex`] uses exact search below
 //!   [`VectorIndexParams::hnsw_threshold`] vectors (20,000 by default) and HNSW
 //!   above it; every [`SearchOutcome`] says which [`IndexKind`] answered.
@@ -41,8 +43,10 @@
 pub mod error;
 pub mod flat;
 pub mod format;
+mod graph;
 pub mod hnsw;
 pub mod kernel;
+pub mod quant;
 pub mod search;
 pub mod synthetic;
 mod topk;

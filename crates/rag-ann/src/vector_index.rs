@@ -172,6 +172,40 @@ impl<K: Copy + Eq + Hash> VectorIndex<K> {
         }
     }
 
+    /// The graph of an HNSW index without tombstones, as bytes for
+    /// [`with_graph`](Self::with_graph); `None` for exact search.
+    pub fn encode_graph(&self) -> Option<Vec<u8>> {
+        match &self.inner {
+            Inner::Exact(_) => None,
+            Inner::Hnsw(h) => h.encode_graph(),
+        }
+    }
+
+    /// Wraps vectors read back from bytes with their stored graph, so that
+    /// nothing is built: the graph is used when the size calls for one and
+    /// the bytes fit the vectors; otherwise (or when `graph` is `None`) this
+    /// is [`from_flat`](Self::from_flat).
+    pub fn with_graph(
+        flat: FlatIndex<K>,
+        params: VectorIndexParams,
+        graph: Option<&[u8]>,
+    ) -> Result<Self> {
+        params.validate()?;
+        let flat = match graph.filter(|_| flat.len() >= params.hnsw_threshold) {
+            Some(bytes) => match HnswIndex::with_graph(flat, params.hnsw, bytes) {
+                Ok(h) => {
+                    return Ok(Self {
+                        params,
+                        inner: Inner::Hnsw(h),
+                    })
+                }
+                Err((_, flat)) => flat,
+            },
+            None => flat,
+        };
+        Self::from_flat(flat, params)
+    }
+
     /// Moves between exact and HNSW search as the size requires.
     fn adapt(&mut self) -> Result<()> {
         let len = self.len();

@@ -17,22 +17,22 @@ use std::sync::Arc;
 const MAX_PARTS: usize = 8;
 
 /// One immutable part: vectors under ordinals, and the passage of each.
-struct Part {
-    ids: Vec<PassageId>,
-    ord_of: FxHashMap<PassageId, u32>,
-    index: VectorIndex<u32>,
+pub(crate) struct Part {
+    pub(crate) ids: Vec<PassageId>,
+    pub(crate) ord_of: FxHashMap<PassageId, u32>,
+    pub(crate) index: VectorIndex<u32>,
 }
 
 /// Vectors of one knowledge base at one commit.
 #[derive(Clone)]
 pub struct DenseIndex {
-    space: EmbeddingSpace,
-    params: VectorIndexParams,
-    parts: Vec<Arc<Part>>,
+    pub(crate) space: EmbeddingSpace,
+    pub(crate) params: VectorIndexParams,
+    pub(crate) parts: Vec<Arc<Part>>,
     /// Dead ordinals per part.
-    dead: Vec<Arc<FxHashSet<u32>>>,
+    pub(crate) dead: Vec<Arc<FxHashSet<u32>>>,
     /// Live vectors.
-    live: usize,
+    pub(crate) live: usize,
     /// Searchable passages without a vector, or whose vector was made from another text.
     pub missing: usize,
     /// Searchable passages.
@@ -236,6 +236,12 @@ impl DenseIndex {
             .iter()
             .max_by_key(|p| p.ids.len())
             .map_or(IndexKind::Exact, |p| p.index.kind())
+    }
+
+    /// The immutable parts the vectors are in (the last full build, and
+    /// the small parts written since).
+    pub fn part_count(&self) -> usize {
+        self.parts.len()
     }
 
     /// Live vectors.

@@ -3,6 +3,7 @@
 use crate::chunk::ChunkParams;
 use crate::dense::DenseIndex;
 use crate::embed::{text_hash, CachedEmbedder};
+use crate::index_files::IndexFile;
 use rag_core::{
     CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbChanges, KbId, KbSettings,
     KnowledgeBase, PassageVector, Reranker, Store, TenantId, UserError, WriteOp,
@@ -247,7 +248,8 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&kb);
         if let Some(dir) = &self.inner.config.index_dir {
-            crate::index_files::remove(dir, kb);
+            crate::index_files::remove(dir, kb, IndexFile::Lexical);
+            crate::index_files::remove(dir, kb, IndexFile::Dense);
         }
     }
 
@@ -381,7 +383,8 @@ impl Engine {
         .await
         .map_err(index_task_failed)?;
         tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
-        let storable = index.store_dense || index.space.is_none();
+        let storable =
+            index.store_dense || index.space.is_none() || matches!(index.dense, Some(Ok(_)));
         let index = self.install(kb.id, Arc::new(index));
         if storable {
             self.save_in_background(kb.id, &index, true);
@@ -399,9 +402,10 @@ impl Engine {
         }
     }
 
-    /// The stored lexical index of a knowledge base, when there is one this
-    /// build can read, of a commit not after `seq`, and the dense path is
-    /// not the engine's to load (no vectors, or the store searches them).
+    /// The stored indexes of a knowledge base, when there are ones this
+    /// build can read, of a commit not after `seq`: the lexical index, and
+    /// the dense one of the same commit when the engine searches the
+    /// vectors itself (without it, nothing stored is used).
     async fn load_stored(
         &self,
         tenant: &TenantId,
@@ -413,16 +417,35 @@ impl Engine {
         };
         let store_dense = self.store_dense();
         let space = self.store().embedding_space(tenant, kb.id).await?;
-        if space.is_some() && !store_dense {
-            return Ok(None);
-        }
         let analyzer = self.inner.analyzer.clone();
         let kb_id = kb.id;
         let started = std::time::Instant::now();
-        let lexical = tokio::task::spawn_blocking(move || {
-            let bytes = crate::index_files::load(&dir, kb_id)?;
+        let params = self.inner.config.vectors;
+        let want_dense = space.clone().filter(|_| !store_dense);
+        let loaded = tokio::task::spawn_blocking(move || {
+            let bytes = crate::index_files::load(&dir, kb_id, IndexFile::Lexical)?;
+            let lex_seq = LexicalIndex::encoded_seq(&bytes).ok()?;
+            if lex_seq > seq {
+                return None;
+            }
+            let dense = match &want_dense {
+                None => None,
+                Some(space) => {
+                    let vec = crate::index_files::load(&dir, kb_id, IndexFile::Dense)?;
+                    if DenseIndex::encoded_seq(&vec) != Some(lex_seq) {
+                        return None;
+                    }
+                    match DenseIndex::decode(&vec, space, params) {
+                        Ok((d, _)) => Some(d),
+                        Err(e) => {
+                            tracing::warn!(kb = %kb_id, error = %e, "the stored dense index is not usable; building it");
+                            return None;
+                        }
+                    }
+                }
+            };
             match LexicalIndex::decode(&analyzer, &bytes) {
-                Ok(ix) => Some(ix),
+                Ok(ix) => Some((ix, dense)),
                 Err(e) => {
                     tracing::warn!(kb = %kb_id, error = %e, "the stored index is not usable; building it");
                     None
@@ -431,10 +454,10 @@ impl Engine {
         })
         .await
         .map_err(index_task_failed)?;
-        let Some(lexical) = lexical.filter(|l| l.seq() <= seq) else {
+        let Some((lexical, dense)) = loaded else {
             return Ok(None);
         };
-        tracing::debug!(kb = %kb.name, seq = lexical.seq(), ms = started.elapsed().as_millis() as u64, "read the stored index");
+        tracing::debug!(kb = %kb.name, seq = lexical.seq(), vectors = dense.as_ref().map_or(0, |d| d.len()), ms = started.elapsed().as_millis() as u64, "read the stored indexes");
         self.inner
             .saved
             .lock()
@@ -442,9 +465,9 @@ impl Engine {
             .insert(kb.id, (lexical.seq(), false));
         Ok(Some(Arc::new(KbIndex {
             lexical,
-            dense: None,
+            vectors: dense.as_ref().map_or(0, |d| d.len()),
+            dense: dense.map(Ok),
             space,
-            vectors: 0,
             store_dense,
         })))
     }
@@ -466,7 +489,21 @@ impl Engine {
         }
         let (index, saved) = (index.clone(), self.inner.saved.clone());
         let handle = tokio::task::spawn_blocking(move || {
-            let result = crate::index_files::save(&dir, kb, &index.lexical.encode());
+            // The dense file first: a crash between the two leaves files
+            // of different commits, which are not used together.
+            let result = match (&index.dense, index.store_dense) {
+                (Some(Ok(d)), false) => d
+                    .encode(index.seq())
+                    .map_err(std::io::Error::other)
+                    .and_then(|b| crate::index_files::save(&dir, kb, IndexFile::Dense, &b)),
+                _ => {
+                    crate::index_files::remove(&dir, kb, IndexFile::Dense);
+                    Ok(())
+                }
+            }
+            .and_then(|()| {
+                crate::index_files::save(&dir, kb, IndexFile::Lexical, &index.lexical.encode())
+            });
             let mut saved = saved.lock().unwrap_or_else(|p| p.into_inner());
             let entry = saved.entry(kb).or_insert((0, false));
             entry.1 = false;

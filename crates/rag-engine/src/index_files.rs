@@ -1,7 +1,8 @@
-//! Lexical indexes kept on disk next to the store, one file per knowledge
-//! base (`<index_dir>/<kb id>.lex`), so a process starting over a large
-//! knowledge base reads its index and applies the store's change log
-//! instead of analysing every passage again.
+//! Derived indexes kept on disk next to the store, two files per knowledge
+//! base (`<index_dir>/<kb id>.lex`, the lexical index, and `<kb id>.vec`,
+//! the dense one with its graph), so a process starting over a large
+//! knowledge base reads its indexes and applies the store's change log
+//! instead of analysing every passage and building the graph again.
 //!
 //! The store stays the source of truth: a missing, unreadable, damaged or
 //! newer-than-the-store file is ignored (and the index built from a
@@ -14,13 +15,31 @@ use rag_core::{failpoint, KbId};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-fn path(dir: &Path, kb: KbId) -> PathBuf {
-    dir.join(format!("{kb}.lex"))
+/// Which index a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexFile {
+    /// The lexical index.
+    Lexical,
+    /// The dense index.
+    Dense,
+}
+
+impl IndexFile {
+    fn ext(self) -> &'static str {
+        match self {
+            IndexFile::Lexical => "lex",
+            IndexFile::Dense => "vec",
+        }
+    }
+}
+
+fn path(dir: &Path, kb: KbId, file: IndexFile) -> PathBuf {
+    dir.join(format!("{kb}.{}", file.ext()))
 }
 
 /// The stored bytes of a knowledge base's index, if there are any.
-pub(crate) fn load(dir: &Path, kb: KbId) -> Option<Vec<u8>> {
-    match std::fs::read(path(dir, kb)) {
+pub(crate) fn load(dir: &Path, kb: KbId, file: IndexFile) -> Option<Vec<u8>> {
+    match std::fs::read(path(dir, kb, file)) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
@@ -31,11 +50,11 @@ pub(crate) fn load(dir: &Path, kb: KbId) -> Option<Vec<u8>> {
 }
 
 /// Replaces the stored index of a knowledge base, atomically.
-pub(crate) fn save(dir: &Path, kb: KbId, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn save(dir: &Path, kb: KbId, file: IndexFile, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let target = path(dir, kb);
+    let target = path(dir, kb, file);
     // Temporary files of a process that died before its rename.
-    let prefix = format!("{kb}.lex.tmp-");
+    let prefix = format!("{kb}.{}.tmp-", file.ext());
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             if e.file_name().to_string_lossy().starts_with(&prefix) {
@@ -71,7 +90,7 @@ pub(crate) fn save(dir: &Path, kb: KbId, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// Forgets the stored index of a knowledge base (it was deleted).
-pub(crate) fn remove(dir: &Path, kb: KbId) {
-    let _ = std::fs::remove_file(path(dir, kb));
+/// Forgets one stored index of a knowledge base.
+pub(crate) fn remove(dir: &Path, kb: KbId, file: IndexFile) {
+    let _ = std::fs::remove_file(path(dir, kb, file));
 }

@@ -26,6 +26,7 @@ mod analytics;
 mod answer;
 mod chunk;
 mod dense;
+mod dense_file;
 mod drafts;
 mod embed;
 mod emit;

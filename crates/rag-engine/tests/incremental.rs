@@ -328,3 +328,116 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let fourth = lexical(store);
     assert_eq!(fourth.index(&tenant, &kb).await.unwrap().seq(), live.seq());
 }
+
+#[tokio::test]
+async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn rag_core::Store> = Arc::new(
+        rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap(),
+    );
+    // A graph from 8 vectors on, so that the stored part is a graph.
+    let vectors = rag_ann::VectorIndexParams {
+        hnsw_threshold: 8,
+        ..Default::default()
+    };
+    let config = |dir: Option<std::path::PathBuf>| EngineConfig {
+        index_dir: dir,
+        vectors,
+        ..EngineConfig::default()
+    };
+    let with_vectors = |store: Arc<dyn rag_core::Store>, dir: Option<std::path::PathBuf>| {
+        let mut components = Components::lexical(store);
+        components.embedder = Some(Arc::new(CharBag));
+        Engine::new(components, config(dir))
+    };
+    let index_dir = dir.path().join("index");
+    let tenant = TenantId::default_tenant();
+    let first = with_vectors(store.clone(), Some(index_dir.clone()));
+    first
+        .create_kb(&tenant, "kb", KbSettings::default())
+        .await
+        .unwrap();
+    for i in 0..20 {
+        first
+            .ingest(
+                &tenant,
+                "kb",
+                &format!("n{i}.md"),
+                format!("Refunds take {i} days, desk {i}. 退款需要 {i} 天，营业时间{i}点。")
+                    .into_bytes(),
+            )
+            .await
+            .unwrap();
+    }
+    let kb = first.kb(&tenant, "kb").await.unwrap();
+    let built = first.index(&tenant, &kb).await.unwrap();
+    let dense = built.dense.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(dense.kind(), rag_ann::IndexKind::Hnsw);
+    first.flush_index_files().await;
+    let file = index_dir.join(format!("{}.vec", kb.id));
+    assert!(file.exists());
+    first
+        .create_faq(
+            &tenant,
+            "kb",
+            NewFaq {
+                question: "云闪付退款多久到账？".into(),
+                answer: "Refunds arrive within 3 days.".into(),
+                tags: vec![],
+                source_url: None,
+                status: None,
+                valid_from: None,
+                valid_until: None,
+            },
+        )
+        .await
+        .unwrap();
+
+    // A second process reads both files (one graph part, nothing built) and
+    // applies the one write as a new small part.
+    let second = with_vectors(store.clone(), Some(index_dir.clone()));
+    let read = second.index(&tenant, &kb).await.unwrap();
+    let dense = read.dense.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(read.lexical.segment_count(), 2);
+    assert_eq!(
+        dense.part_count(),
+        2,
+        "read back and caught up, not rebuilt"
+    );
+    assert_eq!(dense.kind(), rag_ann::IndexKind::Hnsw);
+    assert_eq!(dense.len(), 21);
+    let fresh = with_vectors(store.clone(), None);
+    for q in QUERIES {
+        assert_eq!(
+            lists(&second, &tenant, q).await,
+            lists(&fresh, &tenant, q).await,
+            "{q}"
+        );
+    }
+
+    // A damaged dense file is refused: both indexes are built from the store.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    std::fs::write(&file, &bytes).unwrap();
+    let third = with_vectors(store.clone(), Some(index_dir.clone()));
+    let rebuilt = third.index(&tenant, &kb).await.unwrap();
+    assert_eq!(rebuilt.lexical.segment_count(), 1);
+    assert_eq!(
+        rebuilt
+            .dense
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .part_count(),
+        1
+    );
+    for q in QUERIES {
+        assert_eq!(
+            lists(&third, &tenant, q).await,
+            lists(&fresh, &tenant, q).await,
+            "{q}"
+        );
+    }
+}

@@ -5,19 +5,87 @@
 //!
 //! The corpus is deterministic: documents of four to twelve sentences drawn
 //! with a fixed seed from SciFact (English) and CMRC 2018 (Chinese) in the
-//! evaluation directory, one Chinese document in four. Lexical paths only
-//! (the dense path at scale is measured by rag-ann's own benchmark).
+//! evaluation directory, one Chinese document in four. Lexical paths only,
+//! unless `--synthetic-vectors` gives every passage and query a synthetic
+//! 384-dimensional vector (clustered around 200 centres, drawn from a hash
+//! of the text; rag-ann's `ann_bench` measures recall on the same kind of
+//! data): then the dense path runs too, the index files (lexical, and dense
+//! with its graph) are written and read back by a second engine as a
+//! restarted process would, and queries are timed per path mix.
 
 use crate::bench::summary;
 use crate::cli::{eval_params, BenchScaleArgs};
 use crate::eval::{load_corpus, read_corpus, read_queries, CorpusDoc};
 use crate::{core_err, App, UserFacing};
-use rag_core::{KbSettings, QueryRequest, Viewer};
+use rag_core::{CoreError, Embedder, KbSettings, PathKind, QueryRequest, Viewer};
 use rag_engine::{Components, Engine, EngineConfig, NewFaq, QueryOptions};
 use rag_store::{EmbeddedStore, OpenMode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Dimensions of the synthetic vectors (those of the bundled e5 model).
+const SYNTHETIC_DIMS: usize = 384;
+
+/// A stand-in embedder for scale runs: the text's hash picks one of 200
+/// centres and seeds the noise around it, so equal texts get equal vectors
+/// and the collection is clustered as sentence embeddings are.
+struct SyntheticVectors;
+
+impl SyntheticVectors {
+    fn vector(text: &str) -> Vec<f32> {
+        let h = rag_ann::format::checksum(text.as_bytes());
+        let centre = rag_ann::synthetic::SplitMix64::new(h % 200).gaussian_vec(SYNTHETIC_DIMS);
+        let noise = rag_ann::synthetic::SplitMix64::new(h).gaussian_vec(SYNTHETIC_DIMS);
+        centre.iter().zip(&noise).map(|(c, n)| c + n).collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for SyntheticVectors {
+    fn model_id(&self) -> &str {
+        "bench/synthetic-clustered-384"
+    }
+    fn dimensions(&self) -> usize {
+        SYNTHETIC_DIMS
+    }
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, CoreError> {
+        Ok(Self::vector(text))
+    }
+    async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, CoreError> {
+        Ok(texts.iter().map(|t| Self::vector(t)).collect())
+    }
+}
+
+/// Milliseconds of each query of `queries` run once with `params`.
+async fn timed(
+    engine: &Engine,
+    tenant: &rag_core::TenantId,
+    queries: &[String],
+    params: &rag_core::RetrievalParams,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(queries.len());
+    for q in queries {
+        let t = Instant::now();
+        let _ = engine
+            .run(tenant, request("scale", q, params), options(), &mut |_| {})
+            .await;
+        out.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    out
+}
+
+fn dir_mb(dir: &std::path::Path) -> f64 {
+    let bytes: u64 = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    (bytes as f64 / 1e5).round() / 10.0
+}
 
 /// A small deterministic generator (64-bit LCG, high bits).
 struct Lcg(u64);
@@ -111,12 +179,21 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     }
 
     let temp = tempfile::tempdir()?;
-    let store = EmbeddedStore::open(temp.path(), OpenMode::ReadWrite)
-        .map_err(|e| UserFacing(e.to_string()))?;
-    let engine = Engine::new(
-        Components::lexical(Arc::new(store)),
-        EngineConfig::default(),
+    let store: Arc<dyn rag_core::Store> = Arc::new(
+        EmbeddedStore::open(temp.path(), OpenMode::ReadWrite)
+            .map_err(|e| UserFacing(e.to_string()))?,
     );
+    let index_dir = temp.path().join("index");
+    let new_engine = || {
+        let mut components = Components::lexical(store.clone());
+        let mut config = EngineConfig::default();
+        if args.synthetic_vectors {
+            components.embedder = Some(Arc::new(SyntheticVectors));
+            config.index_dir = Some(index_dir.clone());
+        }
+        Engine::new(components, config)
+    };
+    let engine = new_engine();
     let kb = engine
         .store()
         .create_kb(&app.tenant, "scale", KbSettings::default())
@@ -125,27 +202,75 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     load_corpus(&engine, &app.tenant, &kb, corpus).await?;
     let load_s = started.elapsed().as_secs_f64();
+    let mut embed_s = None;
+    if args.synthetic_vectors {
+        let started = Instant::now();
+        engine
+            .reembed(&app.tenant, "scale", |_, _| {})
+            .await
+            .map_err(core_err)?;
+        embed_s = Some(started.elapsed().as_secs_f64());
+    }
     let started = Instant::now();
-    engine.index(&app.tenant, &kb).await.map_err(core_err)?;
+    let built = engine.index(&app.tenant, &kb).await.map_err(core_err)?;
     let build_s = started.elapsed().as_secs_f64();
     let (rss_built, _) = rss_kb();
-
-    let params = eval_params(app.config.retrieval.clone());
-    let mut quiet = Vec::new();
-    for (round, q) in queries.iter().chain(&queries).enumerate() {
-        let t = Instant::now();
-        let _ = engine
-            .run(
-                &app.tenant,
-                request("scale", q, &params),
-                options(),
-                &mut |_| {},
-            )
-            .await;
-        if round >= queries.len() {
-            quiet.push(t.elapsed().as_secs_f64() * 1000.0);
-        }
+    let dense_kind = built
+        .dense
+        .as_ref()
+        .and_then(|d| d.as_ref().ok())
+        .map(|d| d.kind().as_str());
+    drop(built);
+    let mut files = serde_json::Value::Null;
+    if args.synthetic_vectors {
+        let started = Instant::now();
+        engine.flush_index_files().await;
+        let write_s = started.elapsed().as_secs_f64();
+        // A restarted process: reads both files instead of building.
+        let second = new_engine();
+        let started = Instant::now();
+        let read = second.index(&app.tenant, &kb).await.map_err(core_err)?;
+        let read_s = started.elapsed().as_secs_f64();
+        let parts = read
+            .dense
+            .as_ref()
+            .and_then(|d| d.as_ref().ok())
+            .map_or(0, |d| d.part_count());
+        files = serde_json::json!({
+            "write_seconds": (write_s * 100.0).round() / 100.0,
+            "size_mb": dir_mb(&index_dir),
+            "read_by_a_new_process_seconds": (read_s * 100.0).round() / 100.0,
+            "dense_parts_read": parts,
+        });
     }
+
+    let lexical = eval_params(app.config.retrieval.clone());
+    let with_paths = |paths: &[PathKind]| rag_core::RetrievalParams {
+        paths: paths.to_vec(),
+        ..lexical.clone()
+    };
+    let (dense, hybrid) = (with_paths(&[PathKind::Dense]), with_paths(&PathKind::ALL));
+    // One warm-up round, then the timed one.
+    timed(&engine, &app.tenant, &queries, &lexical).await;
+    let quiet = timed(&engine, &app.tenant, &queries, &lexical).await;
+    let mut per_path = serde_json::Map::new();
+    if args.synthetic_vectors {
+        timed(&engine, &app.tenant, &queries, &dense).await;
+        per_path.insert(
+            "dense_pipeline_query_quiet".into(),
+            summary(timed(&engine, &app.tenant, &queries, &dense).await),
+        );
+        per_path.insert(
+            "hybrid_pipeline_query_quiet".into(),
+            summary(timed(&engine, &app.tenant, &queries, &hybrid).await),
+        );
+    }
+    // The write phase runs the knowledge base's full path mix.
+    let params = if args.synthetic_vectors {
+        hybrid.clone()
+    } else {
+        lexical.clone()
+    };
 
     // Writes while query streams run: each write is an FAQ entry with a
     // word no other passage has; visible once a query for it finds it.
@@ -226,8 +351,18 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     let (rss_now, rss_peak) = rss_kb();
     let index = engine.index(&app.tenant, &kb).await.map_err(core_err)?;
 
-    let out = serde_json::json!({
+    let dense_now = index
+        .dense
+        .as_ref()
+        .and_then(|d| d.as_ref().ok())
+        .map(|d| serde_json::json!({"vectors": d.len(), "parts": d.part_count(), "kind": d.kind().as_str()}));
+    let mut out = serde_json::json!({
         "docs": args.docs,
+        "synthetic_vectors": args.synthetic_vectors,
+        "embed_seconds": embed_s.map(|s| (s * 100.0).round() / 100.0),
+        "dense_index_after_build": dense_kind,
+        "dense_index_end": dense_now,
+        "index_files": files,
         "corpus_mb": (bytes as f64 / 1e6 * 10.0).round() / 10.0,
         "passages": index.lexical.len(),
         "segments": index.lexical.segment_count(),
@@ -250,6 +385,9 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
             .map(|(part, bytes)| (part.to_owned(), serde_json::json!((bytes as f64 / 1e5).round() / 10.0)))
             .collect::<serde_json::Map<_, _>>(),
     });
+    if let Some(o) = out.as_object_mut() {
+        o.extend(per_path);
+    }
     if args.json {
         println!("{out}");
     } else {

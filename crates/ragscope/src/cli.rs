@@ -340,6 +340,11 @@ pub struct BenchScaleArgs {
     /// Query streams running during the writes.
     #[arg(long, default_value_t = 8)]
     pub streams: usize,
+    /// Give every passage (and query) a synthetic 384-dimensional vector
+    /// (clustered, drawn from a hash of its text), so the dense path runs at
+    /// scale too: graph build, index files read back, hybrid queries.
+    #[arg(long)]
+    pub synthetic_vectors: bool,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
