@@ -13,7 +13,7 @@
 //! [`FlatIndex`] and an [`HnswIndex`] over the same vectors, then runs 200 fresh
 //! queries against both and reports p50/p99 latency and recall@10 for several
 //! search widths (`ef`). The peer, the `hnsw_rs` crate (f32 vectors, its
-//! parallel insert on all cores; the graph ragscope used before its own), is
+//! parallel insert on all cores, as ours; the graph ragscope used before its own), is
 //! built and searched with the same `m`, `ef_construction` and `ef` in the
 //! same run.
 
@@ -79,7 +79,7 @@ fn bench(n: usize, params: HnswParams) {
     let t = Instant::now();
     let hnsw = HnswIndex::build(flat.clone(), params).expect("valid params");
     println!(
-        "hnsw build     {:>10.2?}  (m = {}, ef_construction = {}, one thread; graph + codes {} MB)",
+        "hnsw build     {:>10.2?}  (m = {}, ef_construction = {}, all cores; graph + codes {} MB)",
         t.elapsed(),
         params.m,
         params.ef_construction,

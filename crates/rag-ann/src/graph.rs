@@ -10,6 +10,13 @@
 //! built from the same rows in the same order is the same graph, and its
 //! bytes ([`Graph::encode`]) are too.
 //!
+//! A bulk insert ([`Graph::insert_all`]) runs on several threads as in
+//! hnswlib: links are atomics, a node's list is rewritten under one of a
+//! fixed set of striped locks, and the entry point under its own; a reader
+//! may see a list mid-rewrite, which only changes which nodes a walk meets.
+//! A graph built on one thread is the same for the same rows; one built on
+//! several depends on the threads' interleaving (its recall does not).
+//!
 //! The walk may be given an `accept` predicate (tombstones, the caller's
 //! filter): rejected nodes still lead the walk but never enter the result,
 //! and a budget of similarity evaluations bounds the work a selective filter
@@ -22,12 +29,21 @@ use crate::synthetic::SplitMix64;
 use std::cell::RefCell;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
 
 /// An empty link slot, and "no entry point".
 pub(crate) const NONE: u32 = u32::MAX;
 
 /// The highest layer a node may be given.
 const MAX_LEVEL: usize = 15;
+
+/// Locks guarding link-list rewrites, shared by node id modulo this count.
+const STRIPES: usize = 1024;
+
+/// Nodes inserted on one thread before a bulk insert fans out, so the
+/// threads start from a graph that already navigates.
+const SEQUENTIAL_SEED: usize = 1024;
 
 /// A node with its similarity to the query; better is a higher similarity,
 /// then a lower ordinal.
@@ -88,7 +104,6 @@ thread_local! {
 }
 
 /// A navigable small-world graph over the rows of a [`Codes`].
-#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Graph {
     m: usize,
     m0: usize,
@@ -96,12 +111,78 @@ pub(crate) struct Graph {
     /// The top layer of each node.
     levels: Vec<u8>,
     /// Layer-0 links, `m0` slots per node.
-    links0: Vec<u32>,
+    links0: Vec<AtomicU32>,
     /// Links of layers 1..=level, `m` slots each, for nodes above layer 0.
-    upper: Vec<Box<[u32]>>,
-    entry: u32,
-    top: u8,
+    upper: Vec<Box<[AtomicU32]>>,
+    /// The entry point and the top layer.
+    head: Mutex<(u32, u8)>,
+    locks: Box<[Mutex<()>]>,
     rng: u64,
+}
+
+fn atomics(values: impl IntoIterator<Item = u32>) -> Vec<AtomicU32> {
+    values.into_iter().map(AtomicU32::new).collect()
+}
+
+fn loaded(slots: &[AtomicU32]) -> impl Iterator<Item = u32> + '_ {
+    slots.iter().map(|a| a.load(Relaxed))
+}
+
+fn stripes() -> Box<[Mutex<()>]> {
+    (0..STRIPES).map(|_| Mutex::new(())).collect()
+}
+
+impl Clone for Graph {
+    fn clone(&self) -> Self {
+        Graph {
+            m: self.m,
+            m0: self.m0,
+            ef_construction: self.ef_construction,
+            levels: self.levels.clone(),
+            links0: atomics(loaded(&self.links0)),
+            upper: self
+                .upper
+                .iter()
+                .map(|u| atomics(loaded(u)).into_boxed_slice())
+                .collect(),
+            head: Mutex::new(self.head()),
+            locks: stripes(),
+            rng: self.rng,
+        }
+    }
+}
+
+impl PartialEq for Graph {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            self.m,
+            self.ef_construction,
+            &self.levels,
+            self.head(),
+            self.rng,
+        ) == (
+            other.m,
+            other.ef_construction,
+            &other.levels,
+            other.head(),
+            other.rng,
+        ) && loaded(&self.links0).eq(loaded(&other.links0))
+            && self
+                .upper
+                .iter()
+                .zip(&other.upper)
+                .all(|(a, b)| loaded(a).eq(loaded(b)))
+    }
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("m", &self.m)
+            .field("nodes", &self.nodes())
+            .field("head", &self.head())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The similarity of the query to a node.
@@ -131,8 +212,8 @@ impl Graph {
             levels: Vec::new(),
             links0: Vec::new(),
             upper: Vec::new(),
-            entry: NONE,
-            top: 0,
+            head: Mutex::new((NONE, 0)),
+            locks: stripes(),
             rng: seed,
         }
     }
@@ -147,19 +228,21 @@ impl Graph {
         self.links0.len() * 4 + self.upper.iter().map(|u| u.len() * 4 + 16).sum::<usize>()
     }
 
-    fn links(&self, id: u32, level: usize) -> &[u32] {
+    fn head(&self) -> (u32, u8) {
+        *self.head.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock(&self, id: u32) -> std::sync::MutexGuard<'_, ()> {
+        self.locks[id as usize % STRIPES]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn links(&self, id: u32, level: usize) -> &[AtomicU32] {
         if level == 0 {
             &self.links0[id as usize * self.m0..][..self.m0]
         } else {
             &self.upper[id as usize][(level - 1) * self.m..][..self.m]
-        }
-    }
-
-    fn links_mut(&mut self, id: u32, level: usize) -> &mut [u32] {
-        if level == 0 {
-            &mut self.links0[id as usize * self.m0..][..self.m0]
-        } else {
-            &mut self.upper[id as usize][(level - 1) * self.m..][..self.m]
         }
     }
 
@@ -171,19 +254,73 @@ impl Graph {
         ((-u.ln() * ml) as usize).min(MAX_LEVEL)
     }
 
+    /// Room for `count` more nodes, with their levels drawn in order.
+    fn grow(&mut self, count: usize) -> Vec<usize> {
+        let levels: Vec<usize> = (0..count).map(|_| self.random_level()).collect();
+        self.levels.extend(levels.iter().map(|&l| l as u8));
+        self.links0
+            .extend((0..count * self.m0).map(|_| AtomicU32::new(NONE)));
+        for &l in &levels {
+            self.upper
+                .push(atomics(std::iter::repeat_n(NONE, l * self.m)).into_boxed_slice());
+        }
+        levels
+    }
+
     /// Inserts row `id` of `codes`, which must be the next node (`nodes()`).
+    #[cfg(test)]
     pub fn insert(&mut self, codes: &Codes, id: u32) {
         debug_assert_eq!(id as usize, self.nodes());
-        let level = self.random_level();
-        self.levels.push(level as u8);
-        self.links0.resize(self.links0.len() + self.m0, NONE);
-        self.upper
-            .push(vec![NONE; level * self.m].into_boxed_slice());
-        if self.entry == NONE {
-            self.entry = id;
-            self.top = level as u8;
-            return;
+        let level = self.grow(1)[0];
+        self.insert_grown(codes, id, level);
+    }
+
+    /// Inserts rows `first..first + count` of `codes` (the next nodes) on up
+    /// to `threads` threads.
+    pub fn insert_all(&mut self, codes: &Codes, first: u32, count: usize, threads: usize) {
+        debug_assert_eq!(first as usize, self.nodes());
+        let levels = self.grow(count);
+        let seeded = SEQUENTIAL_SEED.saturating_sub(first as usize).min(count);
+        let threads = if count - seeded < SEQUENTIAL_SEED {
+            1
+        } else {
+            threads.max(1)
+        };
+        let graph = &*self;
+        for (i, &level) in levels.iter().enumerate().take(seeded) {
+            graph.insert_grown(codes, first + i as u32, level);
         }
+        let next = AtomicUsize::new(seeded);
+        let work = || loop {
+            let i = next.fetch_add(1, Relaxed);
+            if i >= count {
+                break;
+            }
+            graph.insert_grown(codes, first + i as u32, levels[i]);
+        };
+        if threads == 1 {
+            work();
+        } else {
+            std::thread::scope(|scope| {
+                for _ in 1..threads {
+                    scope.spawn(work);
+                }
+                work();
+            });
+        }
+    }
+
+    /// Links node `id` (already given its slots) into the graph.
+    fn insert_grown(&self, codes: &Codes, id: u32, level: usize) {
+        let (entry, top) = {
+            let mut head = self.head.lock().unwrap_or_else(|p| p.into_inner());
+            if head.0 == NONE {
+                *head = (id, level as u8);
+                return;
+            }
+            *head
+        };
+        let top = top as usize;
         let probe = RowProbe {
             codes,
             q: codes.row(id),
@@ -192,10 +329,9 @@ impl Graph {
         VISITED.with(|v| {
             let visited = &mut v.borrow_mut();
             let mut ep = Scored {
-                sim: probe.sim(self.entry),
-                id: self.entry,
+                sim: probe.sim(entry),
+                id: entry,
             };
-            let top = self.top as usize;
             for lc in (level + 1..=top).rev() {
                 ep = self.greedy(&probe, ep, lc);
             }
@@ -213,10 +349,12 @@ impl Graph {
                 // A new node links to `m` neighbours on every layer; layer 0
                 // leaves room for `2m` so that later nodes can link back.
                 let chosen = select(codes, &found, self.m);
-                let slots = self.links_mut(id, lc);
-                slots.fill(NONE);
-                for (s, c) in slots.iter_mut().zip(&chosen) {
-                    *s = *c;
+                {
+                    let _guard = self.lock(id);
+                    let slots = self.links(id, lc);
+                    for (i, s) in slots.iter().enumerate() {
+                        s.store(chosen.get(i).copied().unwrap_or(NONE), Relaxed);
+                    }
                 }
                 for &n in &chosen {
                     self.link(codes, n, id, lc);
@@ -226,35 +364,35 @@ impl Graph {
                 }
             }
         });
-        if level > self.top as usize {
-            self.entry = id;
-            self.top = level as u8;
+        if level > top {
+            let mut head = self.head.lock().unwrap_or_else(|p| p.into_inner());
+            if level > head.1 as usize {
+                *head = (id, level as u8);
+            }
         }
     }
 
     /// Adds a link `from -> to` on `level`, pruning `from`'s list with the
     /// heuristic when it is full.
-    fn link(&mut self, codes: &Codes, from: u32, to: u32, level: usize) {
-        let slots = self.links_mut(from, level);
-        if let Some(free) = slots.iter_mut().find(|s| **s == NONE) {
-            *free = to;
+    fn link(&self, codes: &Codes, from: u32, to: u32, level: usize) {
+        let _guard = self.lock(from);
+        let slots = self.links(from, level);
+        if let Some(free) = slots.iter().find(|s| s.load(Relaxed) == NONE) {
+            free.store(to, Relaxed);
             return;
         }
         let cap = slots.len();
-        let mut cands: Vec<Scored> = slots
-            .iter()
-            .chain(std::iter::once(&to))
-            .map(|&n| Scored {
+        let mut cands: Vec<Scored> = loaded(slots)
+            .chain(std::iter::once(to))
+            .map(|n| Scored {
                 sim: codes.sim(from, n),
                 id: n,
             })
             .collect();
         cands.sort_unstable_by(|a, b| b.cmp(a));
         let chosen = select(codes, &cands, cap);
-        let slots = self.links_mut(from, level);
-        slots.fill(NONE);
-        for (s, c) in slots.iter_mut().zip(&chosen) {
-            *s = *c;
+        for (i, s) in slots.iter().enumerate() {
+            s.store(chosen.get(i).copied().unwrap_or(NONE), Relaxed);
         }
     }
 
@@ -262,7 +400,7 @@ impl Graph {
     fn greedy(&self, probe: &impl Probe, mut ep: Scored, level: usize) -> Scored {
         loop {
             let mut moved = false;
-            for &n in self.links(ep.id, level) {
+            for n in loaded(self.links(ep.id, level)) {
                 if n == NONE {
                     break;
                 }
@@ -312,7 +450,7 @@ impl Graph {
             if spent >= budget {
                 break;
             }
-            for &n in self.links(c.id, level) {
+            for n in loaded(self.links(c.id, level)) {
                 if n == NONE {
                     break;
                 }
@@ -350,15 +488,16 @@ impl Graph {
         accept: Option<&dyn Fn(u32) -> bool>,
         budget: usize,
     ) -> Vec<Scored> {
-        if self.entry == NONE {
+        let (entry, top) = self.head();
+        if entry == NONE {
             return Vec::new();
         }
         let probe = RowProbe { codes, q };
         let mut ep = Scored {
-            sim: probe.sim(self.entry),
-            id: self.entry,
+            sim: probe.sim(entry),
+            id: entry,
         };
-        for lc in (1..=self.top as usize).rev() {
+        for lc in (1..=top as usize).rev() {
             ep = self.greedy(&probe, ep, lc);
         }
         let nodes = self.nodes();
@@ -371,22 +510,23 @@ impl Graph {
 
     /// The graph as bytes (little-endian), appended to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        let (entry, top) = self.head();
         for v in [
             self.m as u64,
             self.ef_construction as u64,
             self.nodes() as u64,
-            u64::from(self.entry),
-            u64::from(self.top),
+            u64::from(entry),
+            u64::from(top),
             self.rng,
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.levels);
-        for l in &self.links0 {
+        for l in loaded(&self.links0) {
             out.extend_from_slice(&l.to_le_bytes());
         }
         for u in &self.upper {
-            for l in u.iter() {
+            for l in loaded(u) {
                 out.extend_from_slice(&l.to_le_bytes());
             }
         }
@@ -419,12 +559,12 @@ impl Graph {
         if levels.iter().any(|&l| l as usize > MAX_LEVEL) {
             return Err(bad("level out of range"));
         }
-        let read_links = |raw: &[u8]| -> Result<Vec<u32>> {
+        let read_links = |raw: &[u8]| -> Result<Vec<AtomicU32>> {
             raw.chunks_exact(4)
                 .map(|c| {
                     let l = u32::from_le_bytes(c.try_into().expect("four bytes"));
                     if l == NONE || (l as usize) < n {
-                        Ok(l)
+                        Ok(AtomicU32::new(l))
                     } else {
                         Err(bad("link to a missing node"))
                     }
@@ -450,8 +590,8 @@ impl Graph {
             levels,
             links0,
             upper,
-            entry,
-            top: top as u8,
+            head: Mutex::new((entry, top as u8)),
+            locks: stripes(),
             rng,
         };
         Ok((graph, at))
@@ -522,10 +662,7 @@ mod tests {
         assert_eq!(back, a);
         // Every link names a node; no node links to itself.
         for id in 0..600u32 {
-            assert!(a
-                .links(id, 0)
-                .iter()
-                .all(|&l| l == NONE || (l < 600 && l != id)));
+            assert!(loaded(a.links(id, 0)).all(|l| l == NONE || (l < 600 && l != id)));
         }
         // Damage is refused, not trusted.
         let mut broken = bytes.clone();
@@ -553,5 +690,43 @@ mod tests {
         assert!(got.iter().all(|s| s.id.is_multiple_of(2)));
         // A budget of one evaluation cannot fill the list.
         assert!(g.search(&c, &q, 20, None, 1).len() < 20);
+    }
+
+    #[test]
+    fn a_parallel_build_finds_what_a_sequential_one_finds() {
+        let n = 6_000;
+        let c = codes(n, 32, 3);
+        let mut one = Graph::new(8, 48, 5);
+        one.insert_all(&c, 0, n, 1);
+        let mut two = Graph::new(8, 48, 5);
+        two.insert_all(&c, 0, n, 2);
+        assert_eq!(one.nodes(), n);
+        assert_eq!(two.nodes(), n);
+        // The levels are drawn before the threads start: the same on both.
+        assert_eq!(one.levels, two.levels);
+        let mut agree = 0;
+        for probe in (0..n as u32).step_by(97) {
+            let q = c.row(probe).to_vec();
+            let a: Vec<u32> = one
+                .search(&c, &q, 40, None, usize::MAX)
+                .iter()
+                .take(10)
+                .map(|s| s.id)
+                .collect();
+            let b: Vec<u32> = two
+                .search(&c, &q, 40, None, usize::MAX)
+                .iter()
+                .take(10)
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(b[0], probe, "a stored row finds itself");
+            agree += a.iter().filter(|x| b.contains(x)).count();
+        }
+        let total = (n as u32).div_ceil(97) as usize * 10;
+        assert!(agree * 100 >= total * 95, "{agree} of {total}");
+        // Every link of the parallel graph names another node.
+        for id in 0..n as u32 {
+            assert!(loaded(two.links(id, 0)).all(|l| l == NONE || ((l as usize) < n && l != id)));
+        }
     }
 }

@@ -44,8 +44,9 @@ pub struct HnswParams {
     /// The graph is rebuilt when removed vectors exceed this fraction of its nodes
     /// (and number at least 256).
     pub rebuild_tombstone_ratio: f32,
-    /// Kept for configuration compatibility; the graph is built on one
-    /// thread (the engine builds knowledge bases side by side instead).
+    /// Whether bulk builds (at least 1,024 new vectors beyond the first
+    /// 1,024) insert on every core; a graph built on one thread is the
+    /// same for the same rows.
     pub parallel_build: bool,
 }
 
@@ -159,10 +160,18 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
 
     /// Codes and graph nodes for the rows added since the last call.
     fn index_new_rows(&mut self) {
-        for ordinal in self.graph.nodes()..self.store.rows() {
+        let first = self.graph.nodes();
+        let count = self.store.rows() - first;
+        for ordinal in first..self.store.rows() {
             self.codes.push(self.store.row(ordinal as u32));
-            self.graph.insert(&self.codes, ordinal as u32);
         }
+        let threads = if self.params.parallel_build {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            1
+        };
+        self.graph
+            .insert_all(&self.codes, first as u32, count, threads);
     }
 
     /// The parameters the index was built with.

@@ -43,7 +43,7 @@ impl VectorIndexParams {
 #[derive(Debug)]
 enum Inner<K> {
     Exact(FlatIndex<K>),
-    Hnsw(HnswIndex<K>),
+    Hnsw(Box<HnswIndex<K>>),
 }
 
 /// A vector index that searches exhaustively while that is fast and exact, and
@@ -107,7 +107,7 @@ impl<K: Copy + Eq + Hash> VectorIndex<K> {
     pub fn into_store(self) -> FlatIndex<K> {
         match self.inner {
             Inner::Exact(flat) => flat,
-            Inner::Hnsw(hnsw) => hnsw.into_store(),
+            Inner::Hnsw(hnsw) => (*hnsw).into_store(),
         }
     }
 
@@ -196,7 +196,7 @@ impl<K: Copy + Eq + Hash> VectorIndex<K> {
                 Ok(h) => {
                     return Ok(Self {
                         params,
-                        inner: Inner::Hnsw(h),
+                        inner: Inner::Hnsw(Box::new(h)),
                     })
                 }
                 Err((_, flat)) => flat,
@@ -219,10 +219,10 @@ impl<K: Copy + Eq + Hash> VectorIndex<K> {
         let placeholder = Inner::Exact(FlatIndex::new(dims)?);
         let store = match std::mem::replace(&mut self.inner, placeholder) {
             Inner::Exact(flat) => flat,
-            Inner::Hnsw(hnsw) => hnsw.into_store(),
+            Inner::Hnsw(hnsw) => (*hnsw).into_store(),
         };
         self.inner = if promote {
-            Inner::Hnsw(HnswIndex::build(store, self.params.hnsw)?)
+            Inner::Hnsw(Box::new(HnswIndex::build(store, self.params.hnsw)?))
         } else {
             Inner::Exact(store)
         };
