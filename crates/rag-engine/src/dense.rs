@@ -99,7 +99,13 @@ impl DenseIndex {
             }
         }
         let live = items.len();
-        Some(part(space.dims, items, params).map(|p| DenseIndex {
+        // Exact for now: the engine builds the graph of a large part in the
+        // background ([`DenseIndex::graph_pending`]) or, when asked to, at once.
+        let exact = VectorIndexParams {
+            hnsw_threshold: usize::MAX,
+            ..params
+        };
+        Some(part(space.dims, items, exact).map(|p| DenseIndex {
             space,
             params,
             parts: vec![Arc::new(p)],
@@ -225,6 +231,52 @@ impl DenseIndex {
         Ok(())
     }
 
+    /// The largest part, when it is big enough for a graph but searched
+    /// exactly (a fresh build): the engine builds its graph off the query
+    /// path and swaps it in with [`with_part_replaced`](Self::with_part_replaced).
+    pub(crate) fn graph_pending(&self) -> Option<Arc<Part>> {
+        self.parts
+            .iter()
+            .max_by_key(|p| p.ids.len())
+            .filter(|p| {
+                p.index.kind() == IndexKind::Exact && p.index.len() >= self.params.hnsw_threshold
+            })
+            .cloned()
+    }
+
+    /// The same part with its graph (the vectors copied; ordinals, and so
+    /// the dead marks, unchanged).
+    pub(crate) fn graph_part(
+        part: &Part,
+        params: VectorIndexParams,
+    ) -> Result<Part, rag_ann::AnnError> {
+        Ok(Part {
+            ids: part.ids.clone(),
+            ord_of: part.ord_of.clone(),
+            index: VectorIndex::from_flat(part.index.store().clone(), params)?,
+        })
+    }
+
+    /// This index with `old` (still one of its parts) replaced by `new`;
+    /// `None` when `old` is no longer a part (merged away since).
+    pub(crate) fn with_part_replaced(&self, old: &Arc<Part>, new: Arc<Part>) -> Option<Self> {
+        let at = self.parts.iter().position(|p| Arc::ptr_eq(p, old))?;
+        let mut next = self.clone();
+        next.parts[at] = new;
+        Some(next)
+    }
+
+    /// Builds the pending graph in place (when the caller wants it at once).
+    pub(crate) fn build_graph_now(&mut self) -> Result<(), rag_ann::AnnError> {
+        if let Some(old) = self.graph_pending() {
+            let new = Arc::new(Self::graph_part(&old, self.params)?);
+            if let Some(next) = self.with_part_replaced(&old, new) {
+                *self = next;
+            }
+        }
+        Ok(())
+    }
+
     /// The embedding space.
     pub fn space(&self) -> &EmbeddingSpace {
         &self.space
@@ -301,6 +353,12 @@ impl DenseIndex {
             self.live,
             self.space.model_id
         )];
+        if self.graph_pending().is_some() {
+            notes.push(
+                "the HNSW graph is being built in the background; exact search answers meanwhile"
+                    .to_owned(),
+            );
+        }
         if self.missing > 0 {
             notes.push(format!(
                 "{} of {} passages have no current vector and cannot be found by meaning; run `ragscope reembed`",

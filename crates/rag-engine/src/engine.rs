@@ -146,6 +146,11 @@ pub struct EngineConfig {
     /// Where lexical indexes are kept between runs (see
     /// `index_files.rs`); `None` keeps them in memory only.
     pub index_dir: Option<std::path::PathBuf>,
+    /// Whether a full build answers the dense path by exact search while
+    /// the HNSW graph is built in the background (a server: the first
+    /// query does not wait for the graph), or builds the graph before it
+    /// answers (an evaluation: every query is answered by the same index).
+    pub graph_in_background: bool,
 }
 
 impl Default for EngineConfig {
@@ -158,6 +163,7 @@ impl Default for EngineConfig {
             embed_batch: 16,
             sources: crate::sources::SourceLimits::default(),
             index_dir: None,
+            graph_in_background: true,
         }
     }
 }
@@ -364,13 +370,21 @@ impl Engine {
         let analyzer = self.inner.analyzer.clone();
         let vector_params = self.inner.config.vectors;
         let store_dense = self.store_dense();
+        let background = self.inner.config.graph_in_background;
         let index = tokio::task::spawn_blocking(move || {
             let lexical = LexicalIndex::build(&analyzer, &snapshot);
             let dense = if store_dense {
                 None
             } else {
-                DenseIndex::build(&snapshot, &lexical, vector_params)
-                    .map(|r| r.map_err(|e| e.to_string()))
+                DenseIndex::build(&snapshot, &lexical, vector_params).map(|r| {
+                    r.and_then(|mut d| {
+                        if !background {
+                            d.build_graph_now()?;
+                        }
+                        Ok(d)
+                    })
+                    .map_err(|e| e.to_string())
+                })
             };
             KbIndex {
                 lexical,
@@ -383,22 +397,82 @@ impl Engine {
         .await
         .map_err(index_task_failed)?;
         tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.lexical.len(), ms = started.elapsed().as_millis() as u64, "built indexes");
+        let pending = match &index.dense {
+            Some(Ok(d)) => d.graph_pending(),
+            _ => None,
+        };
         let storable =
             index.store_dense || index.space.is_none() || matches!(index.dense, Some(Ok(_)));
         let index = self.install(kb.id, Arc::new(index));
-        if storable {
-            self.save_in_background(kb.id, &index, true);
+        match pending {
+            // Saved once the graph is in (a file without it would make the
+            // next process build the graph before its first query).
+            Some(part) => self.build_graph_in_background(kb.id, part),
+            None if storable => self.save_in_background(kb.id, &index, true),
+            None => {}
         }
         Ok(index)
+    }
+
+    /// Builds the graph of a freshly built dense part off the query path,
+    /// then, under the knowledge base's lock, swaps it into the current
+    /// index (whatever commit it has reached, as long as the part is still
+    /// one of its parts) and stores the indexes.
+    fn build_graph_in_background(&self, kb: KbId, part: Arc<crate::dense::Part>) {
+        let engine = self.clone();
+        let params = self.inner.config.vectors;
+        let handle = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let graph = match DenseIndex::graph_part(&part, params) {
+                Ok(g) => Arc::new(g),
+                Err(e) => {
+                    tracing::warn!(kb = %kb, error = %e, "cannot build the vector graph; exact search goes on");
+                    return;
+                }
+            };
+            let lock = engine.build_lock(kb);
+            let guard = lock.blocking_lock();
+            let Some(current) = engine.cached_any(kb) else {
+                return;
+            };
+            let Some(Ok(dense)) = &current.dense else {
+                return;
+            };
+            let Some(dense) = dense.with_part_replaced(&part, graph) else {
+                return;
+            };
+            let next = Arc::new(KbIndex {
+                lexical: current.lexical.clone(),
+                vectors: dense.len(),
+                dense: Some(Ok(dense)),
+                space: current.space.clone(),
+                store_dense: current.store_dense,
+            });
+            // Same commit as the cached index: `install` replaces it.
+            let next = engine.install(kb, next);
+            drop(guard);
+            tracing::debug!(kb = %kb, seq = next.seq(), ms = started.elapsed().as_millis() as u64, "built the vector graph");
+            engine.save_in_background(kb, &next, true);
+        });
+        let mut pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.retain(|h| !h.is_finished());
+        pending.push(handle);
     }
 
     /// Waits for the index files being written (a short-lived process calls
     /// this before it exits, so its builds are not lost).
     pub async fn flush_index_files(&self) {
-        let pending: Vec<_> =
-            std::mem::take(&mut *self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()));
-        for handle in pending {
-            let _ = handle.await;
+        // A graph built in the background queues its own save: loop until
+        // nothing is left.
+        loop {
+            let pending: Vec<_> =
+                std::mem::take(&mut *self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()));
+            if pending.is_empty() {
+                break;
+            }
+            for handle in pending {
+                let _ = handle.await;
+            }
         }
     }
 

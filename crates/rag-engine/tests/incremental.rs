@@ -372,8 +372,24 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     let kb = first.kb(&tenant, "kb").await.unwrap();
     let built = first.index(&tenant, &kb).await.unwrap();
     let dense = built.dense.as_ref().unwrap().as_ref().unwrap();
-    assert_eq!(dense.kind(), rag_ann::IndexKind::Hnsw);
+    // The first build answers by exact search while the graph is built in
+    // the background; once it is in, the same commit is answered by the graph.
+    assert_eq!(dense.kind(), rag_ann::IndexKind::Exact);
+    let exact_lists = {
+        let mut out = Vec::new();
+        for q in QUERIES {
+            out.push(lists(&first, &tenant, q).await);
+        }
+        out
+    };
     first.flush_index_files().await;
+    let swapped = first.index(&tenant, &kb).await.unwrap();
+    assert_eq!(swapped.seq(), built.seq());
+    let dense = swapped.dense.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(dense.kind(), rag_ann::IndexKind::Hnsw);
+    for (q, before) in QUERIES.iter().zip(&exact_lists) {
+        assert_eq!(&lists(&first, &tenant, q).await, before, "{q}");
+    }
     let file = index_dir.join(format!("{}.vec", kb.id));
     assert!(file.exists());
     first

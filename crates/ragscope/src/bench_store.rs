@@ -78,6 +78,7 @@ async fn one_store(
         },
         EngineConfig {
             max_query_bytes: 1 << 20,
+            graph_in_background: false,
             ..EngineConfig::default()
         },
     );

@@ -252,6 +252,8 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             // With --data-dir the index is kept for the next process.
             index_dir: (app.config.store.is_none() && app.data_dir_given)
                 .then(|| dir.join("index")),
+            // Every query of a run answered by the same index.
+            graph_in_background: false,
             ..EngineConfig::default()
         },
     );
