@@ -236,6 +236,26 @@ async fn every_write_is_applied_as_a_fresh_build_would_answer() {
     assert_eq!(index.seq(), store.kb_seq(&tenant, kb.id).await.unwrap());
 }
 
+/// Every query's lists are the same from both engines.
+async fn same_lists(a: &Engine, b: &Engine, tenant: &TenantId) {
+    for q in QUERIES {
+        assert_eq!(lists(a, tenant, q).await, lists(b, tenant, q).await, "{q}");
+    }
+}
+
+/// The one write after the stored build in the tests below.
+fn refund_faq() -> NewFaq {
+    NewFaq {
+        question: "云闪付退款多久到账？".into(),
+        answer: "Refunds arrive within 3 days.".into(),
+        tags: vec![],
+        source_url: None,
+        status: None,
+        valid_from: None,
+        valid_until: None,
+    }
+}
+
 #[tokio::test]
 async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let dir = tempfile::tempdir().unwrap();
@@ -271,22 +291,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     first.flush_index_files().await;
     let file = dir.path().join("index").join(format!("{}.lex", kb.id));
     assert!(file.exists());
-    first
-        .create_faq(
-            &tenant,
-            "kb",
-            NewFaq {
-                question: "云闪付退款多久到账？".into(),
-                answer: "Refunds arrive within 3 days.".into(),
-                tags: vec![],
-                source_url: None,
-                status: None,
-                valid_from: None,
-                valid_until: None,
-            },
-        )
-        .await
-        .unwrap();
+    first.create_faq(&tenant, "kb", refund_faq()).await.unwrap();
     let live = first.index(&tenant, &kb).await.unwrap();
 
     // A second process reads the file, applies the one write, and answers
@@ -300,13 +305,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
         "read from the file and caught up, not built from a snapshot"
     );
     let fresh = Engine::new(Components::lexical(store.clone()), EngineConfig::default());
-    for q in QUERIES {
-        assert_eq!(
-            lists(&second, &tenant, q).await,
-            lists(&fresh, &tenant, q).await,
-            "{q}"
-        );
-    }
+    same_lists(&second, &fresh, &tenant).await;
 
     // A damaged file is ignored: the index is built from the store.
     let mut bytes = std::fs::read(&file).unwrap();
@@ -316,13 +315,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let built = third.index(&tenant, &kb).await.unwrap();
     assert_eq!(built.lexical.segment_count(), 1);
     third.flush_index_files().await;
-    for q in QUERIES {
-        assert_eq!(
-            lists(&third, &tenant, q).await,
-            lists(&fresh, &tenant, q).await,
-            "{q}"
-        );
-    }
+    same_lists(&third, &fresh, &tenant).await;
     // And deleting the files loses nothing.
     std::fs::remove_dir_all(dir.path().join("index")).unwrap();
     let fourth = lexical(store);
@@ -392,22 +385,7 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     }
     let file = index_dir.join(format!("{}.vec", kb.id));
     assert!(file.exists());
-    first
-        .create_faq(
-            &tenant,
-            "kb",
-            NewFaq {
-                question: "云闪付退款多久到账？".into(),
-                answer: "Refunds arrive within 3 days.".into(),
-                tags: vec![],
-                source_url: None,
-                status: None,
-                valid_from: None,
-                valid_until: None,
-            },
-        )
-        .await
-        .unwrap();
+    first.create_faq(&tenant, "kb", refund_faq()).await.unwrap();
 
     // A second process reads both files (one graph part, nothing built) and
     // applies the one write as a new small part.
@@ -423,13 +401,7 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     assert_eq!(dense.kind(), rag_ann::IndexKind::Hnsw);
     assert_eq!(dense.len(), 21);
     let fresh = with_vectors(store.clone(), None);
-    for q in QUERIES {
-        assert_eq!(
-            lists(&second, &tenant, q).await,
-            lists(&fresh, &tenant, q).await,
-            "{q}"
-        );
-    }
+    same_lists(&second, &fresh, &tenant).await;
 
     // A damaged dense file is refused: both indexes are built from the store.
     let mut bytes = std::fs::read(&file).unwrap();
@@ -449,11 +421,5 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
             .part_count(),
         1
     );
-    for q in QUERIES {
-        assert_eq!(
-            lists(&third, &tenant, q).await,
-            lists(&fresh, &tenant, q).await,
-            "{q}"
-        );
-    }
+    same_lists(&third, &fresh, &tenant).await;
 }
