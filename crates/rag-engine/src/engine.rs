@@ -553,6 +553,11 @@ impl Engine {
         let Some(dir) = self.inner.config.index_dir.clone() else {
             return;
         };
+        // While a graph is being built the task that swaps it in saves;
+        // a file without it would make the next process build it first.
+        if matches!(&index.dense, Some(Ok(d)) if d.graph_pending().is_some()) {
+            return;
+        }
         {
             let mut saved = self.inner.saved.lock().unwrap_or_else(|p| p.into_inner());
             let entry = saved.entry(kb).or_insert((0, false));
