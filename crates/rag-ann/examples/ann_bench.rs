@@ -143,6 +143,38 @@ fn bench(n: usize, params: HnswParams) {
             pct(&mut times, 0.99)
         );
     }
+    filtered(&flat, &hnsw, &queries);
+}
+
+fn filtered(flat: &FlatIndex<u64>, hnsw: &HnswIndex<u64>, queries: &[f32]) {
+    for every in [2u64, 10, 100] {
+        let keep = move |key: u64| key % every == 0;
+        let mut times = Vec::with_capacity(QUERIES);
+        let mut found = 0;
+        let mut exact_answers = 0;
+        for q in queries.chunks_exact(DIMS) {
+            let want = flat
+                .search(&Query::new(q, K).filter(&keep))
+                .expect("valid query");
+            let t = Instant::now();
+            let out = hnsw
+                .search(&Query::new(q, K).filter(&keep))
+                .expect("valid query");
+            times.push(t.elapsed());
+            exact_answers += usize::from(out.kind == rag_ann::IndexKind::Exact);
+            found += out
+                .hits
+                .iter()
+                .filter(|h| want.hits.iter().any(|w| w.key == h.key))
+                .count();
+        }
+        let recall = found as f64 / (QUERIES * K) as f64;
+        println!(
+            "hnsw, filter keeping 1 in {every:<3}  p50 {:>9.2?}  p99 {:>9.2?}  recall@{K} {recall:.4}  (exact fallback {exact_answers} of {QUERIES})",
+            pct(&mut times, 0.5),
+            pct(&mut times, 0.99)
+        );
+    }
 }
 
 fn pct(samples: &mut [Duration], p: f64) -> Duration {

@@ -337,7 +337,7 @@ impl Graph {
             }
             for lc in (0..=level.min(top)).rev() {
                 visited.start(nodes);
-                let found = self.walk(
+                let (found, _) = self.walk(
                     &probe,
                     &[ep],
                     self.ef_construction,
@@ -419,7 +419,8 @@ impl Graph {
         }
     }
 
-    /// The best-first walk of one layer: up to `ef` accepted nodes, best first.
+    /// The best-first walk of one layer: up to `ef` accepted nodes, best
+    /// first, and whether the budget cut the walk short.
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
@@ -430,7 +431,7 @@ impl Graph {
         accept: Option<&dyn Fn(u32) -> bool>,
         budget: usize,
         visited: &mut Visited,
-    ) -> Vec<Scored> {
+    ) -> (Vec<Scored>, bool) {
         let ok = |id: u32| accept.is_none_or(|a| a(id));
         let mut cands: BinaryHeap<Scored> = BinaryHeap::new();
         let mut found: BinaryHeap<Reverse<Scored>> = BinaryHeap::new();
@@ -443,11 +444,13 @@ impl Graph {
             }
         }
         let mut spent = 0usize;
+        let mut cut = false;
         while let Some(c) = cands.pop() {
             if found.len() >= ef && found.peek().is_some_and(|w| c < w.0) {
                 break;
             }
             if spent >= budget {
+                cut = true;
                 break;
             }
             for n in loaded(self.links(c.id, level)) {
@@ -475,11 +478,12 @@ impl Graph {
         }
         let mut out: Vec<Scored> = found.into_iter().map(|r| r.0).collect();
         out.sort_unstable_by(|a, b| b.cmp(a));
-        out
+        (out, cut)
     }
 
     /// Up to `ef` accepted nodes near the query code `q`, best first, with at
-    /// most `budget` similarity evaluations on the bottom layer.
+    /// most `budget` similarity evaluations on the bottom layer, and whether
+    /// the budget ran out before the walk ended.
     pub fn search(
         &self,
         codes: &Codes,
@@ -487,10 +491,10 @@ impl Graph {
         ef: usize,
         accept: Option<&dyn Fn(u32) -> bool>,
         budget: usize,
-    ) -> Vec<Scored> {
+    ) -> (Vec<Scored>, bool) {
         let (entry, top) = self.head();
         if entry == NONE {
-            return Vec::new();
+            return (Vec::new(), false);
         }
         let probe = RowProbe { codes, q };
         let mut ep = Scored {
@@ -681,15 +685,16 @@ mod tests {
             g.insert(&c, i);
         }
         let q = c.row(17).to_vec();
-        let all = g.search(&c, &q, 20, None, usize::MAX);
+        let (all, _) = g.search(&c, &q, 20, None, usize::MAX);
         assert_eq!(all.len(), 20);
         assert_eq!(all[0].id, 17);
         let even = |id: u32| id.is_multiple_of(2);
-        let got = g.search(&c, &q, 20, Some(&even), usize::MAX);
+        let (got, _) = g.search(&c, &q, 20, Some(&even), usize::MAX);
         assert_eq!(got.len(), 20);
         assert!(got.iter().all(|s| s.id.is_multiple_of(2)));
         // A budget of one evaluation cannot fill the list.
-        assert!(g.search(&c, &q, 20, None, 1).len() < 20);
+        let (few, cut) = g.search(&c, &q, 20, None, 1);
+        assert!(few.len() < 20 && cut);
     }
 
     #[test]
@@ -709,12 +714,14 @@ mod tests {
             let q = c.row(probe).to_vec();
             let a: Vec<u32> = one
                 .search(&c, &q, 40, None, usize::MAX)
+                .0
                 .iter()
                 .take(10)
                 .map(|s| s.id)
                 .collect();
             let b: Vec<u32> = two
                 .search(&c, &q, 40, None, usize::MAX)
+                .0
                 .iter()
                 .take(10)
                 .map(|s| s.id)

@@ -23,6 +23,9 @@ const LEVEL_SEED: u64 = 0x5eed_a11c_e5e5_0001;
 /// it falls back to an exact scan of the matching rows.
 const BUDGET_PER_EF_LINK: usize = 8;
 
+/// Rows on which a filter is tried to estimate how much it lets through.
+const FILTER_SAMPLE: usize = 64;
+
 /// Rebuilding for a handful of removals is never worth it, whatever the ratio says.
 const REBUILD_MIN_TOMBSTONES: usize = 256;
 
@@ -38,8 +41,8 @@ pub struct HnswParams {
     /// Default width of the candidate list while searching; a query may override it
     /// with [`Query::ef`]. The effective width is never below `k`.
     pub ef_search: usize,
-    /// When a query has a filter, the search width is raised to at least
-    /// `k * filter_overfetch` so that enough matching candidates are met.
+    /// The widest walk a filtered query gets, as a multiple of `k` (see
+    /// the type's documentation on filtering).
     pub filter_overfetch: usize,
     /// The graph is rebuilt when removed vectors exceed this fraction of its nodes
     /// (and number at least 256).
@@ -124,7 +127,11 @@ impl HnswParams {
 ///   build; call it off the async runtime.
 /// * **Filtering.** The filter (and the tombstone check) is applied *during* the
 ///   walk: non-matching nodes still guide navigation but never enter the result
-///   list. With a filter the search width is raised to `k * filter_overfetch`.
+///   list. The filter is first tried on 64 rows spread over the index: when
+///   it keeps under half of them the walk is widened (up to
+///   `k * filter_overfetch`), when it keeps under 1 in 16 the query goes
+///   straight to the exact scan below, and a walk that still finds fewer
+///   than `k` matches is run again at the full width.
 ///   If the walk still yields fewer than `k` hits (a very selective filter, or a
 ///   tiny graph), the query falls back to an exact scan over the matching rows,
 ///   which is cheap precisely because few rows match; the outcome then reports
@@ -279,10 +286,7 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
                 kind: IndexKind::Hnsw,
             });
         }
-        let mut ef = query.ef.unwrap_or(self.params.ef_search).max(k);
-        if query.filter.is_some() {
-            ef = ef.max(k.saturating_mul(self.params.filter_overfetch));
-        }
+        let ef = query.ef.unwrap_or(self.params.ef_search).max(k);
         let store = &self.store;
         let user_filter = query.filter;
         let accept = |ordinal: u32| {
@@ -295,13 +299,45 @@ impl<K: Copy + Eq + Hash> HnswIndex<K> {
             } else {
                 Some(&accept)
             };
-        let budget = ef
-            .saturating_mul(2 * self.params.m)
-            .saturating_mul(BUDGET_PER_EF_LINK);
+        let budget = |ef: usize| {
+            ef.saturating_mul(2 * self.params.m)
+                .saturating_mul(BUDGET_PER_EF_LINK)
+        };
         let qc = self.codes.encode(&q);
-        let found = self.graph.search(&self.codes, &qc, ef, accept, budget);
-        if found.len() < k {
-            // The walk did not find enough acceptable nodes; an exact scan over the
+        // How much of the index the filter lets through, from a sample of
+        // rows: a permissive filter walks as wide as no filter, a selective
+        // one wider (up to `k * filter_overfetch`), a very selective one
+        // (under 1 in 16) goes straight to an exact scan of its matches.
+        let share = match accept {
+            None => 1.0,
+            Some(a) => {
+                let rows = store.rows();
+                let step = rows.div_ceil(FILTER_SAMPLE).max(1);
+                let sampled = (0..rows).step_by(step).count().max(1);
+                let kept = (0..rows).step_by(step).filter(|&o| a(o as u32)).count();
+                kept as f64 / sampled as f64
+            }
+        };
+        let wide = ef.max(k.saturating_mul(self.params.filter_overfetch));
+        let ef = if share >= 0.5 {
+            ef
+        } else {
+            ((ef as f64 / share.max(1e-9)).ceil() as usize).clamp(ef, wide)
+        };
+        let (mut found, mut cut) = if share < 1.0 / 16.0 {
+            (Vec::new(), true)
+        } else {
+            self.graph.search(&self.codes, &qc, ef, accept, budget(ef))
+        };
+        if accept.is_some() && !cut && found.len() < k && wide > ef {
+            // Fewer matches met than asked for: walk again, wider.
+            (found, cut) = self
+                .graph
+                .search(&self.codes, &qc, wide, accept, budget(wide));
+        }
+        if found.len() < k || (cut && accept.is_some()) {
+            // The walk did not find enough acceptable nodes, or its budget ran
+            // out under a very selective filter; an exact scan over the
             // matching rows is both correct and, in that situation, cheap.
             let hits = store.scan(&q, k, user_filter);
             return Ok(SearchOutcome {
