@@ -148,7 +148,7 @@ fn bench(n: usize, params: HnswParams) {
 
 fn filtered(flat: &FlatIndex<u64>, hnsw: &HnswIndex<u64>, queries: &[f32]) {
     for every in [2u64, 10, 100] {
-        let keep = move |key: u64| key % every == 0;
+        let keep = move |key: u64| key.is_multiple_of(every);
         let mut times = Vec::with_capacity(QUERIES);
         let mut found = 0;
         let mut exact_answers = 0;
