@@ -186,7 +186,7 @@ def convex_mixed(lists, lam, dense_norm, lexical=LEXICAL):
 def more_rules():
     for dn, df in [("minmax", minmax), ("mm@20", lambda h: minmax_at(h, 20)), ("mm@50", lambda h: minmax_at(h, 50))]:
         for lex_name, lex in [("all lexical", LEXICAL), ("bm25+fuzzy", ["bm25", "fuzzy"]), ("bm25+fuzzy+syn+fact", ["bm25", "fuzzy", "synonym", "fact"])]:
-            for lam in [0.25, 0.3, 0.35, 0.4]:
+            for lam in [0.15, 0.2, 0.25, 0.3, 0.35, 0.4]:
                 for ac in [0.0, 0.05, 0.1, 0.2]:
                     yield f"MIX {lex_name} /max + dense {dn}, λ {lam} ({ac} across)", lambda r, lam=lam, df=df, lex=lex, ac=ac: convex_mixed(r["lists"], ac if across(r) else lam, df, lex)
     for depth in [10, 20]:

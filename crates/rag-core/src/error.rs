@@ -68,7 +68,7 @@ pub enum UserError {
 }
 
 /// Errors crossing the engine's seams.
-#[derive(Debug, Error)]
+#[derive(Debug, Error, Clone)]
 #[non_exhaustive]
 pub enum CoreError {
     /// The caller's mistake.
@@ -88,6 +88,14 @@ pub enum CoreError {
     /// The operation was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The knowledge base's indexes are being built for the first time in
+    /// this process and were not ready within the configured wait; the
+    /// build goes on, so asking again shortly succeeds.
+    #[error("the indexes of knowledge base {kb:?} are being built; try again shortly")]
+    IndexBuilding {
+        /// The knowledge base's name.
+        kb: String,
+    },
 }
 
 impl CoreError {
@@ -109,6 +117,7 @@ impl CoreError {
             CoreError::Store(_) => "store_error",
             CoreError::Component { .. } => "internal",
             CoreError::Cancelled => "cancelled",
+            CoreError::IndexBuilding { .. } => "index_building",
         }
     }
 
@@ -119,6 +128,7 @@ impl CoreError {
         match self {
             CoreError::User(u) => u.to_string(),
             CoreError::Cancelled => "cancelled".into(),
+            e @ CoreError::IndexBuilding { .. } => e.to_string(),
             CoreError::Store(_) => "the store failed; the details are in the server log".into(),
             CoreError::Component { component, .. } => {
                 format!("{component} failed; the details are in the server log")

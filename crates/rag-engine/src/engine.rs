@@ -151,6 +151,11 @@ pub struct EngineConfig {
     /// query does not wait for the graph), or builds the graph before it
     /// answers (an evaluation: every query is answered by the same index).
     pub graph_in_background: bool,
+    /// How long a caller waits for the first build of a knowledge base's
+    /// indexes in this process (no index in memory, none read from a file
+    /// yet) before it gets [`CoreError::IndexBuilding`] while the build
+    /// goes on (see `first_build.rs`); `None` waits however long it takes.
+    pub first_build_wait: Option<std::time::Duration>,
 }
 
 impl Default for EngineConfig {
@@ -164,6 +169,7 @@ impl Default for EngineConfig {
             sources: crate::sources::SourceLimits::default(),
             index_dir: None,
             graph_in_background: true,
+            first_build_wait: None,
         }
     }
 }
@@ -188,12 +194,14 @@ pub(crate) struct Inner {
     saved: Arc<Mutex<HashMap<KbId, (u64, bool)>>>,
     /// Index files being written.
     pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// First builds under way, by knowledge base (see `first_build.rs`).
+    pub(crate) first_builds: Mutex<HashMap<KbId, crate::first_build::FirstBuild>>,
     /// Intent indexes by intent list (see `intents.rs`).
     pub(crate) intents: Mutex<HashMap<u64, Arc<crate::intents::IntentIndex>>>,
 }
 
 /// An index task that panicked or was cancelled.
-fn index_task_failed(e: tokio::task::JoinError) -> CoreError {
+pub(crate) fn index_task_failed(e: tokio::task::JoinError) -> CoreError {
     CoreError::Component {
         component: "index".into(),
         message: e.to_string(),
@@ -241,6 +249,7 @@ impl Engine {
                 build: Mutex::new(HashMap::new()),
                 saved: Arc::new(Mutex::new(HashMap::new())),
                 pending: Mutex::new(Vec::new()),
+                first_builds: Mutex::new(HashMap::new()),
                 intents: Mutex::new(HashMap::new()),
             }),
         }
@@ -321,14 +330,9 @@ impl Engine {
         self.inner.components.reranker.clone()
     }
 
-    /// The indexes of a knowledge base at its current commit. An index of
-    /// an earlier commit is brought up to date with the store's change log
-    /// (touching only what the writes touched); without one, or when the
-    /// store cannot tell what changed, the indexes are built from a whole
-    /// snapshot. Both run off the async runtime, under a lock of this
-    /// knowledge base only: other knowledge bases' queries never wait.
-    /// Queries already running keep the index they started with.
-    pub async fn index(
+    /// [`Engine::index`] without the first-build bound: waits for a
+    /// build however long it takes.
+    pub(crate) async fn index_now(
         &self,
         tenant: &TenantId,
         kb: &KnowledgeBase,
@@ -372,6 +376,8 @@ impl Engine {
         let store_dense = self.store_dense();
         let background = self.inner.config.graph_in_background;
         let index = tokio::task::spawn_blocking(move || {
+            // A build that never ends, for the first-build tests.
+            rag_core::failpoint::hit("index.build");
             let lexical = LexicalIndex::build(&analyzer, &snapshot);
             let dense = if store_dense {
                 None
@@ -617,7 +623,7 @@ impl Engine {
         locks.entry(kb).or_default().clone()
     }
 
-    fn cached_any(&self, kb: KbId) -> Option<Arc<KbIndex>> {
+    pub(crate) fn cached_any(&self, kb: KbId) -> Option<Arc<KbIndex>> {
         let map = self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&kb).cloned()
     }

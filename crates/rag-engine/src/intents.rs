@@ -241,7 +241,7 @@ impl Engine {
         }
         let (engine, tenant, kb) = (self.clone(), tenant.clone(), kb.clone());
         tokio::spawn(async move {
-            let Ok(index) = engine.index(&tenant, &kb).await else {
+            let Ok(index) = engine.index_now(&tenant, &kb).await else {
                 return;
             };
             if let Err(e) = engine.intent_index(&kb.settings.intents, &index).await {

@@ -28,7 +28,7 @@ pub struct ApiError {
     pub code: &'static str,
     /// Message shown to the client.
     pub message: String,
-    /// Seconds the client should wait (429).
+    /// Seconds the client should wait (429, and 503 `index_building`).
     pub retry_after: Option<u64>,
 }
 
@@ -73,7 +73,7 @@ pub(crate) fn status_of(code: &str) -> StatusCode {
         "kb_exists" | "path_unavailable" | "embedding_space_mismatch" => StatusCode::CONFLICT,
         "query_too_long" => StatusCode::PAYLOAD_TOO_LARGE,
         "empty_query" | "invalid_param" | "bad_request" => StatusCode::BAD_REQUEST,
-        "cancelled" => StatusCode::SERVICE_UNAVAILABLE,
+        "cancelled" | "index_building" => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -90,6 +90,7 @@ const CODES: &[&str] = &[
     "invalid_param",
     "bad_request",
     "cancelled",
+    "index_building",
     "store_error",
     "internal",
 ];
@@ -104,7 +105,11 @@ impl ApiError {
             .copied()
             .find(|c| *c == code)
             .unwrap_or("internal");
-        Self::new(status, code, message)
+        let mut out = Self::new(status, code, message);
+        if code == "index_building" {
+            out.retry_after = Some(1);
+        }
+        out
     }
 }
 
@@ -112,11 +117,16 @@ impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
         let code = e.code();
         let status = status_of(code);
-        if status.is_server_error() && !matches!(e, CoreError::Cancelled) {
+        let expected = matches!(e, CoreError::Cancelled | CoreError::IndexBuilding { .. });
+        if status.is_server_error() && !expected {
             // The detail goes to the log (with the request id), never to the client.
             tracing::error!(detail = %e, code, "internal error");
         }
-        ApiError::new(status, code, e.public_message())
+        let mut out = ApiError::new(status, code, e.public_message());
+        if matches!(e, CoreError::IndexBuilding { .. }) {
+            out.retry_after = Some(1);
+        }
+        out
     }
 }
 

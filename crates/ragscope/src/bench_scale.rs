@@ -179,21 +179,44 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     }
 
     let temp = tempfile::tempdir()?;
-    let store: Arc<dyn rag_core::Store> = Arc::new(
-        EmbeddedStore::open(temp.path(), OpenMode::ReadWrite)
-            .map_err(|e| UserFacing(e.to_string()))?,
-    );
+    // The configured PostgreSQL store when one is given (`--store`), else an
+    // embedded store in a temporary directory.
+    let postgres = app.config.store.is_some();
+    let store: Arc<dyn rag_core::Store> = if postgres {
+        app.stores(OpenMode::ReadWrite)?.0
+    } else {
+        Arc::new(
+            EmbeddedStore::open(temp.path(), OpenMode::ReadWrite)
+                .map_err(|e| UserFacing(e.to_string()))?,
+        )
+    };
     let index_dir = temp.path().join("index");
     let new_engine = || {
         let mut components = Components::lexical(store.clone());
         let mut config = EngineConfig::default();
         if args.synthetic_vectors {
             components.embedder = Some(Arc::new(SyntheticVectors));
-            config.index_dir = Some(index_dir.clone());
+            if !postgres {
+                config.index_dir = Some(index_dir.clone());
+            }
         }
         Engine::new(components, config)
     };
     let engine = new_engine();
+    if postgres
+        && engine
+            .store()
+            .kb_by_name(&app.tenant, "scale")
+            .await
+            .map_err(core_err)?
+            .is_some()
+    {
+        // A database kept from an earlier run: start from nothing.
+        engine
+            .delete_kb(&app.tenant, "scale")
+            .await
+            .map_err(core_err)?;
+    }
     let kb = engine
         .store()
         .create_kb(&app.tenant, "scale", KbSettings::default())
@@ -210,6 +233,9 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
             .await
             .map_err(core_err)?;
         embed_s = Some(started.elapsed().as_secs_f64());
+        if let Some(dir) = &args.export {
+            export(engine.store().as_ref(), &app.tenant, &kb, &queries, dir).await?;
+        }
     }
     let started = Instant::now();
     let built = engine.index(&app.tenant, &kb).await.map_err(core_err)?;
@@ -222,7 +248,16 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         .map(|d| d.kind().as_str());
     drop(built);
     let mut files = serde_json::Value::Null;
-    if args.synthetic_vectors {
+    if args.synthetic_vectors && postgres {
+        // No index files: a restarted process builds what it keeps in
+        // memory from the database.
+        let second = new_engine();
+        let started = Instant::now();
+        second.index(&app.tenant, &kb).await.map_err(core_err)?;
+        files = serde_json::json!({
+            "built_by_a_new_process_seconds": (started.elapsed().as_secs_f64() * 100.0).round() / 100.0,
+        });
+    } else if args.synthetic_vectors {
         // The graph is built in the background after the first build, and
         // the files written once it is in.
         let started = Instant::now();
@@ -274,6 +309,10 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         per_path.insert(
             "hybrid_pipeline_query_quiet".into(),
             summary(timed(&engine, &app.tenant, &queries, &hybrid).await),
+        );
+        per_path.insert(
+            "dense_recall_at_10_vs_exact".into(),
+            serde_json::json!(dense_recall(&engine, &app.tenant, &kb, &queries, &dense).await?),
         );
     }
     // The write phase runs the knowledge base's full path mix.
@@ -368,6 +407,7 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         .and_then(|d| d.as_ref().ok())
         .map(|d| serde_json::json!({"vectors": d.len(), "parts": d.part_count(), "kind": d.kind().as_str()}));
     let mut out = serde_json::json!({
+        "store": if postgres { "postgres" } else { "embedded" },
         "docs": args.docs,
         "synthetic_vectors": args.synthetic_vectors,
         "embed_seconds": embed_s.map(|s| (s * 100.0).round() / 100.0),
@@ -405,4 +445,111 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     }
     Ok(())
+}
+
+/// Writes the searchable passages that have a vector, the queries, and both
+/// sets of vectors to `dir`, for peers to index the same data: JSON Lines
+/// (`{"id", "text"}`, text = title and body as the lexical index reads
+/// them) and raw little-endian `f32` rows in the same order.
+async fn export(
+    store: &dyn rag_core::Store,
+    tenant: &rag_core::TenantId,
+    kb: &rag_core::KnowledgeBase,
+    queries: &[String],
+    dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir)?;
+    let snapshot = store.snapshot(tenant, kb.id).await.map_err(core_err)?;
+    let vectors: std::collections::HashMap<_, _> =
+        snapshot.vectors.iter().map(|v| (v.id, &v.vector)).collect();
+    let mut texts = std::io::BufWriter::new(std::fs::File::create(dir.join("passages.jsonl"))?);
+    let mut rows = std::io::BufWriter::new(std::fs::File::create(dir.join("passage_vectors.f32"))?);
+    for p in &snapshot.passages {
+        let Some(v) = vectors.get(&p.id) else {
+            continue;
+        };
+        let text = format!("{}\n{}", p.title, p.body);
+        writeln!(
+            texts,
+            "{}",
+            serde_json::json!({"id": p.id.to_string(), "text": text})
+        )?;
+        for x in v.iter() {
+            rows.write_all(&x.to_le_bytes())?;
+        }
+    }
+    texts.flush()?;
+    rows.flush()?;
+    let mut qtexts = std::io::BufWriter::new(std::fs::File::create(dir.join("queries.jsonl"))?);
+    let mut qrows = std::io::BufWriter::new(std::fs::File::create(dir.join("query_vectors.f32"))?);
+    for q in queries {
+        writeln!(qtexts, "{}", serde_json::json!({"text": q}))?;
+        for x in SyntheticVectors::vector(q) {
+            qrows.write_all(&x.to_le_bytes())?;
+        }
+    }
+    qtexts.flush()?;
+    qrows.flush()?;
+    Ok(())
+}
+
+/// Recall@10 of the engine's dense path (its graph, or whatever it searched)
+/// against an exact cosine scan of every stored vector, over `queries`.
+async fn dense_recall(
+    engine: &Engine,
+    tenant: &rag_core::TenantId,
+    kb: &rag_core::KnowledgeBase,
+    queries: &[String],
+    params: &rag_core::RetrievalParams,
+) -> anyhow::Result<f64> {
+    fn unit(mut v: Vec<f32>) -> Vec<f32> {
+        let n = v
+            .iter()
+            .map(|x| x * x)
+            .sum::<f32>()
+            .sqrt()
+            .max(f32::MIN_POSITIVE);
+        v.iter_mut().for_each(|x| *x /= n);
+        v
+    }
+    let snapshot = engine
+        .store()
+        .snapshot(tenant, kb.id)
+        .await
+        .map_err(core_err)?;
+    let rows: Vec<(rag_core::PassageId, Vec<f32>)> = snapshot
+        .vectors
+        .into_iter()
+        .map(|v| (v.id, unit(v.vector)))
+        .collect();
+    let mut found = 0usize;
+    for q in queries {
+        let qv = unit(SyntheticVectors::vector(q));
+        let mut scored: Vec<(f32, usize)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, v))| (v.iter().zip(&qv).map(|(a, b)| a * b).sum::<f32>(), i))
+            .collect();
+        let k = 10.min(scored.len());
+        if k == 0 {
+            continue;
+        }
+        scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
+        let truth: std::collections::HashSet<_> =
+            scored[..k].iter().map(|&(_, i)| rows[i].0).collect();
+        let out = engine
+            .run(tenant, request("scale", q, params), options(), &mut |_| {})
+            .await
+            .map_err(core_err)?;
+        found += out
+            .lists
+            .iter()
+            .filter(|l| l.path == PathKind::Dense)
+            .flat_map(|l| l.hits.iter().take(k))
+            .filter(|h| truth.contains(&h.id))
+            .count();
+    }
+    let recall = found as f64 / (queries.len() * 10).max(1) as f64;
+    Ok((recall * 10_000.0).round() / 10_000.0)
 }

@@ -345,6 +345,12 @@ pub struct BenchScaleArgs {
     /// scale too: graph build, index files read back, hybrid queries.
     #[arg(long)]
     pub synthetic_vectors: bool,
+    /// With `--synthetic-vectors`: also write the passages, the queries and
+    /// their vectors to this directory (`passages.jsonl`, `queries.jsonl`,
+    /// `passage_vectors.f32`, `query_vectors.f32`, little-endian rows of 384),
+    /// so peers (`bench/scale/peers-run`) index exactly the same data.
+    #[arg(long, requires = "synthetic_vectors")]
+    pub export: Option<PathBuf>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -202,6 +202,10 @@ pub struct ServerConfig {
     pub max_concurrent_queries_per_key: usize,
     /// Ingests (uploads, URL-source syncs) one key may run at once.
     pub max_concurrent_ingests_per_key: usize,
+    /// How long a query waits for the first build of a knowledge base's
+    /// indexes in this server (no index file to read) before it is answered
+    /// `index_building` (503, retry shortly) while the build goes on, in ms.
+    pub first_build_wait_ms: u64,
     /// Web origins whose pages may call the API from the browser (the chat
     /// widget on a customer's site), e.g. ["https://shop.example"].
     pub cors_origins: Vec<String>,
@@ -283,6 +287,7 @@ impl Default for ServerConfig {
             max_top_k: l.max_top_k,
             max_concurrent_queries_per_key: l.max_concurrent_queries_per_key,
             max_concurrent_ingests_per_key: l.max_concurrent_ingests_per_key,
+            first_build_wait_ms: 1000,
             cors_origins: Vec::new(),
         }
     }

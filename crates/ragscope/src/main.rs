@@ -129,6 +129,21 @@ impl App {
     }
 
     pub(crate) fn engine_with(&self, store: Arc<dyn rag_core::Store>) -> anyhow::Result<Engine> {
+        self.engine_configured(store, None)
+    }
+
+    /// The engine of `serve`: a knowledge base's first index build is
+    /// waited for at most `server.first_build_wait_ms`.
+    pub(crate) fn server_engine(&self, store: Arc<dyn rag_core::Store>) -> anyhow::Result<Engine> {
+        let wait = std::time::Duration::from_millis(self.config.server.first_build_wait_ms);
+        self.engine_configured(store, Some(wait))
+    }
+
+    fn engine_configured(
+        &self,
+        store: Arc<dyn rag_core::Store>,
+        first_build_wait: Option<std::time::Duration>,
+    ) -> anyhow::Result<Engine> {
         let (embedder, cache) = self.embedder()?;
         Ok(Engine::new(
             Components {
@@ -150,6 +165,7 @@ impl App {
                     .store
                     .is_none()
                     .then(|| self.config.data_dir.join("index")),
+                first_build_wait,
                 ..EngineConfig::default()
             },
         ))

@@ -34,7 +34,7 @@ pub(crate) async fn run(app: App, args: ServeArgs) -> anyhow::Result<()> {
         // Shown once; only its hash is stored.
         println!("Created the admin API key (shown only this once; store it now):\n\n    {key}\n");
     }
-    let engine = app.engine_with(store)?;
+    let engine = app.server_engine(store)?;
     let config = server_config(&app, addr, args.open, args.log_queries);
     let listener = tokio::net::TcpListener::bind(addr)
         .await

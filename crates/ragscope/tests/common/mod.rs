@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod served;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
