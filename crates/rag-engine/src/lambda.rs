@@ -60,6 +60,43 @@ fn convex_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
     }
 }
 
+/// λ of the convex rule when the question is matched against FAQ questions
+/// (most of the dense path's best candidates are FAQ entries): short
+/// questions against short questions, where meaning carries more than shared
+/// words. Chosen on banking77 and bq dev (0.25–0.4 tried; see
+/// docs/quality.md); document passages keep [`CONVEX_LAMBDA`].
+pub(crate) const CONVEX_FAQ_LAMBDA: f64 = 0.3;
+/// The dense path's best candidates looked at, and the share of them that
+/// must be FAQ entries, for [`CONVEX_FAQ_LAMBDA`].
+const FAQ_LOOK: usize = 10;
+const FAQ_SHARE: f64 = 0.8;
+
+/// The convex rule's λ after recall: the same-language split lowered to
+/// [`CONVEX_FAQ_LAMBDA`] when the question is being matched against FAQ
+/// questions. Returns λ and why.
+pub(crate) fn convex_after_recall(suggested: (f64, &str), lists: &[RankedList]) -> (f64, String) {
+    let (lambda, reason) = suggested;
+    let top: Vec<_> = lists
+        .iter()
+        .filter(|l| l.path == PathKind::Dense)
+        .flat_map(|l| l.hits.iter().take(FAQ_LOOK))
+        .collect();
+    let faqs = top
+        .iter()
+        .filter(|h| matches!(h.id, rag_core::PassageId::Faq(_)))
+        .count();
+    if lambda != CONVEX_LAMBDA || top.is_empty() || (faqs as f64) < FAQ_SHARE * top.len() as f64 {
+        return (lambda, reason.to_owned());
+    }
+    (
+        CONVEX_FAQ_LAMBDA,
+        format!(
+            "{faqs} of the dense path's best {} candidates are FAQ entries: a question matched against FAQ questions, where meaning carries more than shared words (otherwise {lambda}: {reason})",
+            top.len()
+        ),
+    )
+}
+
 /// BM25's best score at least this fraction above its second best counts as
 /// a confident lexical answer (chosen on XQuAD zh→zh, en→en and SciFact
 /// train; see README).
@@ -166,6 +203,48 @@ mod tests {
         );
         q.language = Language::Zh;
         assert_eq!(suggest_lambda(&q, Language::Zh, FusionRule::Rrf).0, 0.6);
+    }
+
+    fn dense(faqs: usize, chunks: usize) -> Vec<RankedList> {
+        let ids = (0..faqs)
+            .map(|_| PassageId::Faq(FaqId::generate()))
+            .chain((0..chunks).map(|_| PassageId::Chunk(rag_core::ChunkId::generate())));
+        let hits = ids
+            .enumerate()
+            .map(|(i, id)| Hit {
+                id,
+                rank: i as u32 + 1,
+                score: 0.9 - i as f64 * 0.01,
+                matched: vec![],
+            })
+            .collect();
+        vec![RankedList {
+            path: PathKind::Dense,
+            hits,
+            notes: vec![],
+        }]
+    }
+
+    #[test]
+    fn faq_matching_leans_on_vectors_and_says_why() {
+        let split = (CONVEX_LAMBDA, "same language");
+        let (lambda, why) = convex_after_recall(split, &dense(9, 1));
+        assert_eq!(lambda, CONVEX_FAQ_LAMBDA);
+        assert!(why.contains("9 of the dense path's best 10") && why.contains("same language"));
+        // Document passages, too few FAQ entries, no dense list, or a
+        // question in another language: the split stands.
+        assert_eq!(convex_after_recall(split, &dense(0, 20)).0, CONVEX_LAMBDA);
+        assert_eq!(convex_after_recall(split, &dense(7, 3)).0, CONVEX_LAMBDA);
+        assert_eq!(convex_after_recall(split, &[]).0, CONVEX_LAMBDA);
+        let across = (CONVEX_ACROSS_LAMBDA, "across");
+        assert_eq!(
+            convex_after_recall(across, &dense(10, 0)).0,
+            CONVEX_ACROSS_LAMBDA
+        );
+        // Only the best ten count.
+        let mut late = dense(0, 10);
+        late[0].hits.extend(dense(10, 0)[0].hits.clone());
+        assert_eq!(convex_after_recall(split, &late).0, CONVEX_LAMBDA);
     }
 
     #[test]

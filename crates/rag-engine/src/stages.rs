@@ -254,9 +254,10 @@ impl Engine {
             && fusion.rule == rag_core::FusionRule::Convex
         {
             // The convex rule reads each path's confidence from its scores;
-            // the suggestion stands (see crate::lambda).
-            fusion.lexical_interpolation = Some(lambda);
-            Some(reason.to_owned())
+            // the split changes only for FAQ matching (see crate::lambda).
+            let (applied, why) = crate::lambda::convex_after_recall((lambda, reason), lists);
+            fusion.lexical_interpolation = Some(applied);
+            Some(why)
         } else if fusion.auto_interpolation && dense_took_part {
             let (applied, why) = lambda_after_recall(
                 (lambda, reason),
