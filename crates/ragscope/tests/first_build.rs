@@ -6,19 +6,12 @@
 
 mod common;
 
-use common::served::Served;
-use common::{cmd, demo_dir, ok};
+use common::served::{demo_without_vectors, Served};
 
 /// The demo, lexical only, with its index files removed: the next server
 /// must build from the store.
 fn demo_without_index_files() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut c = cmd(&data);
-    c.env("RAGSCOPE_EMBEDDER__KIND", "none")
-        .args(["demo", "--dir"])
-        .arg(demo_dir());
-    ok(c);
+    let (dir, data) = demo_without_vectors();
     let _ = std::fs::remove_dir_all(data.join("index"));
     (dir, data)
 }

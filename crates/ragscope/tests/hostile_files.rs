@@ -4,24 +4,11 @@
 
 mod common;
 
-use common::served::Served;
-use common::{cmd, demo_dir, ok};
+use common::served::{demo_without_vectors, Served};
+use common::{cmd, ok};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-/// A data directory with the demo loaded, lexical only; the directory
-/// lives as long as the returned guard.
-fn demo_without_vectors() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut c = cmd(&data);
-    c.env("RAGSCOPE_EMBEDDER__KIND", "none")
-        .args(["demo", "--dir"])
-        .arg(demo_dir());
-    ok(c);
-    (dir, data)
-}
 
 /// The outcome of an upload's one file: `indexed` or `failed` with its reason.
 fn outcome(sse: &str) -> (String, String) {

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use super::cmd;
+use super::{cmd, demo_dir, ok};
 use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
@@ -126,4 +126,17 @@ impl Served {
         assert_eq!(status, 200, "query: {text}");
         assert!(text.contains("event: done"), "query did not finish: {text}");
     }
+}
+
+/// A data directory with the demo loaded, lexical only; the directory
+/// lives as long as the returned guard.
+pub fn demo_without_vectors() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_EMBEDDER__KIND", "none")
+        .args(["demo", "--dir"])
+        .arg(demo_dir());
+    ok(c);
+    (dir, data)
 }
