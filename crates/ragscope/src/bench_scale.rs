@@ -503,16 +503,10 @@ async fn dense_recall(
     queries: &[String],
     params: &rag_core::RetrievalParams,
 ) -> anyhow::Result<f64> {
-    fn unit(mut v: Vec<f32>) -> Vec<f32> {
-        let n = v
-            .iter()
-            .map(|x| x * x)
-            .sum::<f32>()
-            .sqrt()
-            .max(f32::MIN_POSITIVE);
-        v.iter_mut().for_each(|x| *x /= n);
-        v
-    }
+    use rag_ann::kernel::{dot, normalised};
+    let unit = |v: &[f32]| {
+        normalised(v, SYNTHETIC_DIMS).map_err(|e| anyhow::anyhow!("synthetic vector: {e}"))
+    };
     let snapshot = engine
         .store()
         .snapshot(tenant, kb.id)
@@ -521,15 +515,15 @@ async fn dense_recall(
     let rows: Vec<(rag_core::PassageId, Vec<f32>)> = snapshot
         .vectors
         .into_iter()
-        .map(|v| (v.id, unit(v.vector)))
-        .collect();
+        .map(|v| Ok((v.id, unit(&v.vector)?)))
+        .collect::<anyhow::Result<_>>()?;
     let mut found = 0usize;
     for q in queries {
-        let qv = unit(SyntheticVectors::vector(q));
+        let qv = unit(&SyntheticVectors::vector(q))?;
         let mut scored: Vec<(f32, usize)> = rows
             .iter()
             .enumerate()
-            .map(|(i, (_, v))| (v.iter().zip(&qv).map(|(a, b)| a * b).sum::<f32>(), i))
+            .map(|(i, (_, v))| (dot(v, &qv), i))
             .collect();
         let k = 10.min(scored.len());
         if k == 0 {
