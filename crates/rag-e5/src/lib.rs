@@ -98,6 +98,7 @@ mod int8;
 mod kernels;
 mod model;
 pub mod profile;
+mod q4_vnni;
 mod reader;
 #[cfg(test)]
 mod test_rng;

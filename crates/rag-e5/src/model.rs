@@ -8,6 +8,7 @@ use crate::kernels::{
     add_layer_norm, dequantize_row, gelu_in_place, matmul_q4, QuantActs, Q4_BLOCK_BYTES, QK,
 };
 use crate::profile::{timed, Op, Stopwatch};
+use crate::q4_vnni::Q4Vnni;
 use crate::reader::{f32_vec, Reader};
 use crate::tokenizer::E5Tokenizer;
 use crate::{E5Error, Kernel};
@@ -76,17 +77,24 @@ impl Q4Matrix {
 }
 
 /// One linear layer: the file's Q4_0 weights with their bias, plus the
-/// int8 repacking when an int8 tier runs.
+/// repacking of the tier that runs (int8 per channel for AMX, the 4-bit
+/// blocks in `vpdpbusd` order for AVX-512).
 #[derive(Debug)]
 pub(crate) struct Linear {
     w: Q4Matrix,
     b: Vec<f32>,
     i8: Option<I8Matrix>,
+    vnni: Option<Q4Vnni>,
 }
 
 impl Linear {
     fn new(w: Q4Matrix, b: Vec<f32>) -> Self {
-        Self { w, b, i8: None }
+        Self {
+            w,
+            b,
+            i8: None,
+            vnni: None,
+        }
     }
 }
 
@@ -439,7 +447,11 @@ impl Weights {
                 let linear: usize = l
                     .linears()
                     .iter()
-                    .map(|lin| 4 * lin.b.len() + lin.i8.as_ref().map_or(0, I8Matrix::heap_bytes))
+                    .map(|lin| {
+                        4 * lin.b.len()
+                            + lin.i8.as_ref().map_or(0, I8Matrix::heap_bytes)
+                            + lin.vnni.as_ref().map_or(0, Q4Vnni::heap_bytes)
+                    })
                     .sum();
                 4 * vectors + linear
             })
@@ -453,19 +465,25 @@ impl Weights {
         self.kernel
     }
 
-    /// Switches to the resolved tier `kernel`: the int8 tiers repack every
-    /// linear layer (once; about 21 MB for e5-small), the 4-bit tiers drop
-    /// the repacked copies.
+    /// Switches to the resolved tier `kernel`: the AMX tier repacks every
+    /// linear layer to int8 per channel, the AVX-512 tier to its 4-bit
+    /// layout (once; about 21 MB for e5-small), the other tiers drop the
+    /// repacked copies.
     pub(crate) fn set_kernel(&mut self, kernel: Kernel) {
         debug_assert!(kernel != Kernel::Auto);
         let data = &self.data;
         for layer in &mut self.layers {
             for lin in layer.linears_mut() {
+                let (rows, cols) = (lin.w.rows, lin.w.cols);
                 if !kernel.is_int8() {
                     lin.i8 = None;
                 } else if lin.i8.is_none() {
-                    let (rows, cols) = (lin.w.rows, lin.w.cols);
                     lin.i8 = Some(I8Matrix::from_q4(lin.w.bytes(data), rows, cols, &lin.b));
+                }
+                if kernel != Kernel::Avx512 {
+                    lin.vnni = None;
+                } else if lin.vnni.is_none() {
+                    lin.vnni = Some(Q4Vnni::from_q4(lin.w.bytes(data), rows, cols, &lin.b));
                 }
             }
         }
@@ -502,6 +520,10 @@ impl Weights {
     /// `y = x * W^T + b` for the activations last quantised by
     /// [`Weights::quantize`].
     fn linear(&self, lin: &Linear, acts: &mut Acts, y: &mut [f32]) {
+        if let (Some(w), false) = (&lin.vnni, self.kernel.is_int8()) {
+            timed(Op::Matmul, || crate::q4_vnni::matmul(w, &acts.q8, y));
+            return;
+        }
         match &lin.i8 {
             Some(w) if self.kernel.is_int8() && !acts.split => {
                 timed(Op::Matmul, || matmul_i8(self.kernel, w, &acts.i8, y));

@@ -93,7 +93,7 @@ impl Kernel {
 
     /// Whether the tier runs the int8 (repacked) weights.
     pub(crate) fn is_int8(self) -> bool {
-        matches!(self, Kernel::Amx | Kernel::Avx512)
+        matches!(self, Kernel::Amx)
     }
 }
 
