@@ -2,6 +2,52 @@
 
 use crate::kernels::exp_neg;
 use crate::model::ModelConfig;
+use crate::Kernel;
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod bf16;
+
+/// How the products inside attention are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Precision {
+    /// f32 throughout ([`attention`]).
+    F32,
+    /// bf16 products summed in f32, on AVX-512 BF16 (`bf16::attention`).
+    Bf16,
+}
+
+impl Precision {
+    /// The attention of the tier `kernel`: bf16 on the AVX-512 tier where
+    /// the CPU has AVX-512 BF16 (fidelity measured in `tests/tiers.rs`),
+    /// f32 everywhere else, including the AMX tier, whose per-channel int8
+    /// weights leave less room.
+    pub(crate) fn for_kernel(kernel: Kernel, cfg: &ModelConfig) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx512 && cfg.head_dim() == HEAD_DIM && bf16::has_avx512_bf16() {
+            return Precision::Bf16;
+        }
+        let _ = (kernel, cfg);
+        Precision::F32
+    }
+}
+
+/// [`attention`] in the given precision.
+pub(crate) fn attention_in(
+    precision: Precision,
+    cfg: &ModelConfig,
+    bounds: &[usize],
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    ctx: &mut [f32],
+) {
+    match precision {
+        #[cfg(target_arch = "x86_64")]
+        Precision::Bf16 => bf16::attention(cfg, bounds, q, k, v, ctx),
+        _ => attention(cfg, bounds, q, k, v, ctx),
+    }
+}
 
 /// Scaled dot-product attention of every head, restricted to each segment.
 ///

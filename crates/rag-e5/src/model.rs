@@ -2,7 +2,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::attention::attention;
+use crate::attention::{attention_in, Precision};
 use crate::int8::{matmul_i8, I8Acts, I8Matrix};
 use crate::kernels::{
     add_layer_norm, dequantize_row, gelu_in_place, matmul_q4, QuantActs, Q4_BLOCK_BYTES, QK,
@@ -574,6 +574,7 @@ impl Weights {
         let mut proj = vec![0.0f32; t_len * h];
         let mut mid = vec![0.0f32; t_len * ff];
         let mut acts = Acts::default();
+        let precision = Precision::for_kernel(self.kernel, cfg);
 
         // Embeddings: word + (position + type 0), then layer norm.
         timed(Op::Embed, || {
@@ -598,7 +599,7 @@ impl Weights {
             self.linear(&layer.k, &mut acts, &mut k);
             self.linear(&layer.v, &mut acts, &mut v);
             timed(Op::Attention, || {
-                attention(cfg, bounds, &q, &k, &v, &mut ctx)
+                attention_in(precision, cfg, bounds, &q, &k, &v, &mut ctx)
             });
             self.quantize(&mut acts, &ctx, h, true);
             self.linear(&layer.ao, &mut acts, &mut proj);

@@ -153,11 +153,11 @@ mod x86 {
     use std::arch::x86_64::*;
 
     /// Tokens per register block.
-    const BLOCK_T: usize = 6;
+    const BLOCK_T: usize = 4;
     /// Tiles of 16 channels per register block: `BLOCK_T * BLOCK_G` integer
     /// and as many float accumulators, `BLOCK_G` weight and scale
     /// registers, one broadcast.
-    const BLOCK_G: usize = 2;
+    const BLOCK_G: usize = 3;
 
     /// [`super::matmul`] on AVX-512 VNNI: blocks of up to four tokens times
     /// 48 channels, each block's integer sums in registers and turned into
@@ -188,9 +188,13 @@ mod x86 {
         for gi in 0..groups {
             // Groups as even as possible, none much narrower than the rest.
             let g = (w.tiles - nt).div_ceil(groups - gi);
+            // Token blocks as even as possible too (20 tokens make 5, 5, 5
+            // and 5, not 6, 6, 6 and 2): a narrow block loads the weights
+            // for few tokens.
+            let tblocks = rows.div_ceil(BLOCK_T);
             let mut t = 0;
-            while t < rows {
-                let n = (rows - t).min(BLOCK_T);
+            for bi in 0..tblocks {
+                let n = (rows - t).div_ceil(tblocks - bi);
                 // SAFETY: t + n <= rows and nt + g <= tiles; the caller's
                 // contract covers the rest.
                 unsafe {
