@@ -45,19 +45,24 @@
 //! by the caller with [`E5Model::from_bytes_with_kernel`] or
 //! [`E5Model::set_kernel`]:
 //!
-//! - AMX-INT8 (`tdpbusd` on 16 x 64 byte tiles, inline assembly) and
-//!   AVX-512 VNNI (`vpdpbusd`): the weights are repacked at load, re-quantised
-//!   to int8 per output channel, and activations are quantised per token,
-//!   in two 8-bit parts (the value and its rounding error) except for the
-//!   feed-forward input; the integer sums are exact and both tiers give
-//!   bit-identical results;
+//! - AMX-INT8 (`tdpbusd` on 16 x 64 byte tiles, inline assembly): the
+//!   weights are repacked at load, re-quantised to int8 per output channel,
+//!   and activations are quantised per token, in two 8-bit parts (the value
+//!   and its rounding error) except for the feed-forward input; the integer
+//!   sums are exact;
+//! - AVX-512 VNNI (`vpdpbusd` on the file's 4-bit blocks, repacked at load
+//!   into the instruction's operand order, times activations quantised per
+//!   32-value block: the reference engine's numerics, one float
+//!   multiply-add per block), with bf16 attention (`vdpbf16ps`) where the
+//!   CPU has AVX-512 BF16;
 //! - AVX2 (`vpmaddubsw` on the 4-bit weights, FMA accumulation, the
 //!   reference engine's approach) and a portable kernel of safe Rust for
 //!   LLVM's auto-vectoriser, both with the reference engine's numerics (Q4_0
 //!   weights times activations quantised per 32-value block).
 //!
-//! The kernel modules (`kernels::x86`, `int8::avx512`, `int8::amx`) are the
-//! crate's only `unsafe` code. Attention, layer normalisation, GELU and the
+//! The kernel modules (`kernels::x86`, `q4_vnni::x86`, `int8::avx512`,
+//! `int8::amx`, `attention::bf16`) are the crate's only `unsafe` code.
+//! Attention, layer normalisation, GELU and the
 //! activation quantisation are compiled for the x86-64 baseline, AVX2 and
 //! AVX-512 by `multiversion`, and the best one is picked at run time. Build
 //! with optimisations: an unoptimised build is about six times slower.

@@ -9,15 +9,16 @@ use std::str::FromStr;
 ///
 /// - [`Kernel::Amx`]: int8 tiles (`tdpbusd`) on Intel AMX (Sapphire Rapids
 ///   and newer), with the epilogue in AVX-512.
-/// - [`Kernel::Avx512`]: int8 multiply-adds (`vpdpbusd`) on AVX-512 VNNI
-///   (Intel Ice Lake and newer, AMD Zen 4 and newer).
-/// - [`Kernel::Avx2`]: the 4-bit weights times 8-bit activations kernel of
-///   the reference engine, on AVX2 and FMA.
+/// - [`Kernel::Avx512`]: the file's 4-bit blocks times 8-bit activations
+///   (the reference engine's numerics) with `vpdpbusd` on AVX-512 VNNI
+///   (Intel Ice Lake and newer, AMD Zen 4 and newer), and bf16 attention
+///   where the CPU has AVX-512 BF16.
+/// - [`Kernel::Avx2`]: the same numerics on AVX2 and FMA.
 /// - [`Kernel::Portable`]: the same numerics in safe Rust for LLVM's
 ///   auto-vectoriser, on any CPU.
 ///
-/// The two int8 tiers repack the weights at load, re-quantised to int8 per
-/// output channel, and quantise activations per token; the two 4-bit tiers
+/// The AMX tier repacks the weights at load, re-quantised to int8 per
+/// output channel, and quantises activations per token; the three others
 /// keep the file's Q4_0 blocks and quantise activations per 32-value block,
 /// exactly as the reference engine does. [`Kernel::Auto`] picks the fastest
 /// tier this CPU (and, for AMX, the operating system) supports; naming a
