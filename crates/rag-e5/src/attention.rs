@@ -420,7 +420,7 @@ mod tests {
         }
     }
 
-    fn config(hidden: usize, heads: usize) -> ModelConfig {
+    pub(super) fn config(hidden: usize, heads: usize) -> ModelConfig {
         ModelConfig {
             hidden,
             layers: 1,
@@ -433,8 +433,14 @@ mod tests {
         }
     }
 
-    /// Plain attention in f64: the specification.
-    fn reference(cfg: &ModelConfig, bounds: &[usize], q: &[f32], k: &[f32], v: &[f32]) -> Vec<f64> {
+    /// Plain attention in f64: the specification (also of `bf16`).
+    pub(super) fn reference(
+        cfg: &ModelConfig,
+        bounds: &[usize],
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+    ) -> Vec<f64> {
         let (h, hd) = (cfg.hidden, cfg.head_dim());
         let scale = 1.0 / (hd as f64).sqrt();
         let mut out = vec![0.0f64; q.len()];

@@ -355,39 +355,8 @@ fn as_si(x: __m512bh) -> __m512i {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attention::tests::{config, reference};
     use crate::test_rng::Lcg;
-
-    /// Plain attention in f64 of one head size of 32.
-    fn reference(cfg: &ModelConfig, bounds: &[usize], q: &[f32], k: &[f32], v: &[f32]) -> Vec<f64> {
-        let h = cfg.hidden;
-        let scale = 1.0 / (HEAD_DIM as f64).sqrt();
-        let mut out = vec![0.0f64; q.len()];
-        for seg in bounds.windows(2) {
-            for head in 0..cfg.heads {
-                let off = head * HEAD_DIM;
-                for t in seg[0]..seg[1] {
-                    let dot = |s: usize| -> f64 {
-                        (0..HEAD_DIM)
-                            .map(|e| f64::from(q[t * h + off + e]) * f64::from(k[s * h + off + e]))
-                            .sum::<f64>()
-                            * scale
-                    };
-                    let scores: Vec<f64> = (seg[0]..seg[1]).map(dot).collect();
-                    let max = scores.iter().cloned().fold(f64::MIN, f64::max);
-                    let p: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-                    let sum: f64 = p.iter().sum();
-                    for e in 0..HEAD_DIM {
-                        out[t * h + off + e] = (seg[0]..seg[1])
-                            .zip(&p)
-                            .map(|(s, &w)| w * f64::from(v[s * h + off + e]))
-                            .sum::<f64>()
-                            / sum;
-                    }
-                }
-            }
-        }
-        out
-    }
 
     /// Within bf16's rounding of the f64 reference on edge lengths (1 to
     /// 17 keys, around the padding of 32, several segments long before
@@ -399,16 +368,7 @@ mod tests {
             eprintln!("SKIPPED: this CPU lacks AVX-512 BF16");
             return;
         }
-        let cfg = ModelConfig {
-            hidden: 96,
-            layers: 1,
-            heads: 3,
-            ffn: 384,
-            vocab_rows: 1,
-            max_positions: 512,
-            type_vocab: 1,
-            layer_norm_eps: 1e-12,
-        };
+        let cfg = config(96, 3);
         let mut rng = Lcg(9);
         let mut cases: Vec<(Vec<usize>, f32)> = (1..=17).map(|l| (vec![l], 1.0)).collect();
         cases.push((vec![65, 3, 64, 31, 33, 1, 130], 1.0));
