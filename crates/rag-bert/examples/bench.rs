@@ -1,8 +1,10 @@
 //! Rough speed figures for a model directory, on this machine:
 //!
 //! ```text
-//! cargo run --release -p rag-bert --example bench -- models/all-MiniLM-L6-v2 [threads]
+//! cargo run --release -p rag-bert --example bench -- models/all-MiniLM-L6-v2 [threads] [f32|int8|bf16 ...]
 //! ```
+//!
+//! With several precisions, each runs in turn on the same texts.
 //!
 //! Prints the median latency of short single queries (one thread) and the
 //! throughput of batches of passages (tokens and texts per second), with one
@@ -19,10 +21,27 @@ fn main() {
         .next()
         .map_or(2, |t| t.parse().expect("threads is a number"));
 
-    let start = Instant::now();
-    let model = rag_bert::BertModel::load(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
-    println!("load: {:.2} s", start.elapsed().as_secs_f64());
+    let mut precisions: Vec<rag_bert::Precision> = args
+        .map(|p| p.parse().unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    if precisions.is_empty() {
+        precisions.push(rag_bert::Precision::F32);
+    }
+    for precision in precisions {
+        let start = Instant::now();
+        let model = rag_bert::BertModel::load(&dir)
+            .and_then(|m| m.with_precision(precision))
+            .unwrap_or_else(|e| panic!("{dir}: {e}"));
+        println!(
+            "precision {precision}: load and pack {:.2} s, linear weights {:.1} MB",
+            start.elapsed().as_secs_f64(),
+            model.linear_weight_bytes() as f64 / 1e6
+        );
+        run(&model, threads);
+    }
+}
 
+fn run(model: &rag_bert::BertModel, threads: usize) {
     let queries = [
         "how much protein per day",
         "what is retrieval augmented generation",

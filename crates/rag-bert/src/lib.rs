@@ -78,7 +78,9 @@
 
 mod config;
 mod error;
+mod linear;
 mod model;
+mod precision;
 mod tokenizer;
 mod weights;
 
@@ -86,6 +88,7 @@ use std::path::{Path, PathBuf};
 
 pub use config::{Activation, BertConfig, Pooling, SentenceConfig};
 pub use error::BertError;
+pub use precision::{Bf16Tier, Int8Tier, ParsePrecisionError, Precision, Tiers};
 pub use tokenizer::{BertTokenizer, Encoding};
 
 /// Most tokens one forward pass of [`BertModel::embed_batch`] stacks; longer
@@ -273,6 +276,55 @@ impl BertModel {
         }
         self.max_seq_len = max_seq_len;
         Ok(self)
+    }
+
+    /// Runs the linear layers in `precision`, on the fastest kernels this
+    /// CPU has ([`Tiers::best`]). See [`Self::with_precision_on`].
+    pub fn with_precision(self, precision: Precision) -> Result<Self, BertError> {
+        self.with_precision_on(precision, Tiers::best())
+    }
+
+    /// Runs the linear layers in `precision` on the given kernels: the f32
+    /// weights are repacked (int8 per channel or bf16) and dropped. The
+    /// precision is chosen once, from f32: asking a packed model for
+    /// another precision, or for a tier this CPU lacks, is an error.
+    pub fn with_precision_on(
+        mut self,
+        precision: Precision,
+        tiers: Tiers,
+    ) -> Result<Self, BertError> {
+        if precision == self.encoder.precision() {
+            return Ok(self);
+        }
+        if self.encoder.precision() != Precision::F32 {
+            return Err(BertError::Inconsistent(format!(
+                "the weights are already packed as {}; load the model again for {precision}",
+                self.encoder.precision()
+            )));
+        }
+        let tier_ok = match precision {
+            Precision::F32 => true,
+            Precision::Int8 => tiers.int8.is_supported(),
+            Precision::Bf16 => tiers.bf16.is_supported(),
+        };
+        if !tier_ok {
+            return Err(BertError::unsupported(
+                "kernel",
+                format!("{precision} on {tiers:?} is not supported by this CPU"),
+            ));
+        }
+        self.encoder.pack(precision, tiers);
+        Ok(self)
+    }
+
+    /// The precision of the linear layers.
+    pub fn precision(&self) -> Precision {
+        self.encoder.precision()
+    }
+
+    /// Heap bytes of the linear layers' weights (f32, or packed).
+    pub fn linear_weight_bytes(&self) -> usize {
+        self.encoder.linear_bytes()
     }
 
     /// The encoder's configuration.

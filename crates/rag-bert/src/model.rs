@@ -1,20 +1,23 @@
-//! The BERT encoder in f32: embeddings, post-layer-norm transformer layers,
-//! pooling.
+//! The BERT encoder: embeddings, post-layer-norm transformer layers,
+//! pooling; linear layers in the model's precision (`linear.rs`), the rest
+//! in f32.
 //!
 //! Several sequences run through one forward pass without padding: their
 //! tokens are stacked into one matrix for every linear layer (one matrix
 //! product per layer for the whole batch), and attention is computed per
 //! sequence, so no sequence sees another's tokens and no work is spent on
-//! padding. Matrix products go through `ndarray`, which calls the
+//! padding. Attention's products go through `ndarray`, which calls the
 //! `matrixmultiply` crate's SIMD sgemm.
 
 use ndarray::linalg::general_mat_mul;
 use std::ops::Range;
 
-use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis, Slice};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, Slice};
 
 use crate::config::{Activation, BertConfig, Pooling};
 use crate::error::BertError;
+use crate::linear::Linear;
+use crate::precision::{Precision, Tiers};
 use crate::weights::Tensors;
 
 /// The sub-matrix `rows × cols` of a view. (ndarray's `s!` macro expands to
@@ -37,105 +40,6 @@ fn block_mut(
     m.slice_axis_inplace(Axis(0), Slice::from(rows));
     m.slice_axis_inplace(Axis(1), Slice::from(cols));
     m
-}
-
-struct Linear {
-    /// `[out, in]`, as PyTorch stores it.
-    weight: Array2<f32>,
-    bias: Array1<f32>,
-}
-
-impl Linear {
-    fn load(t: &Tensors<'_>, base: &str, out: usize, inp: usize) -> Result<Self, BertError> {
-        Ok(Linear {
-            weight: Array2::from_shape_vec(
-                (out, inp),
-                t.get(&format!("{base}.weight"), &[out, inp])?,
-            )
-            .map_err(|e| BertError::Weights(e.to_string()))?,
-            bias: Array1::from(t.get(&format!("{base}.bias"), &[out])?),
-        })
-    }
-
-    /// Stacks linear layers with the same input into one.
-    fn concat(parts: [Linear; 3]) -> Linear {
-        let weights: Vec<_> = parts.iter().map(|p| p.weight.view()).collect();
-        let biases: Vec<_> = parts.iter().map(|p| p.bias.view()).collect();
-        Linear {
-            weight: ndarray::concatenate(Axis(0), &weights).expect("same input width"),
-            bias: ndarray::concatenate(Axis(0), &biases).expect("one-dimensional"),
-        }
-    }
-
-    /// `x · Wᵀ + b` for `x` of shape `[tokens, in]`.
-    fn forward(&self, x: ArrayView2<'_, f32>) -> Array2<f32> {
-        if x.nrows() <= SMALL_BATCH_ROWS {
-            return self.forward_few(x);
-        }
-        let mut y = Array2::from_shape_fn((x.nrows(), self.bias.len()), |(_, j)| self.bias[j]);
-        general_mat_mul(1.0, &x, &self.weight.t(), 1.0, &mut y);
-        y
-    }
-
-    /// The same for a few rows: each weight row is read once and dotted with
-    /// every input row, without the packing copy of the weights that a
-    /// general matrix product makes (which dominates for short queries).
-    fn forward_few(&self, x: ArrayView2<'_, f32>) -> Array2<f32> {
-        let x = x.as_standard_layout();
-        let rows: Vec<&[f32]> = x
-            .rows()
-            .into_iter()
-            .map(|r| r.to_slice().expect("standard layout"))
-            .collect();
-        let mut y = Array2::<f32>::zeros((rows.len(), self.bias.len()));
-        let weight = self.weight.as_standard_layout();
-        few_rows(
-            weight.as_slice().expect("standard layout"),
-            self.bias.as_slice().expect("contiguous"),
-            &rows,
-            y.as_slice_mut().expect("standard layout"),
-        );
-        y
-    }
-}
-
-/// `y[i][j] = <rows[i], weight[j]> + bias[j]` with `weight` row-major
-/// (`bias.len()` rows). Compiled twice, for the x86-64 baseline and for AVX2
-/// with FMA; the better one is picked at run time.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn few_rows(weight: &[f32], bias: &[f32], rows: &[&[f32]], y: &mut [f32]) {
-    let out = bias.len();
-    let width = weight.len() / out.max(1);
-    for (j, (w, b)) in weight.chunks_exact(width.max(1)).zip(bias).enumerate() {
-        for (i, row) in rows.iter().enumerate() {
-            y[i * out + j] = dot8(row, w) + b;
-        }
-    }
-}
-
-/// Inputs with at most this many rows (tokens) skip the general matrix
-/// product; see [`Linear::forward_few`].
-const SMALL_BATCH_ROWS: usize = 16;
-
-/// Dot product with eight independent accumulators, which the compiler turns
-/// into SIMD lanes (eight wide where [`few_rows`] runs compiled for AVX2).
-#[inline(always)]
-fn dot8(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let chunks_a = a.chunks_exact(8);
-    let chunks_b = b.chunks_exact(8);
-    let tail: f32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (ca, cb) in chunks_a.zip(chunks_b) {
-        for k in 0..8 {
-            acc[k] += ca[k] * cb[k];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 struct LayerNorm {
@@ -186,6 +90,7 @@ pub(crate) struct Encoder {
     token_type: Array2<f32>,
     embedding_norm: LayerNorm,
     layers: Vec<Layer>,
+    precision: Precision,
 }
 
 fn table(t: &Tensors<'_>, name: &str, rows: usize, width: usize) -> Result<Array2<f32>, BertError> {
@@ -251,7 +156,45 @@ impl Encoder {
             )?,
             embedding_norm: LayerNorm::load(&t, "embeddings.LayerNorm", h, eps)?,
             layers,
+            precision: Precision::F32,
         })
+    }
+
+    /// Repacks every linear layer into `precision` on `tiers`, from f32
+    /// (the f32 weights are dropped).
+    pub(crate) fn pack(&mut self, precision: Precision, tiers: Tiers) {
+        debug_assert_eq!(self.precision, Precision::F32);
+        for layer in &mut self.layers {
+            layer.qkv.pack(precision, tiers);
+            layer.attention_out.pack(precision, tiers);
+            layer.intermediate.pack(precision, tiers);
+            // The feed-forward output's weights do not survive int8 per
+            // channel (see `Precision::Int8`): that product runs in bf16.
+            let last = match precision {
+                Precision::Int8 => Precision::Bf16,
+                p => p,
+            };
+            layer.output.pack(last, tiers);
+        }
+        self.precision = precision;
+    }
+
+    /// The precision of the linear layers.
+    pub(crate) fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Heap bytes of the linear layers' weights.
+    pub(crate) fn linear_bytes(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| {
+                l.qkv.heap_bytes()
+                    + l.attention_out.heap_bytes()
+                    + l.intermediate.heap_bytes()
+                    + l.output.heap_bytes()
+            })
+            .sum()
     }
 
     /// Runs sequences through the encoder and pools each into one vector.

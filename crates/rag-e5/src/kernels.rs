@@ -63,6 +63,19 @@ pub(crate) fn dequantize_row(row: &[u8], out: &mut [f32]) {
     }
 }
 
+/// Re-quantises the Q4_0 matrix `q4` (`nout` rows of `nin / 32` blocks)
+/// to int8 per output channel for the AMX tier: each row is dequantised
+/// and quantised again with scale `max |w| / 127`.
+pub(crate) fn int8_from_q4(q4: &[u8], nout: usize, nin: usize, bias: &[f32]) -> rag_gemm::I8Matrix {
+    let row_bytes = nin / QK * Q4_BLOCK_BYTES;
+    assert_eq!(q4.len(), nout * row_bytes, "Q4_0 matrix size");
+    let mut w = vec![0f32; nout * nin];
+    for (packed, out) in q4.chunks_exact(row_bytes).zip(w.chunks_exact_mut(nin)) {
+        dequantize_row(packed, out);
+    }
+    rag_gemm::I8Matrix::from_f32(&w, nout, nin, bias)
+}
+
 /// Activations quantised per 32-element block (ggml's Q8_0 layout, split
 /// into separate value and scale arrays).
 #[derive(Default)]

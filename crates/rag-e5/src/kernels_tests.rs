@@ -225,3 +225,20 @@ fn erf_is_accurate() {
     assert_eq!(erf(10.0), 1.0);
     assert_eq!(erf(-10.0), -1.0);
 }
+
+#[test]
+fn requantised_q4_rows_keep_their_largest_weight() {
+    // One row of two Q4_0 blocks: scale 0.5, nibbles 0 (-8) and 15 (7);
+    // the second block has scale 0.25.
+    let mut q4 = Vec::new();
+    for (d, byte) in [(0x3800u16, 0xF0u8), (0x3400, 0x31)] {
+        q4.extend_from_slice(&d.to_le_bytes());
+        q4.extend(std::iter::repeat_n(byte, 16));
+    }
+    let m = int8_from_q4(&q4, 1, 64, &[0.5]);
+    let s = 4.0f32 / 127.0;
+    assert_eq!(m.get(0, 0), -127); // -8 * 0.5 = -4 = -amax
+    assert_eq!(m.get(0, 16), rag_gemm::int8::round_q(3.5 / s) as i8);
+    assert_eq!(m.get(0, 32), rag_gemm::int8::round_q(-7.0 * 0.25 / s) as i8);
+    assert_eq!((m.nout(), m.nin()), (1, 64));
+}

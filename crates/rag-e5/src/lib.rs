@@ -60,8 +60,9 @@
 //!   LLVM's auto-vectoriser, both with the reference engine's numerics (Q4_0
 //!   weights times activations quantised per 32-value block).
 //!
-//! The kernel modules (`kernels::x86`, `q4_vnni::x86`, `int8::avx512`,
-//! `int8::amx`, `attention::bf16`) are the crate's only `unsafe` code.
+//! The kernel modules (`kernels::x86`, `q4_vnni::x86`, `attention::bf16`)
+//! are the crate's only `unsafe` code; the AMX tier's int8 products are
+//! `rag-gemm`'s, shared with `rag-bert`.
 //! Attention, layer normalisation, GELU and the
 //! activation quantisation are compiled for the x86-64 baseline, AVX2 and
 //! AVX-512 by `multiversion`, and the best one is picked at run time. Build
@@ -99,7 +100,6 @@
 
 mod attention;
 mod error;
-mod int8;
 mod kernels;
 mod model;
 pub mod profile;

@@ -3,7 +3,6 @@
 use rustc_hash::FxHashMap;
 
 use crate::attention::{attention_in, Precision};
-use crate::int8::{matmul_i8, I8Acts, I8Matrix};
 use crate::kernels::{
     add_layer_norm, dequantize_row, gelu_in_place, matmul_q4, QuantActs, Q4_BLOCK_BYTES, QK,
 };
@@ -12,6 +11,7 @@ use crate::q4_vnni::Q4Vnni;
 use crate::reader::{f32_vec, Reader};
 use crate::tokenizer::E5Tokenizer;
 use crate::{E5Error, Kernel};
+use rag_gemm::int8::{matmul_i8, I8Acts, I8Matrix, Int8Tier};
 
 /// The file format version this crate reads.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -478,7 +478,12 @@ impl Weights {
                 if !kernel.is_int8() {
                     lin.i8 = None;
                 } else if lin.i8.is_none() {
-                    lin.i8 = Some(I8Matrix::from_q4(lin.w.bytes(data), rows, cols, &lin.b));
+                    lin.i8 = Some(crate::kernels::int8_from_q4(
+                        lin.w.bytes(data),
+                        rows,
+                        cols,
+                        &lin.b,
+                    ));
                 }
                 if kernel != Kernel::Avx512 {
                     lin.vnni = None;
@@ -526,7 +531,7 @@ impl Weights {
         }
         match &lin.i8 {
             Some(w) if self.kernel.is_int8() && !acts.split => {
-                timed(Op::Matmul, || matmul_i8(self.kernel, w, &acts.i8, y));
+                timed(Op::Matmul, || matmul_i8(Int8Tier::Amx, w, &acts.i8, y));
             }
             Some(w) if self.kernel.is_int8() => {
                 // Rows 0..n of the product are the main parts, n..2n the
@@ -534,7 +539,7 @@ impl Weights {
                 let n = y.len();
                 acts.scratch.resize(2 * n, 0.0);
                 timed(Op::Matmul, || {
-                    matmul_i8(self.kernel, w, &acts.i8, &mut acts.scratch[..2 * n])
+                    matmul_i8(Int8Tier::Amx, w, &acts.i8, &mut acts.scratch[..2 * n])
                 });
                 let (hi, lo) = acts.scratch[..2 * n].split_at(n);
                 timed(Op::Combine, || combine_parts(y, hi, lo, &lin.b));

@@ -13,7 +13,7 @@
 //! [`QuantActs::bsum`]) and is then exactly `sum (q - 8) * a`. Each block's
 //! sum becomes a float once, `acc += (d_w * d_a) * sum`, as in the
 //! reference. Keeping the block scales (instead of re-quantising each
-//! channel to int8, which the [`crate::int8`] tiers do) keeps the weights
+//! channel to int8, which the `rag_gemm::int8` tier does) keeps the weights
 //! exact, and per-block activation scales keep outlier channels from
 //! coarsening a whole token: fidelity matches the AVX2 tier's without a
 //! second activation part.
@@ -113,7 +113,7 @@ impl Q4Vnni {
 pub(crate) fn matmul(w: &Q4Vnni, x: &QuantActs, y: &mut [f32]) {
     w.check_shapes(x, y);
     #[cfg(target_arch = "x86_64")]
-    if crate::int8::has_avx512_vnni() {
+    if rag_gemm::int8::has_avx512_vnni() {
         x86::matmul(w, x, y);
         return;
     }
@@ -168,7 +168,7 @@ mod x86 {
     /// If the CPU lacks AVX-512 VNNI, or the shapes disagree.
     pub(super) fn matmul(w: &Q4Vnni, x: &QuantActs, y: &mut [f32]) {
         assert!(
-            crate::int8::has_avx512_vnni(),
+            rag_gemm::int8::has_avx512_vnni(),
             "the AVX-512 kernel needs AVX-512 VNNI"
         );
         w.check_shapes(x, y);

@@ -63,9 +63,9 @@ impl Kernel {
         match self {
             Kernel::Auto | Kernel::Portable => true,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Amx => crate::int8::has_amx(),
+            Kernel::Amx => rag_gemm::int8::has_amx(),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => crate::int8::has_avx512_vnni(),
+            Kernel::Avx512 => rag_gemm::int8::has_avx512_vnni(),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => crate::kernels::has_avx2_fma(),
             #[cfg(not(target_arch = "x86_64"))]

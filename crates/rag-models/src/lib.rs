@@ -50,6 +50,9 @@ pub use e5::{E5Embedder, E5_MODEL_ID};
 pub use error::ModelError;
 pub use fetch::{is_private, FetchConfig, HttpFetcher};
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
+/// The precision of a bring-your-own BERT model's linear layers
+/// (`embedder.bert_precision`).
+pub use rag_bert::Precision as BertPrecision;
 /// The e5 matrix-kernel tier (`embedder.kernel`).
 pub use rag_e5::Kernel as E5Kernel;
 pub use rerank::{HttpReranker, HttpRerankerConfig, LlmListwiseReranker};

@@ -292,8 +292,10 @@ impl App {
                 let threads = std::thread::available_parallelism()
                     .map(|n| n.get())
                     .unwrap_or(1);
-                let e = rag_models::BertEmbedder::load(&dir, threads)
-                    .map_err(|e| UserFacing(e.to_string()))?;
+                let e =
+                    rag_models::BertEmbedder::load(&dir, threads, cfg.bert_precision, cfg.kernel)
+                        .map_err(|e| UserFacing(e.to_string()))?;
+                tracing::info!(precision = %e.precision(), dir = %dir.display(), "bert embedder loaded");
                 Some(Arc::new(e))
             }
             "e5" => {

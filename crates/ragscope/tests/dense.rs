@@ -307,6 +307,37 @@ fn a_hugging_face_model_directory_as_the_embedder() {
         dense["passages"][0]["title"], "When are you open?",
         "{dense}"
     );
+    // The packed precisions answer from the same stored vectors (a query
+    // text not seen before, so no cached vector stands in for the model).
+    for precision in ["bf16", "int8"] {
+        let mut c = bert(&data);
+        c.env("RAGSCOPE_EMBEDDER__BERT_PRECISION", precision).args([
+            "query",
+            "--kb",
+            "en",
+            "--json",
+            "--paths",
+            "dense",
+            &format!("at what time does the shop open ({precision})"),
+        ]);
+        let events = events_with(c);
+        let dense = events
+            .iter()
+            .find(|e| e["type"] == "recall" && e["list"]["path"] == "dense")
+            .expect("dense recall event");
+        assert_eq!(
+            dense["passages"][0]["title"], "When are you open?",
+            "{precision}: {dense}"
+        );
+    }
+    // A precision that does not exist is a clear start-up error.
+    let mut c = bert(&data);
+    c.env("RAGSCOPE_EMBEDDER__BERT_PRECISION", "fp8")
+        .args(["query", "--kb", "en", "hours"]);
+    let out = c.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("f32, int8 or bf16"), "{err}");
     // The stored vectors belong to this model: e5 is refused until re-embedding.
     let mut c = e5(&data);
     c.args([

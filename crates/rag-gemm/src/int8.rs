@@ -1,8 +1,8 @@
-//! The int8 matrix products of the AMX and AVX-512 VNNI tiers.
+//! Int8 matrix products: AMX tiles, AVX-512 VNNI, and a portable kernel.
 //!
-//! Weights are re-quantised at load from the file's Q4_0 blocks to signed
-//! bytes with one scale per output channel (`max |w| / 127` of the
-//! dequantised row, round half to even), and stored in the layout both
+//! Weights are quantised to signed bytes with one scale per output channel
+//! (`max |w| / 127` of the row, round half to even, from f32 rows by
+//! [`I8Matrix::from_f32`]), and stored in the layout all
 //! kernels read: per tile of 16 output channels, one 64-byte row per group
 //! of four input positions (`[n][4]` bytes: channel `n`, positions
 //! `4s..4s + 4`). That is the B operand of AMX's `tdpbusd` (16 such rows
@@ -22,12 +22,9 @@
 //! from `i32` overflow) and the same two float operations in every kernel,
 //! so that all tiers give bit-identical results to [`matmul_i8_scalar`].
 //!
-//! The kernels are the crate's only `unsafe` code besides the AVX2 kernel of
-//! `kernels`: [`avx512`] and [`amx`], each asserting CPU features and every
-//! shape before its intrinsics or assembly run.
-
-use crate::kernels::{dequantize_row, Q4_BLOCK_BYTES, QK};
-use crate::Kernel;
+//! The kernels `avx512` and `amx` hold this module's `unsafe` code, each
+//! asserting CPU features and every shape before its intrinsics or
+//! assembly run; [`Int8Tier::Portable`] is safe Rust.
 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
@@ -37,17 +34,72 @@ mod amx;
 mod avx512;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use amx::has_amx;
+pub use amx::has_amx;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use avx512::has_avx512_vnni;
+pub use avx512::has_avx512_vnni;
+
+/// Whether this CPU has AMX-INT8 and the process may use the tiles
+/// (always false off x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+pub fn has_amx() -> bool {
+    false
+}
+
+/// Whether this CPU has AVX-512 VNNI (always false off x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+pub fn has_avx512_vnni() -> bool {
+    false
+}
+
+/// Which kernel runs [`matmul_i8`]; every tier gives bit-identical results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Int8Tier {
+    /// AMX-INT8 tiles (`tdpbusd`), with the epilogue in AVX-512.
+    Amx,
+    /// AVX-512 VNNI (`vpdpbusd`).
+    Avx512,
+    /// Safe Rust in the tile order, for LLVM's auto-vectoriser.
+    Portable,
+}
+
+impl Int8Tier {
+    /// Every tier, fastest first.
+    pub const ALL: [Int8Tier; 3] = [Int8Tier::Amx, Int8Tier::Avx512, Int8Tier::Portable];
+
+    /// Whether this CPU (and, for AMX, the operating system) runs the tier.
+    pub fn is_supported(self) -> bool {
+        match self {
+            Int8Tier::Amx => has_amx(),
+            Int8Tier::Avx512 => has_avx512_vnni(),
+            Int8Tier::Portable => true,
+        }
+    }
+
+    /// The fastest supported tier.
+    pub fn best() -> Int8Tier {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.is_supported())
+            .unwrap_or(Int8Tier::Portable)
+    }
+
+    /// The tier's name (`"amx"`, `"avx512"`, `"portable"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Int8Tier::Amx => "amx",
+            Int8Tier::Avx512 => "avx512",
+            Int8Tier::Portable => "portable",
+        }
+    }
+}
 
 /// Output channels per tile (the columns of an AMX accumulator tile, the
 /// 32-bit lanes of a 512-bit register).
-pub(crate) const TILE_N: usize = 16;
+pub const TILE_N: usize = 16;
 /// Input positions per tile (64 bytes).
-pub(crate) const TILE_K: usize = 64;
+pub const TILE_K: usize = 64;
 /// Tokens per tile (the rows of an AMX tile).
-pub(crate) const TILE_M: usize = 16;
+pub const TILE_M: usize = 16;
 
 /// Rounds half to even and clamps to `-127..=127` (the symmetric range:
 /// with `scale = amax / 127` the extreme values map to exactly +-127).
@@ -57,7 +109,7 @@ pub(crate) const TILE_M: usize = 16;
 /// `as i32`, which LLVM does not vectorise) keeps the quantisation loops
 /// vectorised.
 #[inline(always)]
-fn round_q(v: f32) -> i32 {
+pub fn round_q(v: f32) -> i32 {
     const MAGIC: f32 = 12_582_912.0;
     ((v.clamp(-127.0, 127.0) + MAGIC).to_bits() as i32) - 0x4B40_0000
 }
@@ -65,7 +117,7 @@ fn round_q(v: f32) -> i32 {
 /// A weight matrix re-quantised to int8 per output channel, in the tile
 /// layout described in the module documentation.
 #[derive(Debug, Clone)]
-pub(crate) struct I8Matrix {
+pub struct I8Matrix {
     /// Output channels.
     pub(crate) nout: usize,
     /// Input positions.
@@ -86,40 +138,32 @@ pub(crate) struct I8Matrix {
 }
 
 impl I8Matrix {
-    /// Repacks the Q4_0 matrix `q4` (`nout` rows of `nin / 32` blocks) with
-    /// its bias: each row is dequantised and re-quantised per channel.
-    pub(crate) fn from_q4(q4: &[u8], nout: usize, nin: usize, bias: &[f32]) -> Self {
-        let row_bytes = nin / QK * Q4_BLOCK_BYTES;
-        assert_eq!(q4.len(), nout * row_bytes, "Q4_0 matrix size");
-        let mut w = vec![0i8; nout * nin];
+    /// Quantises the row-major f32 matrix `w` (`nout` rows of `nin`) per
+    /// output channel and packs it with its bias. A row of zeros gets scale
+    /// 0 (and zero weights).
+    pub fn from_f32(w: &[f32], nout: usize, nin: usize, bias: &[f32]) -> Self {
+        assert_eq!(w.len(), nout * nin, "f32 matrix size");
+        let mut q = vec![0i8; nout * nin];
         let mut scale = vec![0f32; nout];
-        let mut row = vec![0f32; nin];
-        for ((packed, out), s) in q4
-            .chunks_exact(row_bytes)
-            .zip(w.chunks_exact_mut(nin))
+        for ((row, out), s) in w
+            .chunks_exact(nin.max(1))
+            .zip(q.chunks_exact_mut(nin.max(1)))
             .zip(&mut scale)
         {
-            dequantize_row(packed, &mut row);
             let amax = row.iter().fold(0f32, |m, v| m.max(v.abs()));
             *s = amax / 127.0;
             if *s > 0.0 {
-                for (o, &v) in out.iter_mut().zip(&row) {
+                for (o, &v) in out.iter_mut().zip(row) {
                     *o = round_q(v / *s) as i8;
                 }
             }
         }
-        Self::from_rows(&w, nout, nin, &scale, bias)
+        Self::from_rows(&q, nout, nin, &scale, bias)
     }
 
     /// Packs the row-major int8 matrix `w` (`nout` x `nin`) with its
     /// per-channel scales and bias.
-    pub(crate) fn from_rows(
-        w: &[i8],
-        nout: usize,
-        nin: usize,
-        scale: &[f32],
-        bias: &[f32],
-    ) -> Self {
+    pub fn from_rows(w: &[i8], nout: usize, nin: usize, scale: &[f32], bias: &[f32]) -> Self {
         assert_eq!(w.len(), nout * nin);
         assert!(scale.len() >= nout && bias.len() >= nout);
         let np = nout.div_ceil(TILE_N) * TILE_N;
@@ -147,6 +191,16 @@ impl I8Matrix {
         m
     }
 
+    /// Output channels.
+    pub fn nout(&self) -> usize {
+        self.nout
+    }
+
+    /// Input positions.
+    pub fn nin(&self) -> usize {
+        self.nin
+    }
+
     /// Index in `data` of weight `(o, k)`.
     #[inline(always)]
     fn index(&self, o: usize, k: usize) -> usize {
@@ -154,19 +208,19 @@ impl I8Matrix {
     }
 
     /// Weight `(o, k)`.
-    pub(crate) fn get(&self, o: usize, k: usize) -> i8 {
+    pub fn get(&self, o: usize, k: usize) -> i8 {
         self.data[self.index(o, k)]
     }
 
     /// Heap bytes of the packed matrix.
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub fn heap_bytes(&self) -> usize {
         self.data.capacity()
             + 4 * (self.scale.capacity() + self.comp.capacity() + self.bias.capacity())
     }
 
     /// Asserts that `x` and `y` fit this matrix: the contract every kernel
     /// relies on before it touches memory through raw pointers.
-    pub(crate) fn check_shapes(&self, x: &I8Acts, y: &[f32]) {
+    pub fn check_shapes(&self, x: &I8Acts, y: &[f32]) {
         assert_eq!(x.cols, self.nin, "activation width");
         assert_eq!(x.kp, self.kp, "padded activation width");
         assert_eq!(x.rows_padded % TILE_M, 0);
@@ -185,7 +239,7 @@ impl I8Matrix {
 
 /// Activations quantised per token, offset to unsigned bytes.
 #[derive(Debug, Default)]
-pub(crate) struct I8Acts {
+pub struct I8Acts {
     /// Tokens.
     pub(crate) rows: usize,
     /// `rows` rounded up to a multiple of [`TILE_M`] (the padding rows are
@@ -202,8 +256,13 @@ pub(crate) struct I8Acts {
 }
 
 impl I8Acts {
+    /// Tokens (rows) last quantised.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
     /// Quantises `x`, a row-major matrix with `cols` columns.
-    pub(crate) fn quantize(&mut self, x: &[f32], cols: usize) {
+    pub fn quantize(&mut self, x: &[f32], cols: usize) {
         assert!(cols > 0 && x.len().is_multiple_of(cols));
         self.cols = cols;
         self.rows = x.len() / cols;
@@ -223,7 +282,7 @@ impl I8Acts {
     /// error of that quantisation, quantised again (`resid` is scratch
     /// space). A product with these `2n` rows gives, summed per token, the
     /// product with `x` at about 15-bit activation resolution.
-    pub(crate) fn quantize_split(&mut self, x: &[f32], cols: usize, resid: &mut Vec<f32>) {
+    pub fn quantize_split(&mut self, x: &[f32], cols: usize, resid: &mut Vec<f32>) {
         assert!(cols > 0 && x.len().is_multiple_of(cols));
         let n = x.len() / cols;
         self.cols = cols;
@@ -297,24 +356,61 @@ fn abs_max(x: &[f32]) -> f32 {
 
 /// The one formula every kernel finishes an output with.
 #[inline(always)]
-pub(crate) fn finish(bias: f32, sa: f32, sw: f32, acc: i32) -> f32 {
+pub fn finish(bias: f32, sa: f32, sw: f32, acc: i32) -> f32 {
     bias + (sa * sw) * acc as f32
 }
 
-/// `y = x * w^T + bias` on the given int8 tier ([`Kernel::Amx`] or
-/// [`Kernel::Avx512`]; any other value runs the scalar reference).
-pub(crate) fn matmul_i8(kernel: Kernel, w: &I8Matrix, x: &I8Acts, y: &mut [f32]) {
-    match kernel {
+/// `y = x * w^T + bias` (`y` is `x.rows x w.nout`, row-major) on the
+/// given tier.
+///
+/// # Panics
+///
+/// If the shapes disagree ([`I8Matrix::check_shapes`]) or the CPU lacks
+/// the tier.
+pub fn matmul_i8(tier: Int8Tier, w: &I8Matrix, x: &I8Acts, y: &mut [f32]) {
+    match tier {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Amx => amx::matmul(w, x, y),
+        Int8Tier::Amx => amx::matmul(w, x, y),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => avx512::matmul(w, x, y),
-        _ => matmul_i8_scalar(w, x, y),
+        Int8Tier::Avx512 => avx512::matmul(w, x, y),
+        #[cfg(not(target_arch = "x86_64"))]
+        Int8Tier::Amx | Int8Tier::Avx512 => panic!("the {} tier needs x86-64", tier.as_str()),
+        Int8Tier::Portable => matmul_i8_portable(w, x, y),
+    }
+}
+
+/// The portable tier: for each token and tile of 16 channels, sixteen
+/// integer lanes summed over the packed rows (exact, so bit-identical to
+/// the reference), compiled for AVX2 and the x86-64 baseline.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+fn matmul_i8_portable(w: &I8Matrix, x: &I8Acts, y: &mut [f32]) {
+    w.check_shapes(x, y);
+    let steps = w.kp / 4;
+    for t in 0..x.rows {
+        let a = &x.u[t * x.kp..(t + 1) * x.kp];
+        let row = &mut y[t * w.nout..(t + 1) * w.nout];
+        for (nt, tile) in w.data.chunks_exact(steps * 64).enumerate() {
+            let mut acc = [0i32; TILE_N];
+            for (s, wr) in tile.chunks_exact(64).enumerate() {
+                let ak = &a[4 * s..4 * s + 4];
+                for (lane, wq) in acc.iter_mut().zip(wr.chunks_exact(4)) {
+                    *lane += i32::from(ak[0]) * i32::from(wq[0])
+                        + i32::from(ak[1]) * i32::from(wq[1])
+                        + i32::from(ak[2]) * i32::from(wq[2])
+                        + i32::from(ak[3]) * i32::from(wq[3]);
+                }
+            }
+            let o0 = nt * TILE_N;
+            for (i, &acc) in acc.iter().enumerate().take(w.nout.saturating_sub(o0)) {
+                let o = o0 + i;
+                row[o] = finish(w.bias[o], x.scale[t], w.scale[o], acc - w.comp[o]);
+            }
+        }
     }
 }
 
 /// The specification of the int8 kernels, in plain scalar Rust.
-pub(crate) fn matmul_i8_scalar(w: &I8Matrix, x: &I8Acts, y: &mut [f32]) {
+pub fn matmul_i8_scalar(w: &I8Matrix, x: &I8Acts, y: &mut [f32]) {
     w.check_shapes(x, y);
     for t in 0..x.rows {
         let a = &x.u[t * x.kp..t * x.kp + w.nin];
@@ -389,11 +485,15 @@ mod tests {
 
     /// Runs `kernel` against the scalar reference on random and extreme
     /// inputs; a tier the CPU lacks is reported as skipped.
-    fn check_tier(kernel: Kernel) {
+    fn check_tier(kernel: Int8Tier) {
         if !kernel.is_supported() {
-            eprintln!("SKIPPED: the {kernel} tier is not supported on this CPU");
+            eprintln!(
+                "SKIPPED: the {} tier is not supported on this CPU",
+                kernel.as_str()
+            );
             return;
         }
+        let name = kernel.as_str();
         let mut rng = Lcg(99);
         for extreme in [false, true] {
             for (rows, nout, nin) in shapes() {
@@ -407,23 +507,28 @@ mod tests {
                     assert_eq!(
                         a.to_bits(),
                         b.to_bits(),
-                        "{kernel} rows {rows} nout {nout} nin {nin} extreme {extreme}: \
+                        "{name} rows {rows} nout {nout} nin {nin} extreme {extreme}: \
                          output {i}: {a} vs {b}"
                     );
                 }
             }
         }
-        eprintln!("the {kernel} tier matches the scalar reference bit for bit");
+        eprintln!("the {name} tier matches the scalar reference bit for bit");
     }
 
     #[test]
     fn avx512_kernel_matches_scalar_reference_exactly() {
-        check_tier(Kernel::Avx512);
+        check_tier(Int8Tier::Avx512);
     }
 
     #[test]
     fn amx_kernel_matches_scalar_reference_exactly() {
-        check_tier(Kernel::Amx);
+        check_tier(Int8Tier::Amx);
+    }
+
+    #[test]
+    fn portable_kernel_matches_scalar_reference_exactly() {
+        check_tier(Int8Tier::Portable);
     }
 
     #[test]
@@ -470,21 +575,16 @@ mod tests {
     }
 
     #[test]
-    fn requantised_q4_rows_keep_their_largest_weight() {
-        // One row of two Q4_0 blocks: scale 0.5, nibbles 0 (-8) and 15 (7);
-        // the second block has scale 0.25.
-        let mut q4 = Vec::new();
-        for (d, byte) in [(0x3800u16, 0xF0u8), (0x3400, 0x31)] {
-            q4.extend_from_slice(&d.to_le_bytes());
-            q4.extend(std::iter::repeat_n(byte, 16));
-        }
-        let m = I8Matrix::from_q4(&q4, 1, 64, &[0.5]);
+    fn f32_rows_are_quantised_per_channel() {
+        let w = [-4.0f32, 3.5, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
+        let m = I8Matrix::from_f32(&w, 2, 4, &[0.5, -1.0]);
         assert_eq!(m.scale[0], 4.0 / 127.0);
-        assert_eq!(m.get(0, 0), -127); // -8 * 0.5 = -4 = -amax
-        assert_eq!(m.get(0, 16), round_q(3.5 / (4.0 / 127.0)) as i8);
-        assert_eq!(m.get(0, 32), round_q(-7.0 * 0.25 / (4.0 / 127.0)) as i8);
-        let sum: i32 = (0..64).map(|k| i32::from(m.get(0, k))).sum();
+        assert_eq!(m.get(0, 0), -127);
+        assert_eq!(m.get(0, 1), round_q(3.5 / (4.0 / 127.0)) as i8);
+        assert_eq!(m.get(0, 3), round_q(1.0 / (4.0 / 127.0)) as i8);
+        assert_eq!((m.scale[1], m.get(1, 0)), (0.0, 0));
+        let sum: i32 = (0..4).map(|k| i32::from(m.get(0, k))).sum();
         assert_eq!(m.comp[0], 128 * sum);
-        assert_eq!((m.np, m.kp, m.bias[0]), (16, 64, 0.5));
+        assert_eq!((m.np, m.kp, m.bias[0], m.bias[1]), (16, 64, 0.5, -1.0));
     }
 }

@@ -23,7 +23,7 @@ const XFEATURE_XTILEDATA: usize = 18;
 /// Whether this CPU has AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24
 /// and 25), AVX-512 VNNI for the epilogue, and Linux granted this process
 /// the tile registers. Detected (and requested) once.
-pub(crate) fn has_amx() -> bool {
+pub fn has_amx() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
         let leaf7 = __cpuid_count(7, 0);

@@ -5,7 +5,7 @@ use super::{I8Acts, I8Matrix, TILE_N};
 use std::arch::x86_64::*;
 
 /// Whether this CPU has AVX-512 F, BW and VNNI (detected once).
-pub(crate) fn has_avx512_vnni() -> bool {
+pub fn has_avx512_vnni() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
         std::arch::is_x86_feature_detected!("avx512f")
