@@ -157,7 +157,7 @@ impl Linear {
                 matmul_i8(*tier, m, &acts, &mut parts);
                 let (hi, lo) = parts.split_at(n);
                 let mut y = Array2::<f32>::zeros((rows, out));
-                combine_parts(
+                rag_gemm::combine_split(
                     y.as_slice_mut().expect("standard layout"),
                     hi,
                     lo,
@@ -196,21 +196,6 @@ impl Linear {
             y.as_slice_mut().expect("standard layout"),
         );
         y
-    }
-}
-
-/// `y = hi + (lo - bias)`: the two parts of a split int8 product, each of
-/// which carries the bias once.
-fn combine_parts(y: &mut [f32], hi: &[f32], lo: &[f32], bias: &[f32]) {
-    let n = bias.len();
-    for ((yr, hr), lr) in y
-        .chunks_exact_mut(n)
-        .zip(hi.chunks_exact(n))
-        .zip(lo.chunks_exact(n))
-    {
-        for (((o, &a), &b), &c) in yr.iter_mut().zip(hr).zip(lr).zip(bias) {
-            *o = a + (b - c);
-        }
     }
 }
 

@@ -542,7 +542,7 @@ impl Weights {
                     matmul_i8(Int8Tier::Amx, w, &acts.i8, &mut acts.scratch[..2 * n])
                 });
                 let (hi, lo) = acts.scratch[..2 * n].split_at(n);
-                timed(Op::Combine, || combine_parts(y, hi, lo, &lin.b));
+                timed(Op::Combine, || rag_gemm::combine_split(y, hi, lo, &lin.b));
             }
             _ => timed(Op::Matmul, || {
                 matmul_q4(
@@ -648,23 +648,5 @@ impl Weights {
             }
         }
         started.stop();
-    }
-}
-
-/// `y = hi + (lo - bias)` per row of `bias.len()` outputs.
-#[multiversion::multiversion(targets(
-    "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
-    "x86_64+avx2+fma"
-))]
-fn combine_parts(y: &mut [f32], hi: &[f32], lo: &[f32], bias: &[f32]) {
-    let n = bias.len();
-    for ((yr, hr), lr) in y
-        .chunks_exact_mut(n)
-        .zip(hi.chunks_exact(n))
-        .zip(lo.chunks_exact(n))
-    {
-        for (((o, &a), &b), &c) in yr.iter_mut().zip(hr).zip(lr).zip(bias) {
-            *o = a + (b - c);
-        }
     }
 }

@@ -304,6 +304,24 @@ impl I8Acts {
     }
 }
 
+/// `y = hi + (lo - bias)` row by row (`bias.len()` columns): the output of
+/// a product with [`I8Acts::quantize_split`] activations, whose rows
+/// `0..n` (`hi`) and `n..2n` (`lo`) each carry the bias once.
+#[multiversion::multiversion(targets("x86_64+avx512f+avx512bw+avx512vl", "x86_64+avx2+fma"))]
+pub fn combine_split(y: &mut [f32], hi: &[f32], lo: &[f32], bias: &[f32]) {
+    let n = bias.len();
+    assert!(y.len() == hi.len() && y.len() == lo.len() && y.len().is_multiple_of(n.max(1)));
+    for ((yr, hr), lr) in y
+        .chunks_exact_mut(n)
+        .zip(hi.chunks_exact(n))
+        .zip(lo.chunks_exact(n))
+    {
+        for (((o, &a), &b), &c) in yr.iter_mut().zip(hr).zip(lr).zip(bias) {
+            *o = a + (b - c);
+        }
+    }
+}
+
 /// `r = x - s * (u - 128)` row by row: what the quantisation lost.
 #[multiversion::multiversion(targets("x86_64+avx512f+avx512bw+avx512vl", "x86_64+avx2+fma"))]
 fn residual_rows(x: &[f32], cols: usize, kp: usize, u: &[u8], scale: &[f32], r: &mut [f32]) {

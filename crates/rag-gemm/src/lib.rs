@@ -26,4 +26,4 @@ pub mod int8;
 mod test_rng;
 
 pub use bf16::{matmul_bf16, Bf16Acts, Bf16Matrix, Bf16Tier};
-pub use int8::{matmul_i8, matmul_i8_scalar, I8Acts, I8Matrix, Int8Tier};
+pub use int8::{combine_split, matmul_i8, matmul_i8_scalar, I8Acts, I8Matrix, Int8Tier};
