@@ -287,22 +287,23 @@ fn a_hugging_face_model_directory_as_the_embedder() {
     let mut c = bert(&data);
     c.args(["ingest", "--kb", "en"]).arg(&faq);
     ok(c);
+    // The dense recall event of a query, under a BERT precision or the
+    // default one.
+    let dense_recall = |precision: Option<&str>, question: &str| {
+        let mut c = bert(&data);
+        if let Some(p) = precision {
+            c.env("RAGSCOPE_EMBEDDER__BERT_PRECISION", p);
+        }
+        c.args([
+            "query", "--kb", "en", "--json", "--paths", "dense", question,
+        ]);
+        events_with(c)
+            .into_iter()
+            .find(|e| e["type"] == "recall" && e["list"]["path"] == "dense")
+            .expect("dense recall event")
+    };
     // No word in common with the right entry: only the vectors can find it.
-    let mut c = bert(&data);
-    c.args([
-        "query",
-        "--kb",
-        "en",
-        "--json",
-        "--paths",
-        "dense",
-        "what hours does the shop operate",
-    ]);
-    let events = events_with(c);
-    let dense = events
-        .iter()
-        .find(|e| e["type"] == "recall" && e["list"]["path"] == "dense")
-        .expect("dense recall event");
+    let dense = dense_recall(None, "what hours does the shop operate");
     assert_eq!(
         dense["passages"][0]["title"], "When are you open?",
         "{dense}"
@@ -310,21 +311,8 @@ fn a_hugging_face_model_directory_as_the_embedder() {
     // The packed precisions answer from the same stored vectors (a query
     // text not seen before, so no cached vector stands in for the model).
     for precision in ["bf16", "int8"] {
-        let mut c = bert(&data);
-        c.env("RAGSCOPE_EMBEDDER__BERT_PRECISION", precision).args([
-            "query",
-            "--kb",
-            "en",
-            "--json",
-            "--paths",
-            "dense",
-            &format!("at what time does the shop open ({precision})"),
-        ]);
-        let events = events_with(c);
-        let dense = events
-            .iter()
-            .find(|e| e["type"] == "recall" && e["list"]["path"] == "dense")
-            .expect("dense recall event");
+        let question = format!("at what time does the shop open ({precision})");
+        let dense = dense_recall(Some(precision), &question);
         assert_eq!(
             dense["passages"][0]["title"], "When are you open?",
             "{precision}: {dense}"
