@@ -105,7 +105,15 @@ impl QuantActs {
         self.d.resize(x.len() / QK, 0.0);
         self.bsum.clear();
         self.bsum.resize(x.len() / QK, 0);
-        quantize_blocks(x, &mut self.q, &mut self.q8, &mut self.d, &mut self.bsum);
+        if !crate::q4_vnni::quantize_blocks(
+            x,
+            &mut self.q,
+            &mut self.q8,
+            &mut self.d,
+            &mut self.bsum,
+        ) {
+            quantize_blocks(x, &mut self.q, &mut self.q8, &mut self.d, &mut self.bsum);
+        }
     }
 
     /// Number of rows.
@@ -121,7 +129,13 @@ impl QuantActs {
     "x86_64+avx512f+avx512bw+avx512vl+avx2+fma",
     "x86_64+avx2+fma"
 ))]
-fn quantize_blocks(x: &[f32], q: &mut [i16], q8: &mut [i8], d: &mut [f32], bsum: &mut [i32]) {
+pub(crate) fn quantize_blocks(
+    x: &[f32],
+    q: &mut [i16],
+    q8: &mut [i8],
+    d: &mut [f32],
+    bsum: &mut [i32],
+) {
     for ((((xb, qb), q8b), d), bsum) in x
         .chunks_exact(QK)
         .zip(q.chunks_exact_mut(QK))

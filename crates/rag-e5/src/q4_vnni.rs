@@ -211,6 +211,80 @@ mod x86 {
         }
     }
 
+    /// [`super::quantize_blocks`] on AVX-512: per block, the largest
+    /// magnitude by a vector maximum (a NaN is skipped, as the portable
+    /// loop skips it), the values scaled, clamped and rounded half to even
+    /// by the same float operations, then narrowed to bytes and 16-bit
+    /// values with `vpmovdb` and `vpmovdw`.
+    ///
+    /// # Panics
+    ///
+    /// If the CPU lacks AVX-512 F and BW, or the sizes disagree.
+    pub(super) fn quantize_blocks(
+        x: &[f32],
+        q: &mut [i16],
+        q8: &mut [i8],
+        d: &mut [f32],
+        bsum: &mut [i32],
+    ) {
+        assert!(rag_gemm::int8::has_avx512_vnni(), "needs AVX-512");
+        let blocks = x.len() / QK;
+        assert!(x.len() == blocks * QK && q.len() == x.len() && q8.len() == x.len());
+        assert!(d.len() == blocks && bsum.len() == blocks);
+        // SAFETY: the CPU has the features; every length was asserted.
+        unsafe { quantize_avx512(x, q, q8, d, bsum) }
+    }
+
+    /// # Safety
+    ///
+    /// The CPU has AVX-512 F and BW; `x`, `q` and `q8` hold `32 * n` values
+    /// and `d` and `bsum` `n`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn quantize_avx512(
+        x: &[f32],
+        q: &mut [i16],
+        q8: &mut [i8],
+        d: &mut [f32],
+        bsum: &mut [i32],
+    ) {
+        const MAGIC: f32 = 12_582_912.0;
+        let sign = _mm512_set1_epi32(0x7FFF_FFFF);
+        let lo = _mm512_set1_ps(-128.0);
+        let hi = _mm512_set1_ps(127.0);
+        let magic = _mm512_set1_ps(MAGIC);
+        let magic_bits = _mm512_set1_epi32(MAGIC.to_bits() as i32);
+        for b in 0..d.len() {
+            // SAFETY: b * 32 + 32 <= x.len() = q.len() = q8.len().
+            unsafe {
+                let xp = x.as_ptr().add(b * QK);
+                let v0 = _mm512_loadu_ps(xp);
+                let v1 = _mm512_loadu_ps(xp.add(16));
+                let a0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v0), sign));
+                let a1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v1), sign));
+                // `max(a, m)` returns `m` when `a` is NaN: NaN is skipped.
+                let m = _mm512_max_ps(a1, _mm512_max_ps(a0, _mm512_setzero_ps()));
+                let amax = _mm512_reduce_max_ps(m);
+                let scale = amax / 127.0;
+                let inv = _mm512_set1_ps(if scale > 0.0 { 1.0 / scale } else { 0.0 });
+                let round = |v: __m512| {
+                    // max(lo, t) and min(hi, ·) keep a NaN, as `clamp` does.
+                    let t = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_mul_ps(v, inv)));
+                    _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_ps(t, magic)), magic_bits)
+                };
+                let r0 = round(v0);
+                let r1 = round(v1);
+                let qp = q.as_mut_ptr().add(b * QK);
+                _mm256_storeu_si256(qp.cast(), _mm512_cvtepi32_epi16(r0));
+                _mm256_storeu_si256(qp.add(16).cast(), _mm512_cvtepi32_epi16(r1));
+                let q8p = q8.as_mut_ptr().add(b * QK);
+                _mm_storeu_si128(q8p.cast(), _mm512_cvtepi32_epi8(r0));
+                _mm_storeu_si128(q8p.add(16).cast(), _mm512_cvtepi32_epi8(r1));
+                bsum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(r0, r1));
+                d[b] = scale;
+            }
+        }
+    }
+
     /// [`block`] for `n` (at most [`BLOCK_T`]) tokens.
     ///
     /// # Safety
@@ -329,6 +403,25 @@ mod x86 {
     }
 }
 
+/// Quantises `x` per 32-value block into `q`, `q8`, `d` and `bsum` with
+/// AVX-512 where the CPU has it (the same bits as the portable loop of
+/// [`crate::kernels`]), returning false when it does not.
+pub(crate) fn quantize_blocks(
+    x: &[f32],
+    q: &mut [i16],
+    q8: &mut [i8],
+    d: &mut [f32],
+    bsum: &mut [i32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if rag_gemm::int8::has_avx512_vnni() {
+        x86::quantize_blocks(x, q, q8, d, bsum);
+        return true;
+    }
+    let _ = (x, q, q8, d, bsum);
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,6 +474,44 @@ mod tests {
         let mut acts = QuantActs::default();
         acts.quantize(&x, nin);
         acts
+    }
+
+    /// The AVX-512 quantisation gives the portable loop's bits: random
+    /// values, zero blocks, huge and tiny magnitudes, subnormals, and values
+    /// that round half-way.
+    #[test]
+    fn avx512_quantisation_matches_the_portable_loop() {
+        let mut rng = Lcg(3);
+        let specials = [
+            0.0f32, -0.0, 1e30, -1e30, 1e-30, 1e-42, -1e-42, 0.5, -0.5, 1.5, 2.5, 127.0, -128.0,
+        ];
+        let mut x: Vec<f32> = (0..32 * 40).map(|_| rng.uniform() * 10.0).collect();
+        x[..32].fill(0.0);
+        for (i, v) in x[32..32 * 4].iter_mut().enumerate() {
+            *v = specials[i % specials.len()];
+        }
+        // Half-way cases: the block maximum 127 makes the scale 1.
+        for (i, v) in x[32 * 4..32 * 5].iter_mut().enumerate() {
+            *v = if i == 0 { 127.0 } else { i as f32 - 16.5 };
+        }
+        let n = x.len();
+        let (mut q, mut q8, mut d, mut bs) = (
+            vec![0i16; n],
+            vec![0i8; n],
+            vec![0f32; n / QK],
+            vec![0i32; n / QK],
+        );
+        let (mut q_, mut q8_, mut d_, mut bs_) = (q.clone(), q8.clone(), d.clone(), bs.clone());
+        crate::kernels::quantize_blocks(&x, &mut q, &mut q8, &mut d, &mut bs);
+        if !quantize_blocks(&x, &mut q_, &mut q8_, &mut d_, &mut bs_) {
+            eprintln!("skipped: this CPU has no AVX-512 VNNI");
+            return;
+        }
+        assert_eq!(q, q_);
+        assert_eq!(q8, q8_);
+        assert_eq!(bs, bs_);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&d), bits(&d_));
     }
 
     /// The repacking keeps every weight and scale of the file.
