@@ -2,6 +2,7 @@
 
 use crate::error::{AnnError, Result};
 use crate::kernel;
+use crate::rows::Rows;
 use crate::search::{Hit, IndexKind, Query, SearchOutcome, VectorSearcher};
 use crate::topk::TopK;
 use rustc_hash::FxHashMap;
@@ -22,8 +23,11 @@ const COMPACT_TOMBSTONE_RATIO: f64 = 0.25;
 
 /// An exact nearest-neighbour index over L2-normalised vectors.
 ///
-/// * All vectors live in one row-major `Vec<f32>`; row `i` holds the vector with
-///   the dense `u32` ordinal `i`, and `keys[i]` is the caller's key for it.
+/// * All vectors live in one row-major matrix; row `i` holds the vector with
+///   the dense `u32` ordinal `i`, and `keys[i]` is the caller's key for it. The
+///   matrix is the index's own buffer, or bytes shared with the caller (a
+///   memory-mapped file, see [`crate::format::decode_shared`]) that the first
+///   change copies.
 /// * Vectors are normalised when added, so cosine similarity is a dot product.
 /// * Removal marks a row as a tombstone; rows are compacted once tombstones make up
 ///   a quarter of the matrix. Ordinals are therefore internal and never exposed.
@@ -41,7 +45,7 @@ const COMPACT_TOMBSTONE_RATIO: f64 = 0.25;
 #[derive(Debug, Clone)]
 pub struct FlatIndex<K = u64> {
     dims: usize,
-    vectors: Vec<f32>,
+    vectors: Rows,
     keys: Vec<K>,
     live: Vec<bool>,
     ordinals: FxHashMap<K, u32>,
@@ -92,12 +96,48 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
         }
         Ok(Self {
             dims,
-            vectors: Vec::with_capacity(capacity.saturating_mul(dims)),
+            vectors: Rows::Owned(Vec::with_capacity(capacity.saturating_mul(dims))),
             keys: Vec::with_capacity(capacity),
             live: Vec::with_capacity(capacity),
             ordinals: FxHashMap::with_capacity_and_hasher(capacity, Default::default()),
             tombstones: 0,
         })
+    }
+
+    /// An index over `rows` already normalised, row `i` under `keys[i]`,
+    /// every row live. Refuses a repeated key or a matrix of another size.
+    pub(crate) fn from_rows(dims: usize, keys: Vec<K>, rows: Rows) -> Result<Self>
+    where
+        K: Into<u64>,
+    {
+        let mut index = Self::with_capacity(dims, 0)?;
+        if rows.as_slice().len() != keys.len().saturating_mul(dims) || keys.len() > MAX_ROWS {
+            return Err(AnnError::Truncated {
+                needed: keys.len().saturating_mul(dims),
+                available: rows.as_slice().len(),
+            });
+        }
+        index.ordinals.reserve(keys.len());
+        for (ordinal, &key) in keys.iter().enumerate() {
+            if index.ordinals.insert(key, ordinal as u32).is_some() {
+                return Err(AnnError::DuplicateKey { key: key.into() });
+            }
+        }
+        index.live = vec![true; keys.len()];
+        index.keys = keys;
+        index.vectors = rows;
+        Ok(index)
+    }
+
+    /// Whether the vectors are read in place from bytes shared with the
+    /// caller rather than held in the index's own buffer.
+    pub fn is_shared(&self) -> bool {
+        self.vectors.is_shared()
+    }
+
+    /// Bytes of heap the matrix takes (0 when it is shared).
+    pub fn matrix_heap_bytes(&self) -> usize {
+        self.vectors.heap_bytes()
     }
 
     /// Whether `key` is stored.
@@ -114,7 +154,7 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
     pub fn iter(&self) -> impl Iterator<Item = (K, &[f32])> + '_ {
         self.keys
             .iter()
-            .zip(self.vectors.chunks_exact(self.dims))
+            .zip(self.vectors.as_slice().chunks_exact(self.dims))
             .zip(&self.live)
             .filter(|(_, &live)| live)
             .map(|((&k, v), _)| (k, v))
@@ -146,14 +186,14 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
             return;
         }
         let dims = self.dims;
+        let vectors = self.vectors.to_mut();
         let mut write = 0usize;
         for read in 0..self.keys.len() {
             if !self.live[read] {
                 continue;
             }
             if write != read {
-                self.vectors
-                    .copy_within(read * dims..(read + 1) * dims, write * dims);
+                vectors.copy_within(read * dims..(read + 1) * dims, write * dims);
                 self.keys[write] = self.keys[read];
                 self.live[write] = true;
             }
@@ -161,7 +201,7 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
             self.ordinals.insert(self.keys[write], write as u32);
             write += 1;
         }
-        self.vectors.truncate(write * dims);
+        vectors.truncate(write * dims);
         self.keys.truncate(write);
         self.live.truncate(write);
         self.tombstones = 0;
@@ -198,6 +238,7 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
         let mut top = TopK::new(k.min(self.len()));
         let rows = self
             .vectors
+            .as_slice()
             .chunks_exact(self.dims)
             .zip(&self.live)
             .zip(&self.keys);
@@ -235,7 +276,7 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
             }
             self.compact();
         }
-        kernel::push_normalised(&mut self.vectors, vector, self.dims)?;
+        kernel::push_normalised(self.vectors.to_mut(), vector, self.dims)?;
         let ordinal = self.keys.len() as u32;
         self.keys.push(key);
         self.live.push(true);
@@ -265,14 +306,14 @@ impl<K: Copy + Eq + Hash> FlatIndex<K> {
 
     /// Every row (live or not), concatenated.
     pub(crate) fn raw_rows(&self) -> &[f32] {
-        &self.vectors
+        self.vectors.as_slice()
     }
 
     /// The normalised vector in row `ordinal`.
     #[inline]
     pub(crate) fn row(&self, ordinal: u32) -> &[f32] {
         let start = ordinal as usize * self.dims;
-        &self.vectors[start..start + self.dims]
+        &self.vectors.as_slice()[start..start + self.dims]
     }
 
     #[inline]

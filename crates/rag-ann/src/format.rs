@@ -5,22 +5,25 @@
 //! produced by a different embedding model or with a different dimension, so a
 //! model change can never silently mix incompatible vectors.
 //!
-//! # Layout (version 1, all integers little-endian)
+//! # Layout (version 2, all integers little-endian)
 //!
 //! | bytes | content |
 //! |---|---|
 //! | 8 | magic `RSCPVEC\0` |
-//! | 2 | format version (`1`) |
+//! | 2 | format version (`2`) |
 //! | 2 | reserved, zero |
 //! | 4 | dimension `d` |
 //! | 8 | vector count `n` |
 //! | 2 | model id length `m` |
 //! | `m` | model id, UTF-8 |
-//! | `n × (8 + 4d)` | per vector: the key as `u64`, then `d` × `f32` (normalised) |
+//! | `8n` | the keys, as `u64`, in row order |
+//! | 0–63 | zero bytes, so that the matrix starts at a multiple of 64 bytes from the buffer's start |
+//! | `4nd` | the matrix: `n` rows of `d` × `f32` (normalised) |
 //! | 8 | checksum: FNV-1a-64 over all preceding bytes, fed 8 bytes at a time |
 //!
-//! The matrix is written as rows in index order, so a reader can map it back into
-//! one contiguous buffer without reshaping.
+//! The matrix is one contiguous, aligned block, so a reader can use it in
+//! place ([`decode_shared`]: a memory-mapped file placed at a 64-byte
+//! boundary) or copy it into one buffer without reshaping ([`decode`]).
 //!
 //! ```
 //! use rag_ann::{format, FlatIndex};
@@ -35,19 +38,22 @@
 
 use crate::error::{AnnError, Result};
 use crate::flat::{FlatIndex, MAX_DIMS};
+use crate::rows::{Rows, SharedBytes};
 use std::hash::Hash;
 
 /// The first eight bytes of every vector buffer.
 pub const MAGIC: [u8; 8] = *b"RSCPVEC\0";
 
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 
 /// The longest model id the format can record, in bytes.
 pub const MAX_MODEL_ID_LEN: usize = 1024;
 
 const FIXED_HEADER_LEN: usize = 8 + 2 + 2 + 4 + 8 + 2;
 const CHECKSUM_LEN: usize = 8;
+/// The matrix starts at a multiple of this many bytes from the buffer's start.
+pub const MATRIX_ALIGN: usize = 64;
 
 /// What a buffer's header says about its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,9 +80,9 @@ where
     check_model_id(model_id)?;
     let dims = index.dims();
     let count = index.len();
-    let record = 8 + 4 * dims;
-    let mut out =
-        Vec::with_capacity(FIXED_HEADER_LEN + model_id.len() + count * record + CHECKSUM_LEN);
+    let mut out = Vec::with_capacity(
+        FIXED_HEADER_LEN + model_id.len() + count * (8 + 4 * dims) + MATRIX_ALIGN + CHECKSUM_LEN,
+    );
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
@@ -84,8 +90,11 @@ where
     out.extend_from_slice(&(count as u64).to_le_bytes());
     out.extend_from_slice(&(model_id.len() as u16).to_le_bytes());
     out.extend_from_slice(model_id.as_bytes());
-    for (key, vector) in index.iter() {
+    for (key, _) in index.iter() {
         out.extend_from_slice(&key.into().to_le_bytes());
+    }
+    out.resize(out.len().next_multiple_of(MATRIX_ALIGN), 0);
+    for (_, vector) in index.iter() {
         for x in vector {
             out.extend_from_slice(&x.to_le_bytes());
         }
@@ -130,7 +139,8 @@ pub fn read_header(bytes: &[u8]) -> Result<VectorsHeader> {
     })
 }
 
-/// Deserialises a buffer written by [`encode`] into a fresh [`FlatIndex`].
+/// Deserialises a buffer written by [`encode`] into a fresh [`FlatIndex`]
+/// with its own copy of the vectors.
 ///
 /// Fails with [`AnnError::ModelMismatch`] or [`AnnError::WrongDimension`] when the
 /// buffer was produced by another model or with another dimension than the caller
@@ -141,69 +151,153 @@ pub fn decode<K>(
     expected_dims: usize,
 ) -> Result<FlatIndex<K>>
 where
-    K: Copy + Eq + Hash + TryFrom<u64>,
+    K: Copy + Eq + Hash + TryFrom<u64> + Into<u64>,
 {
-    let header = read_header(bytes)?;
-    if header.model_id != expected_model_id {
-        return Err(AnnError::ModelMismatch {
-            expected: expected_model_id.to_owned(),
-            found: header.model_id,
-        });
+    let layout = Layout::read(bytes, expected_model_id, expected_dims, true)?;
+    let keys = layout.keys(bytes)?;
+    let mut matrix = Vec::with_capacity(layout.count * layout.dims);
+    for (i, b) in bytes[layout.matrix_start..layout.matrix_end]
+        .chunks_exact(4)
+        .enumerate()
+    {
+        let x = f32::from_le_bytes(b.try_into().expect("4 bytes"));
+        if !x.is_finite() {
+            return Err(AnnError::NonFinite {
+                index: i % layout.dims,
+            });
+        }
+        matrix.push(x);
     }
-    if header.dims != expected_dims {
-        return Err(AnnError::WrongDimension {
-            expected: expected_dims,
-            got: header.dims,
-        });
+    FlatIndex::from_rows(layout.dims, keys, Rows::Owned(matrix))
+}
+
+/// Like [`decode`], but the index reads its vectors in place from
+/// `bytes[start..start + len]` (a buffer written by [`encode`] inside larger
+/// shared bytes, such as a memory-mapped file) instead of copying them, so
+/// only the rows a search touches need be resident.
+///
+/// With `verify_checksum` false the checksum is not recomputed (it would
+/// read every page): the caller has checked the bytes already, for instance
+/// while reading the file they were mapped from. The vectors themselves are
+/// not read at all. Where the matrix cannot be used in place (misaligned,
+/// or a big-endian CPU) it is copied, as [`decode`] does.
+pub fn decode_shared<K>(
+    bytes: &SharedBytes,
+    start: usize,
+    len: usize,
+    expected_model_id: &str,
+    expected_dims: usize,
+    verify_checksum: bool,
+) -> Result<FlatIndex<K>>
+where
+    K: Copy + Eq + Hash + TryFrom<u64> + Into<u64>,
+{
+    let all = (**bytes).as_ref();
+    let end = start.checked_add(len).filter(|&e| e <= all.len()).ok_or(
+        AnnError::Truncated {
+            needed: start.saturating_add(len),
+            available: all.len(),
+        },
+    )?;
+    let buf = &all[start..end];
+    let layout = Layout::read(buf, expected_model_id, expected_dims, verify_checksum)?;
+    let keys = layout.keys(buf)?;
+    match Rows::shared(
+        bytes.clone(),
+        start + layout.matrix_start,
+        layout.count * layout.dims,
+    ) {
+        Some(rows) => FlatIndex::from_rows(layout.dims, keys, rows),
+        None => decode(buf, expected_model_id, expected_dims),
     }
-    if header.dims == 0 || header.dims > MAX_DIMS {
-        return Err(AnnError::InvalidParam {
-            name: "dims",
-            value: header.dims as f64,
-            expected: "1..=65536",
-        });
-    }
-    // Check the total length before allocating anything the header asks for.
-    let record = 8 + 4 * header.dims;
-    let needed = header
-        .count
-        .checked_mul(record)
-        .and_then(|body| body.checked_add(header.header_len + CHECKSUM_LEN))
-        .ok_or(AnnError::Truncated {
+}
+
+/// Where the parts of a checked buffer are.
+struct Layout {
+    dims: usize,
+    count: usize,
+    keys_start: usize,
+    matrix_start: usize,
+    matrix_end: usize,
+}
+
+impl Layout {
+    fn read(bytes: &[u8], expected_model_id: &str, expected_dims: usize, verify: bool) -> Result<Self> {
+        let header = read_header(bytes)?;
+        if header.model_id != expected_model_id {
+            return Err(AnnError::ModelMismatch {
+                expected: expected_model_id.to_owned(),
+                found: header.model_id,
+            });
+        }
+        if header.dims != expected_dims {
+            return Err(AnnError::WrongDimension {
+                expected: expected_dims,
+                got: header.dims,
+            });
+        }
+        if header.dims == 0 || header.dims > MAX_DIMS {
+            return Err(AnnError::InvalidParam {
+                name: "dims",
+                value: header.dims as f64,
+                expected: "1..=65536",
+            });
+        }
+        // Check the total length before allocating anything the header asks for.
+        let too_big = AnnError::Truncated {
             needed: usize::MAX,
             available: bytes.len(),
-        })?;
-    if bytes.len() < needed {
-        return Err(AnnError::Truncated {
-            needed,
-            available: bytes.len(),
-        });
-    }
-    if bytes.len() > needed {
-        return Err(AnnError::TrailingBytes {
-            extra: bytes.len() - needed,
-        });
-    }
-    let body_end = needed - CHECKSUM_LEN;
-    let stored = u64::from_le_bytes(bytes[body_end..].try_into().expect("8 bytes"));
-    let computed = fnv1a64(&bytes[..body_end]);
-    if stored != computed {
-        return Err(AnnError::ChecksumMismatch { stored, computed });
-    }
-    let mut index = FlatIndex::with_capacity(header.dims, header.count)?;
-    let mut vector = vec![0.0f32; header.dims];
-    for rec in bytes[header.header_len..body_end].chunks_exact(record) {
-        let raw_key = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
-        let key = K::try_from(raw_key).map_err(|_| AnnError::KeyOutOfRange { key: raw_key })?;
-        for (x, b) in vector.iter_mut().zip(rec[8..].chunks_exact(4)) {
-            *x = f32::from_le_bytes(b.try_into().expect("4 bytes"));
+        };
+        let keys_end = header
+            .count
+            .checked_mul(8)
+            .and_then(|k| k.checked_add(header.header_len))
+            .ok_or(too_big.clone())?;
+        let matrix_start = keys_end
+            .checked_next_multiple_of(MATRIX_ALIGN)
+            .ok_or(too_big.clone())?;
+        let matrix_end = header
+            .count
+            .checked_mul(4 * header.dims)
+            .and_then(|m| m.checked_add(matrix_start))
+            .ok_or(too_big.clone())?;
+        let needed = matrix_end.checked_add(CHECKSUM_LEN).ok_or(too_big)?;
+        if bytes.len() < needed {
+            return Err(AnnError::Truncated {
+                needed,
+                available: bytes.len(),
+            });
         }
-        if index.contains(key) {
-            return Err(AnnError::DuplicateKey { key: raw_key });
+        if bytes.len() > needed {
+            return Err(AnnError::TrailingBytes {
+                extra: bytes.len() - needed,
+            });
         }
-        index.add(key, &vector)?;
+        if verify {
+            let stored = u64::from_le_bytes(bytes[matrix_end..].try_into().expect("8 bytes"));
+            let computed = fnv1a64(&bytes[..matrix_end]);
+            if stored != computed {
+                return Err(AnnError::ChecksumMismatch { stored, computed });
+            }
+        }
+        Ok(Layout {
+            dims: header.dims,
+            count: header.count,
+            keys_start: header.header_len,
+            matrix_start,
+            matrix_end,
+        })
     }
-    Ok(index)
+
+    fn keys<K: TryFrom<u64>>(&self, bytes: &[u8]) -> Result<Vec<K>> {
+        bytes[self.keys_start..self.keys_start + 8 * self.count]
+            .chunks_exact(8)
+            .map(|b| {
+                let raw = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                K::try_from(raw).map_err(|_| AnnError::KeyOutOfRange { key: raw })
+            })
+            .collect()
+    }
 }
 
 fn check_model_id(model_id: &str) -> Result<()> {
@@ -235,19 +329,75 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     fnv1a64(bytes)
 }
 
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
 fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
-    let words = bytes.chunks_exact(8);
-    let tail = words.remainder();
-    for w in words {
-        hash = (hash ^ u64::from_le_bytes(w.try_into().expect("8 bytes"))).wrapping_mul(PRIME);
+    let mut sum = Checksum::new();
+    sum.update(bytes);
+    sum.finish()
+}
+
+/// [`checksum`] over bytes that arrive in pieces of any size, as a file is
+/// read: the same value as [`checksum`] of the pieces concatenated.
+#[derive(Debug, Clone)]
+pub struct Checksum {
+    hash: u64,
+    pending: [u8; 8],
+    filled: usize,
+}
+
+impl Default for Checksum {
+    fn default() -> Self {
+        Self::new()
     }
-    for &b in tail {
-        hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+}
+
+impl Checksum {
+    /// The checksum of no bytes so far.
+    pub fn new() -> Self {
+        Checksum {
+            hash: FNV_OFFSET,
+            pending: [0; 8],
+            filled: 0,
+        }
     }
-    hash
+
+    /// Feeds the next bytes.
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        if self.filled > 0 {
+            let take = (8 - self.filled).min(bytes.len());
+            self.pending[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
+            self.filled += take;
+            bytes = &bytes[take..];
+            if self.filled < 8 {
+                return;
+            }
+            self.word(u64::from_le_bytes(self.pending));
+            self.filled = 0;
+        }
+        let words = bytes.chunks_exact(8);
+        let tail = words.remainder();
+        for w in words {
+            self.word(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        self.pending[..tail.len()].copy_from_slice(tail);
+        self.filled = tail.len();
+    }
+
+    #[inline]
+    fn word(&mut self, w: u64) {
+        self.hash = (self.hash ^ w).wrapping_mul(FNV_PRIME);
+    }
+
+    /// The checksum of every byte fed.
+    pub fn finish(self) -> u64 {
+        let mut hash = self.hash;
+        for &b in &self.pending[..self.filled] {
+            hash = (hash ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        }
+        hash
+    }
 }
 
 #[cfg(test)]
@@ -336,6 +486,99 @@ mod tests {
             Err(AnnError::Truncated { .. })
         ));
         assert!(encode(&sample(1, 2), "").is_err());
+    }
+
+    #[test]
+    fn checksum_in_pieces_equals_checksum_whole() {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 37 % 251) as u8).collect();
+        let whole = checksum(&bytes);
+        for piece in [1, 3, 7, 8, 9, 64, 999] {
+            let mut sum = Checksum::new();
+            for chunk in bytes.chunks(piece) {
+                sum.update(chunk);
+            }
+            assert_eq!(sum.finish(), whole, "pieces of {piece}");
+        }
+        assert_eq!(Checksum::new().finish(), checksum(&[]));
+    }
+
+    /// Bytes with 64-byte alignment, as a memory-mapped file's pages are.
+    struct Aligned {
+        blocks: Vec<[u64; 8]>,
+        len: usize,
+    }
+
+    impl AsRef<[u8]> for Aligned {
+        fn as_ref(&self) -> &[u8] {
+            let all: &[u8] = bytemuck::cast_slice(&self.blocks);
+            &all[..self.len]
+        }
+    }
+
+    fn aligned(prefix: usize, buf: &[u8]) -> SharedBytes {
+        let len = prefix + buf.len();
+        let mut blocks = vec![[0u64; 8]; len.div_ceil(64)];
+        let all: &mut [u8] = bytemuck::cast_slice_mut(&mut blocks);
+        all[prefix..len].copy_from_slice(buf);
+        std::sync::Arc::new(Aligned { blocks, len })
+    }
+
+    #[test]
+    fn shared_decoding_reads_in_place_with_the_same_bits() {
+        let index = sample(200, 24);
+        let bytes = encode(&index, "m").unwrap();
+        let copied: FlatIndex<u64> = decode(&bytes, "m", 24).unwrap();
+        assert!(!copied.is_shared());
+        // At a 64-byte boundary of the shared bytes the matrix is used in place.
+        let shared = aligned(128, &bytes);
+        let mapped: FlatIndex<u64> =
+            decode_shared(&shared, 128, bytes.len(), "m", 24, true).unwrap();
+        assert!(mapped.is_shared());
+        assert_eq!(mapped.matrix_heap_bytes(), 0);
+        for (key, v) in index.iter() {
+            assert_eq!(mapped.vector(key).unwrap(), v, "bit for bit");
+            assert_eq!(copied.vector(key).unwrap(), v);
+        }
+        let q = SplitMix64::new(9).gaussian_vec(24);
+        let a = copied.search(&crate::Query::new(&q, 10)).unwrap().hits;
+        let b = mapped.search(&crate::Query::new(&q, 10)).unwrap().hits;
+        assert_eq!(a, b);
+        // Two bytes off the boundary it cannot be: the vectors are copied.
+        let shifted = aligned(2, &bytes);
+        let copy: FlatIndex<u64> = decode_shared(&shifted, 2, bytes.len(), "m", 24, true).unwrap();
+        assert!(!copy.is_shared());
+        assert_eq!(copy.search(&crate::Query::new(&q, 10)).unwrap().hits, a);
+        // A change copies the shared rows first and leaves the bytes alone.
+        let mut changed = mapped.clone();
+        changed.add(5_000, &q).unwrap();
+        assert!(!changed.is_shared() && mapped.is_shared());
+        assert_eq!(changed.len(), mapped.len() + 1);
+        // Damage is caught when asked to verify, ranges are checked.
+        let mut bad = bytes.clone();
+        let mid = bad.len() / 2;
+        bad[mid] ^= 1;
+        let bad = aligned(0, &bad);
+        assert!(matches!(
+            decode_shared::<u64>(&bad, 0, bytes.len(), "m", 24, true),
+            Err(AnnError::ChecksumMismatch { .. })
+        ));
+        assert!(decode_shared::<u64>(&shared, 128, bytes.len() + 1, "m", 24, true).is_err());
+        assert!(decode_shared::<u64>(&shared, usize::MAX, 2, "m", 24, true).is_err());
+    }
+
+    #[test]
+    fn non_finite_values_are_refused_when_copied() {
+        let mut index = FlatIndex::<u64>::new(2).unwrap();
+        index.add(1, &[1.0, 0.0]).unwrap();
+        let mut bytes = encode(&index, "m").unwrap();
+        let end = bytes.len() - CHECKSUM_LEN;
+        bytes[end - 4..end].copy_from_slice(&f32::NAN.to_le_bytes());
+        let sum = checksum(&bytes[..end]);
+        bytes[end..].copy_from_slice(&sum.to_le_bytes());
+        assert_eq!(
+            decode::<u64>(&bytes, "m", 2).unwrap_err(),
+            AnnError::NonFinite { index: 1 }
+        );
     }
 
     #[test]

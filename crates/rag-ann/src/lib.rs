@@ -13,7 +13,10 @@
 //!   [`VectorIndexParams::hnsw_threshold`] vectors (20,000 by default) and HNSW
 //!   above it; every [`SearchOutcome`] says which [`IndexKind`] answered.
 //! * [`format`] turns an index into bytes tagged with the embedding model id and
-//!   dimension, and refuses to read bytes of another model back.
+//!   dimension, and refuses to read bytes of another model back; an index can
+//!   read its vectors in place from such bytes when the caller shares them
+//!   ([`SharedBytes`], e.g. a memory-mapped file), so full-precision vectors
+//!   need not be held in memory.
 //!
 //! Vectors are normalised when they are added, so scores are cosine similarities
 //! and keys are the caller's (any `Copy + Eq + Hash` type, `u64` by default).
@@ -47,6 +50,7 @@ mod graph;
 pub mod hnsw;
 pub mod kernel;
 pub mod quant;
+mod rows;
 pub mod search;
 pub mod synthetic;
 mod topk;
@@ -55,5 +59,6 @@ pub mod vector_index;
 pub use error::{AnnError, Result};
 pub use flat::FlatIndex;
 pub use hnsw::{HnswIndex, HnswParams};
+pub use rows::SharedBytes;
 pub use search::{Hit, IndexKind, Query, SearchOutcome, VectorSearcher};
 pub use vector_index::{VectorIndex, VectorIndexParams};
