@@ -301,6 +301,24 @@ impl DenseIndex {
         self.live
     }
 
+    /// Parts whose full-precision vectors are read in place from a mapped
+    /// index file rather than held in memory.
+    pub fn parts_in_place(&self) -> usize {
+        self.parts
+            .iter()
+            .filter(|p| p.index.store().is_shared())
+            .count()
+    }
+
+    /// Bytes of full-precision vectors held on the heap (those read in
+    /// place from a mapped file not counted).
+    pub fn vector_heap_bytes(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| p.index.store().matrix_heap_bytes())
+            .sum()
+    }
+
     /// Whether no vector is live.
     pub fn is_empty(&self) -> bool {
         self.live == 0

@@ -10,23 +10,32 @@
 //! refused (the index is then built from the store, which stays the source
 //! of truth).
 //!
-//! # Layout (version 1, little-endian)
+//! # Layout (version 2, little-endian)
 //!
 //! magic `RSCPDNS\0`, version `u16`, reserved `u16`, seq `u64`, live,
 //! missing and total `u64`, parts `u64`; then per part: passages `u64`,
 //! each passage as a kind byte and 16 id bytes, dead ordinals `u64` and
-//! each `u32`, vector bytes length `u64` and bytes, graph bytes length
-//! `u64` and bytes (0: none); then the checksum of all preceding bytes
-//! ([`rag_ann::format::checksum`]).
+//! each `u32`, vector bytes length `u64`, zero bytes up to the next
+//! multiple of 64 from the file's start, and the vector bytes; graph bytes
+//! length `u64` and bytes (0: none); then the checksum of all preceding
+//! bytes ([`rag_ann::format::checksum`]).
+//!
+//! The vector bytes ([`rag_ann::format`]) start at a 64-byte boundary of
+//! the file and keep their matrix at one too, so a memory-mapped file's
+//! full-precision vectors are searched in place
+//! ([`DenseIndex::decode_shared`]); only the graph and its int8 codes are
+//! read into memory.
 
 use crate::dense::{DenseIndex, Part};
-use rag_ann::{VectorIndex, VectorIndexParams};
+use rag_ann::{SharedBytes, VectorIndex, VectorIndexParams};
 use rag_core::{ChunkId, EmbeddingSpace, FactId, FaqId, PassageId};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"RSCPDNS\0";
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
+/// Vector bytes start at a multiple of this many bytes of the file.
+const VECTORS_ALIGN: usize = 64;
 
 /// Why stored dense bytes were refused.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +86,7 @@ impl DenseIndex {
             }
             let vectors = rag_ann::format::encode(part.index.store(), &self.space.model_id)?;
             out.extend_from_slice(&(vectors.len() as u64).to_le_bytes());
+            out.resize(out.len().next_multiple_of(VECTORS_ALIGN), 0);
             out.extend_from_slice(&vectors);
             let graph = part.index.encode_graph().unwrap_or_default();
             out.extend_from_slice(&(graph.len() as u64).to_le_bytes());
@@ -96,23 +106,38 @@ impl DenseIndex {
     }
 
     /// Reads bytes written by [`encode`](Self::encode) for vectors of
-    /// `space`; returns the index and the commit it reflects.
+    /// `space`; returns the index and the commit it reflects. The index
+    /// holds its own copy of the vectors.
     pub fn decode(
         bytes: &[u8],
         space: &EmbeddingSpace,
         params: VectorIndexParams,
     ) -> Result<(DenseIndex, u64), DenseFileError> {
+        check_sum(bytes)?;
+        let shared: SharedBytes = Arc::new(bytes.to_vec());
+        Self::decode_shared(&shared, space, params, false)
+    }
+
+    /// Reads shared bytes written by [`encode`](Self::encode) (a mapped
+    /// file): the full-precision vectors are searched in place where they
+    /// are aligned, so only the pages a search touches become resident.
+    /// With `verify` false the caller has checked the file's checksum
+    /// already (reading it through the mapping would make every page
+    /// resident).
+    pub fn decode_shared(
+        shared: &SharedBytes,
+        space: &EmbeddingSpace,
+        params: VectorIndexParams,
+        verify: bool,
+    ) -> Result<(DenseIndex, u64), DenseFileError> {
         let damaged = |why: &str| DenseFileError::Damaged(why.to_owned());
-        if bytes.len() < 8 + 4 + 40 + 8 || &bytes[..8] != MAGIC {
-            return Err(DenseFileError::Format);
+        let bytes = (**shared).as_ref();
+        if verify {
+            check_sum(bytes)?;
+        } else {
+            check_header(bytes)?;
         }
-        if bytes[8..10] != VERSION.to_le_bytes() {
-            return Err(DenseFileError::Format);
-        }
-        let (body, sum) = bytes.split_at(bytes.len() - 8);
-        if rag_ann::format::checksum(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
-            return Err(damaged("checksum mismatch"));
-        }
+        let body = &bytes[..bytes.len() - 8];
         let mut r = Reader {
             bytes: body,
             at: 12,
@@ -148,7 +173,19 @@ impl DenseIndex {
                 dead.insert(d);
             }
             let vlen = r.len()?;
-            let flat = rag_ann::format::decode::<u32>(r.take(vlen)?, &space.model_id, space.dims)?;
+            r.take(r.at.next_multiple_of(VECTORS_ALIGN) - r.at)?;
+            let start = r.at;
+            r.take(vlen)?;
+            // The file's checksum covers these bytes; theirs need not be
+            // read (that would make every page of the vectors resident).
+            let flat = rag_ann::format::decode_shared::<u32>(
+                shared,
+                start,
+                vlen,
+                &space.model_id,
+                space.dims,
+                false,
+            )?;
             if flat.len() != n || (0..n as u32).any(|o| !flat.contains(o)) {
                 return Err(damaged("vectors do not match the passages"));
             }
@@ -183,6 +220,23 @@ impl DenseIndex {
             seq,
         ))
     }
+}
+
+fn check_header(bytes: &[u8]) -> Result<(), DenseFileError> {
+    if bytes.len() < 8 + 4 + 40 + 8 || &bytes[..8] != MAGIC || bytes[8..10] != VERSION.to_le_bytes()
+    {
+        return Err(DenseFileError::Format);
+    }
+    Ok(())
+}
+
+fn check_sum(bytes: &[u8]) -> Result<(), DenseFileError> {
+    check_header(bytes)?;
+    let (body, sum) = bytes.split_at(bytes.len() - 8);
+    if rag_ann::format::checksum(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
+        return Err(DenseFileError::Damaged("checksum mismatch".into()));
+    }
+    Ok(())
 }
 
 struct Reader<'b> {

@@ -511,11 +511,13 @@ impl Engine {
             let dense = match &want_dense {
                 None => None,
                 Some(space) => {
-                    let vec = crate::index_files::load(&dir, kb_id, IndexFile::Dense)?;
-                    if DenseIndex::encoded_seq(&vec) != Some(lex_seq) {
+                    // Mapped: the full-precision vectors stay on disk and
+                    // only the rows searches rescore are paged in.
+                    let vec = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Dense)?;
+                    if DenseIndex::encoded_seq((*vec).as_ref()) != Some(lex_seq) {
                         return None;
                     }
-                    match DenseIndex::decode(&vec, space, params) {
+                    match DenseIndex::decode_shared(&vec, space, params, false) {
                         Ok((d, _)) => Some(d),
                         Err(e) => {
                             tracing::warn!(kb = %kb_id, error = %e, "the stored dense index is not usable; building it");

@@ -49,6 +49,24 @@ pub(crate) fn load(dir: &Path, kb: KbId, file: IndexFile) -> Option<Vec<u8>> {
     }
 }
 
+/// The stored bytes of a knowledge base's index, their trailing checksum
+/// checked and the file mapped into memory rather than read
+/// ([`crate::mapped`]), if there is a sound file.
+pub(crate) fn open_mapped(dir: &Path, kb: KbId, file: IndexFile) -> Option<rag_ann::SharedBytes> {
+    match crate::mapped::open_checked(&path(dir, kb, file)) {
+        Ok(bytes) => Some(bytes),
+        Err(crate::mapped::OpenError::Missing) => None,
+        Err(crate::mapped::OpenError::Damaged) => {
+            tracing::warn!(kb = %kb, "the stored index is damaged; building it");
+            None
+        }
+        Err(crate::mapped::OpenError::Io(e)) => {
+            tracing::warn!(kb = %kb, error = %e, "cannot read the stored index; building it");
+            None
+        }
+    }
+}
+
 /// Replaces the stored index of a knowledge base, atomically.
 pub(crate) fn save(dir: &Path, kb: KbId, file: IndexFile, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;

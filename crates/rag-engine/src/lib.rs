@@ -42,6 +42,7 @@ mod intents;
 mod job;
 mod lambda;
 mod manage;
+mod mapped;
 pub mod parse;
 pub mod pipeline;
 mod retrievers;

@@ -400,8 +400,23 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     );
     assert_eq!(dense.kind(), rag_ann::IndexKind::Hnsw);
     assert_eq!(dense.len(), 21);
+    // The graph part's full-precision vectors are read in place from the
+    // mapped file; only the new small part's are on the heap.
+    assert_eq!(dense.parts_in_place(), 1);
+    assert!(
+        dense.vector_heap_bytes() < 20 * 16 * 4,
+        "{}",
+        dense.vector_heap_bytes()
+    );
     let fresh = with_vectors(store.clone(), None);
     same_lists(&second, &fresh, &tenant).await;
+    let built_fresh = fresh.index(&tenant, &kb).await.unwrap();
+    let fresh_dense = built_fresh.dense.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(fresh_dense.parts_in_place(), 0);
+    assert!(fresh_dense.vector_heap_bytes() >= 21 * 16 * 4);
+    // Index files are replaced by renaming, never changed in place; this
+    // test damages one in place, so the engine mapping it goes first.
+    drop((read, second));
 
     // A damaged dense file is refused: both indexes are built from the store.
     let mut bytes = std::fs::read(&file).unwrap();
