@@ -193,12 +193,13 @@ where
     K: Copy + Eq + Hash + TryFrom<u64> + Into<u64>,
 {
     let all = (**bytes).as_ref();
-    let end = start.checked_add(len).filter(|&e| e <= all.len()).ok_or(
-        AnnError::Truncated {
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= all.len())
+        .ok_or(AnnError::Truncated {
             needed: start.saturating_add(len),
             available: all.len(),
-        },
-    )?;
+        })?;
     let buf = &all[start..end];
     let layout = Layout::read(buf, expected_model_id, expected_dims, verify_checksum)?;
     let keys = layout.keys(buf)?;
@@ -222,7 +223,12 @@ struct Layout {
 }
 
 impl Layout {
-    fn read(bytes: &[u8], expected_model_id: &str, expected_dims: usize, verify: bool) -> Result<Self> {
+    fn read(
+        bytes: &[u8],
+        expected_model_id: &str,
+        expected_dims: usize,
+        verify: bool,
+    ) -> Result<Self> {
         let header = read_header(bytes)?;
         if header.model_id != expected_model_id {
             return Err(AnnError::ModelMismatch {

@@ -574,7 +574,7 @@ impl Engine {
             }
             entry.1 = true;
         }
-        let (index, saved) = (index.clone(), self.inner.saved.clone());
+        let (index, saved, engine) = (index.clone(), self.inner.saved.clone(), self.clone());
         let handle = tokio::task::spawn_blocking(move || {
             // The dense file first: a crash between the two leaves files
             // of different commits, which are not used together.
@@ -582,7 +582,8 @@ impl Engine {
                 (Some(Ok(d)), false) => d
                     .encode(index.seq())
                     .map_err(std::io::Error::other)
-                    .and_then(|b| crate::index_files::save(&dir, kb, IndexFile::Dense, &b)),
+                    .and_then(|b| crate::index_files::save(&dir, kb, IndexFile::Dense, &b))
+                    .map(|()| engine.read_saved_vectors_in_place(&dir, kb, d)),
                 _ => {
                     crate::index_files::remove(&dir, kb, IndexFile::Dense);
                     Ok(())
@@ -610,7 +611,7 @@ impl Engine {
             .is_some_and(|r| r.serves(rag_core::PathKind::Dense))
     }
 
-    fn install(&self, kb: KbId, index: Arc<KbIndex>) -> Arc<KbIndex> {
+    pub(crate) fn install(&self, kb: KbId, index: Arc<KbIndex>) -> Arc<KbIndex> {
         let mut map = self.inner.indexes.lock().unwrap_or_else(|p| p.into_inner());
         // Never replace a newer index with an older one.
         if map.get(&kb).is_none_or(|ix| ix.seq() <= index.seq()) {
@@ -620,7 +621,7 @@ impl Engine {
     }
 
     /// The lock serialising index work on one knowledge base.
-    fn build_lock(&self, kb: KbId) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn build_lock(&self, kb: KbId) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.inner.build.lock().unwrap_or_else(|p| p.into_inner());
         locks.entry(kb).or_default().clone()
     }

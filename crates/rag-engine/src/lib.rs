@@ -35,6 +35,7 @@ mod export;
 mod extractor;
 mod first_build;
 mod fusion_rule;
+mod in_place;
 mod index_files;
 mod ingest;
 mod ingest_batch;

@@ -380,6 +380,10 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     assert_eq!(swapped.seq(), built.seq());
     let dense = swapped.dense.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(dense.kind(), rag_ann::IndexKind::Hnsw);
+    // Once the file is written, the process that built it reads the
+    // graph part's vectors from it too, instead of its heap copy.
+    assert_eq!(dense.parts_in_place(), 1);
+    assert_eq!(dense.vector_heap_bytes(), 0);
     for (q, before) in QUERIES.iter().zip(&exact_lists) {
         assert_eq!(&lists(&first, &tenant, q).await, before, "{q}");
     }
