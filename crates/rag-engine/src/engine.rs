@@ -156,6 +156,9 @@ pub struct EngineConfig {
     /// yet) before it gets [`CoreError::IndexBuilding`] while the build
     /// goes on (see `first_build.rs`); `None` waits however long it takes.
     pub first_build_wait: Option<std::time::Duration>,
+    /// Whether, after writing its index files, the process reads their bulk
+    /// bytes in place too (`in_place.rs`): a server, which lives on.
+    pub read_saved_in_place: bool,
 }
 
 impl Default for EngineConfig {
@@ -170,6 +173,7 @@ impl Default for EngineConfig {
             index_dir: None,
             graph_in_background: true,
             first_build_wait: None,
+            read_saved_in_place: false,
         }
     }
 }
@@ -503,8 +507,10 @@ impl Engine {
         let params = self.inner.config.vectors;
         let want_dense = space.clone().filter(|_| !store_dense);
         let loaded = tokio::task::spawn_blocking(move || {
-            let bytes = crate::index_files::load(&dir, kb_id, IndexFile::Lexical)?;
-            let lex_seq = LexicalIndex::encoded_seq(&bytes).ok()?;
+            // Mapped too: the tables are read into memory, the postings,
+            // n-gram lists and match texts stay in the file's pages.
+            let bytes = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Lexical)?;
+            let lex_seq = LexicalIndex::encoded_seq((*bytes).as_ref()).ok()?;
             if lex_seq > seq {
                 return None;
             }
@@ -526,7 +532,7 @@ impl Engine {
                     }
                 }
             };
-            match LexicalIndex::decode(&analyzer, &bytes) {
+            match LexicalIndex::decode_shared(&analyzer, &bytes, false) {
                 Ok(ix) => Some((ix, dense)),
                 Err(e) => {
                     tracing::warn!(kb = %kb_id, error = %e, "the stored index is not usable; building it");
@@ -582,8 +588,7 @@ impl Engine {
                 (Some(Ok(d)), false) => d
                     .encode(index.seq())
                     .map_err(std::io::Error::other)
-                    .and_then(|b| crate::index_files::save(&dir, kb, IndexFile::Dense, &b))
-                    .map(|()| engine.read_saved_vectors_in_place(&dir, kb, d)),
+                    .and_then(|b| crate::index_files::save(&dir, kb, IndexFile::Dense, &b)),
                 _ => {
                     crate::index_files::remove(&dir, kb, IndexFile::Dense);
                     Ok(())
@@ -592,6 +597,9 @@ impl Engine {
             .and_then(|()| {
                 crate::index_files::save(&dir, kb, IndexFile::Lexical, &index.lexical.encode())
             });
+            if result.is_ok() && engine.inner.config.read_saved_in_place {
+                engine.read_saved_in_place(&dir, kb, &index);
+            }
             let mut saved = saved.lock().unwrap_or_else(|p| p.into_inner());
             let entry = saved.entry(kb).or_insert((0, false));
             entry.1 = false;

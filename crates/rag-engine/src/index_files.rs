@@ -37,23 +37,15 @@ fn path(dir: &Path, kb: KbId, file: IndexFile) -> PathBuf {
     dir.join(format!("{kb}.{}", file.ext()))
 }
 
-/// The stored bytes of a knowledge base's index, if there are any.
-pub(crate) fn load(dir: &Path, kb: KbId, file: IndexFile) -> Option<Vec<u8>> {
-    match std::fs::read(path(dir, kb, file)) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            tracing::warn!(kb = %kb, error = %e, "cannot read the stored index; building it");
-            None
-        }
-    }
-}
-
 /// The stored bytes of a knowledge base's index, their trailing checksum
 /// checked and the file mapped into memory rather than read
 /// ([`crate::mapped`]), if there is a sound file.
 pub(crate) fn open_mapped(dir: &Path, kb: KbId, file: IndexFile) -> Option<rag_ann::SharedBytes> {
-    match crate::mapped::open_checked(&path(dir, kb, file)) {
+    let trailer = match file {
+        IndexFile::Lexical => crate::mapped::Trailer::Crc32,
+        IndexFile::Dense => crate::mapped::Trailer::Fnv64,
+    };
+    match crate::mapped::open_checked(&path(dir, kb, file), trailer) {
         Ok(bytes) => Some(bytes),
         Err(crate::mapped::OpenError::Missing) => None,
         Err(crate::mapped::OpenError::Damaged) => {

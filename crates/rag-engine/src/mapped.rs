@@ -38,20 +38,68 @@ pub(crate) enum OpenError {
     Damaged,
 }
 
-/// The bytes of a file whose last 8 bytes are the
-/// [`rag_ann::format::checksum`] of all before them, checked, then mapped.
-/// Where the file cannot be mapped, its bytes are read into memory instead.
-pub(crate) fn open_checked(path: &Path) -> Result<SharedBytes, OpenError> {
+/// The checksum that ends a file, over all the bytes before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trailer {
+    /// 8 bytes: [`rag_ann::format::checksum`] (the dense index file).
+    Fnv64,
+    /// 4 bytes: CRC-32 (the lexical index file).
+    Crc32,
+}
+
+impl Trailer {
+    fn len(self) -> u64 {
+        match self {
+            Trailer::Fnv64 => 8,
+            Trailer::Crc32 => 4,
+        }
+    }
+}
+
+/// Checksums fed in pieces.
+enum Sum {
+    Fnv(Checksum),
+    Crc(crc32fast::Hasher),
+}
+
+impl Sum {
+    fn new(trailer: Trailer) -> Self {
+        match trailer {
+            Trailer::Fnv64 => Sum::Fnv(Checksum::new()),
+            Trailer::Crc32 => Sum::Crc(crc32fast::Hasher::new()),
+        }
+    }
+
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Sum::Fnv(s) => s.update(bytes),
+            Sum::Crc(s) => s.update(bytes),
+        }
+    }
+
+    /// Whether the sum equals the stored trailer bytes.
+    fn matches(self, stored: &[u8]) -> bool {
+        match self {
+            Sum::Fnv(s) => s.finish().to_le_bytes() == stored,
+            Sum::Crc(s) => s.finalize().to_le_bytes() == stored,
+        }
+    }
+}
+
+/// The bytes of a file that ends with a checksum of all before it, checked,
+/// then mapped. Where the file cannot be mapped, its bytes are read into
+/// memory instead.
+pub(crate) fn open_checked(path: &Path, trailer: Trailer) -> Result<SharedBytes, OpenError> {
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenError::Missing),
         Err(e) => return Err(OpenError::Io(e)),
     };
     let len = file.metadata().map_err(OpenError::Io)?.len();
-    if len < 8 {
+    if len < trailer.len() {
         return Err(OpenError::Damaged);
     }
-    if !checksum_matches(&mut file, len).map_err(OpenError::Io)? {
+    if !checksum_matches(&mut file, len, trailer).map_err(OpenError::Io)? {
         return Err(OpenError::Damaged);
     }
     // SAFETY: the mapping is read-only and index files are never changed in
@@ -63,8 +111,10 @@ pub(crate) fn open_checked(path: &Path) -> Result<SharedBytes, OpenError> {
             let mut bytes = Vec::with_capacity(len as usize);
             file.seek(SeekFrom::Start(0)).map_err(OpenError::Io)?;
             file.read_to_end(&mut bytes).map_err(OpenError::Io)?;
-            let (body, sum) = bytes.split_at(bytes.len().saturating_sub(8));
-            if sum.len() != 8 || rag_ann::format::checksum(body).to_le_bytes() != sum {
+            let (body, stored) = bytes.split_at(bytes.len().saturating_sub(trailer.len() as usize));
+            let mut sum = Sum::new(trailer);
+            sum.update(body);
+            if stored.len() as u64 != trailer.len() || !sum.matches(stored) {
                 return Err(OpenError::Damaged);
             }
             Ok(Arc::new(bytes))
@@ -72,11 +122,11 @@ pub(crate) fn open_checked(path: &Path) -> Result<SharedBytes, OpenError> {
     }
 }
 
-/// Whether the file's last 8 bytes are the checksum of the rest, read
-/// through a small buffer so no page of it stays in the process's memory.
-fn checksum_matches(file: &mut File, len: u64) -> io::Result<bool> {
-    let mut sum = Checksum::new();
-    let mut body = (&mut *file).take(len - 8);
+/// Whether the file's trailer is the checksum of the rest, read through a
+/// small buffer so no page of it stays in the process's memory.
+fn checksum_matches(file: &mut File, len: u64, trailer: Trailer) -> io::Result<bool> {
+    let mut sum = Sum::new(trailer);
+    let mut body = (&mut *file).take(len - trailer.len());
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = body.read(&mut buf)?;
@@ -89,8 +139,9 @@ fn checksum_matches(file: &mut File, len: u64) -> io::Result<bool> {
         return Ok(false);
     }
     let mut stored = [0u8; 8];
-    file.read_exact(&mut stored)?;
-    Ok(sum.finish() == u64::from_le_bytes(stored))
+    let stored = &mut stored[..trailer.len() as usize];
+    file.read_exact(stored)?;
+    Ok(sum.matches(stored))
 }
 
 #[cfg(test)]
@@ -101,21 +152,45 @@ mod tests {
     fn a_checked_file_is_mapped_and_damage_or_absence_is_told() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.vec");
-        assert!(matches!(open_checked(&path), Err(OpenError::Missing)));
+        assert!(matches!(
+            open_checked(&path, Trailer::Fnv64),
+            Err(OpenError::Missing)
+        ));
         let mut bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         let sum = rag_ann::format::checksum(&bytes);
         bytes.extend_from_slice(&sum.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let mapped = open_checked(&path).unwrap();
+        let mapped = open_checked(&path, Trailer::Fnv64).unwrap();
         assert_eq!((*mapped).as_ref(), &bytes[..]);
         // Page-aligned, so an aligned section inside can be read in place.
         assert_eq!((*mapped).as_ref().as_ptr() as usize % 64, 0);
         bytes[1_234_567] ^= 4;
         std::fs::write(&path, &bytes).unwrap();
-        assert!(matches!(open_checked(&path), Err(OpenError::Damaged)));
+        assert!(matches!(
+            open_checked(&path, Trailer::Fnv64),
+            Err(OpenError::Damaged)
+        ));
         std::fs::write(&path, [1u8, 2, 3]).unwrap();
-        assert!(matches!(open_checked(&path), Err(OpenError::Damaged)));
-        // The mapping made before the file was replaced still reads the old bytes.
+        assert!(matches!(
+            open_checked(&path, Trailer::Fnv64),
+            Err(OpenError::Damaged)
+        ));
+        // A CRC-32 trailer, as the lexical file has.
+        let mut lex = b"some index bytes".to_vec();
+        let crc = crc32fast::hash(&lex);
+        lex.extend_from_slice(&crc.to_le_bytes());
+        std::fs::write(&path, &lex).unwrap();
+        assert_eq!(
+            (*open_checked(&path, Trailer::Crc32).unwrap()).as_ref(),
+            &lex[..]
+        );
+        assert!(matches!(
+            open_checked(&path, Trailer::Fnv64),
+            Err(OpenError::Damaged)
+        ));
+        // The mapping made before the file was rewritten is of the old inode
+        // only if the file was replaced by a rename; here it was rewritten
+        // in place, which the engine never does, so only its length is kept.
         assert_eq!((*mapped).as_ref().len(), bytes.len());
     }
 }

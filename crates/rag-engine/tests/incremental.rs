@@ -244,6 +244,15 @@ async fn same_lists(a: &Engine, b: &Engine, tenant: &TenantId) {
 }
 
 /// The one write after the stored build in the tests below.
+/// Puts damaged bytes in an index file's place the way the engine writes
+/// files: a new file renamed over the old one, never a change in place
+/// (engines still mapping the old file keep reading the old bytes).
+fn replace_file(path: &std::path::Path, bytes: &[u8]) {
+    let temp = path.with_extension("damaged");
+    std::fs::write(&temp, bytes).unwrap();
+    std::fs::rename(&temp, path).unwrap();
+}
+
 fn refund_faq() -> NewFaq {
     NewFaq {
         question: "云闪付退款多久到账？".into(),
@@ -264,6 +273,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     );
     let config = || EngineConfig {
         index_dir: Some(dir.path().join("index")),
+        read_saved_in_place: true,
         ..EngineConfig::default()
     };
     let lexical =
@@ -287,8 +297,16 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     }
     let kb = first.kb(&tenant, "kb").await.unwrap();
     // The full build stores the index; a write after it is in the change log only.
-    first.index(&tenant, &kb).await.unwrap();
+    let built = first.index(&tenant, &kb).await.unwrap();
+    assert_eq!(built.lexical.shared_bytes(), 0);
     first.flush_index_files().await;
+    // Once written, the building process reads the bulk bytes from the file
+    // too, and answers as before.
+    let swapped = first.index(&tenant, &kb).await.unwrap();
+    assert_eq!(swapped.seq(), built.seq());
+    assert!(swapped.lexical.shared_bytes() > 0);
+    assert_eq!(swapped.lexical.encode(), built.lexical.encode());
+    drop((built, swapped));
     let file = dir.path().join("index").join(format!("{}.lex", kb.id));
     assert!(file.exists());
     first.create_faq(&tenant, "kb", refund_faq()).await.unwrap();
@@ -304,13 +322,25 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
         2,
         "read from the file and caught up, not built from a snapshot"
     );
+    // Its postings, n-gram lists and match texts are read in place from
+    // the mapped file, not copied.
+    assert!(read.lexical.shared_bytes() > 0);
     let fresh = Engine::new(Components::lexical(store.clone()), EngineConfig::default());
     same_lists(&second, &fresh, &tenant).await;
+    assert_eq!(
+        fresh
+            .index(&tenant, &kb)
+            .await
+            .unwrap()
+            .lexical
+            .shared_bytes(),
+        0
+    );
 
     // A damaged file is ignored: the index is built from the store.
     let mut bytes = std::fs::read(&file).unwrap();
     bytes.truncate(bytes.len() / 2);
-    std::fs::write(&file, &bytes).unwrap();
+    replace_file(&file, &bytes);
     let third = lexical(store.clone());
     let built = third.index(&tenant, &kb).await.unwrap();
     assert_eq!(built.lexical.segment_count(), 1);
@@ -336,6 +366,7 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     let config = |dir: Option<std::path::PathBuf>| EngineConfig {
         index_dir: dir,
         vectors,
+        read_saved_in_place: true,
         ..EngineConfig::default()
     };
     let with_vectors = |store: Arc<dyn rag_core::Store>, dir: Option<std::path::PathBuf>| {
@@ -418,15 +449,12 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     let fresh_dense = built_fresh.dense.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(fresh_dense.parts_in_place(), 0);
     assert!(fresh_dense.vector_heap_bytes() >= 21 * 16 * 4);
-    // Index files are replaced by renaming, never changed in place; this
-    // test damages one in place, so the engine mapping it goes first.
-    drop((read, second));
 
     // A damaged dense file is refused: both indexes are built from the store.
     let mut bytes = std::fs::read(&file).unwrap();
     let at = bytes.len() / 2;
     bytes[at] ^= 0x55;
-    std::fs::write(&file, &bytes).unwrap();
+    replace_file(&file, &bytes);
     let third = with_vectors(store.clone(), Some(index_dir.clone()));
     let rebuilt = third.index(&tenant, &kb).await.unwrap();
     assert_eq!(rebuilt.lexical.segment_count(), 1);

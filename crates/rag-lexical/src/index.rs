@@ -459,7 +459,7 @@ impl LexicalIndex {
                     None => (0..seg.len() as u32).collect(),
                 };
                 for ord in candidates {
-                    if !dead.contains(ord) && seg.match_text[ord as usize].contains(&pattern) {
+                    if !dead.contains(ord) && seg.match_text.get(ord as usize).contains(&pattern) {
                         out.push(Ref {
                             seg: si as u32,
                             ord,

@@ -36,6 +36,7 @@
 //! assert_eq!(list.hits.len(), 1);
 //! ```
 
+mod blob;
 mod bm25;
 mod facts;
 mod filter;
@@ -46,11 +47,13 @@ mod lists;
 mod memory;
 mod ngram;
 mod persist;
+mod persist_segment;
 mod postings;
 mod segment;
 mod substring;
 mod synonyms;
 
+pub use blob::SharedBytes;
 pub use bm25::idf;
 pub use filter::Filter;
 pub use fuzzy::{han_windows, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};

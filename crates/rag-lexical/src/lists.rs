@@ -7,6 +7,7 @@
 //! no per-list allocation, and the bytes are exactly those of the index file
 //! (`persist.rs`), so reading a file copies them after checking them.
 
+use crate::blob::Blob;
 use std::mem::size_of;
 
 /// Sorted keys, each with a compressed list.
@@ -17,7 +18,7 @@ pub(crate) struct PostingLists {
     counts: Vec<u32>,
     /// End of each list in `data` (its start is the previous list's end).
     ends: Vec<usize>,
-    data: Vec<u8>,
+    data: Blob,
 }
 
 /// Appends `v` as a LEB128 varint.
@@ -90,10 +91,8 @@ impl Iterator for ListIter<'_> {
 /// Why bytes are not a valid list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ListError {
-    /// Not exactly the varints announced.
+    /// Lengths that cannot hold the entries announced, or do not add up.
     Truncated,
-    /// A value not above the one before.
-    Order,
     /// Keys not strictly increasing.
     KeyOrder,
 }
@@ -106,7 +105,7 @@ impl PostingLists {
             keys: Vec::with_capacity(lists.len()),
             counts: Vec::with_capacity(lists.len()),
             ends: Vec::with_capacity(lists.len()),
-            data: Vec::new(),
+            data: Blob::default(),
         };
         let mut bytes = Vec::new();
         for (k, list) in lists {
@@ -119,42 +118,66 @@ impl PostingLists {
             out.push_raw(k, list.len() as u32, &bytes)
                 .expect("keys of a map are distinct and sorted");
         }
-        out.data.shrink_to_fit();
+        if let Blob::Owned(v) = &mut out.data {
+            v.shrink_to_fit();
+        }
         out
     }
 
-    /// Appends a list given as its varint bytes after checking its shape
-    /// only (exactly `count` varints, none zero after the first, so the
-    /// values increase strictly), in one pass over the bytes that compiles
-    /// to vector code. Values are not checked against a bound here: readers
-    /// of an n-gram index drop ordinals past its passages.
-    pub(crate) fn push_shaped(
-        &mut self,
-        key: u64,
-        count: u32,
-        bytes: &[u8],
-    ) -> Result<(), ListError> {
-        let ends = bytes.iter().filter(|b| **b < 0x80).count();
-        let zeros = bytes.iter().skip(1).filter(|b| **b == 0).count();
-        let terminated = bytes.last().is_none_or(|b| *b < 0x80);
-        // A varint of a u32 takes at most five bytes.
-        if ends != count as usize || !terminated || bytes.len() > 5 * count as usize {
+    /// Lists whose bytes are read in place: `keys` strictly increasing,
+    /// with each list's entry count and byte length, their bytes one after
+    /// another in `data`. Only the shape of the table is checked here, not
+    /// the lists' bytes (that would read every page of them); a reader
+    /// stops at a truncated varint, and readers of an n-gram index drop
+    /// ordinals past its passages, so damaged bytes cannot index out of
+    /// bounds.
+    pub(crate) fn from_table(
+        keys: Vec<u64>,
+        counts: Vec<u32>,
+        lengths: &[usize],
+        data: Blob,
+    ) -> Result<Self, ListError> {
+        if keys.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(ListError::KeyOrder);
+        }
+        if keys.len() != counts.len() || keys.len() != lengths.len() {
             return Err(ListError::Truncated);
         }
-        if zeros > 0 {
-            return Err(ListError::Order);
+        let mut ends = Vec::with_capacity(lengths.len());
+        let mut end = 0usize;
+        for (&len, &count) in lengths.iter().zip(&counts) {
+            // A varint of a u32 takes one to five bytes.
+            if len < count as usize || len > 5 * count as usize {
+                return Err(ListError::Truncated);
+            }
+            end = end.checked_add(len).ok_or(ListError::Truncated)?;
+            ends.push(end);
         }
-        self.push_raw(key, count, bytes)
+        if end != data.len() {
+            return Err(ListError::Truncated);
+        }
+        Ok(PostingLists {
+            keys,
+            counts,
+            ends,
+            data,
+        })
     }
 
     fn push_raw(&mut self, key: u64, count: u32, bytes: &[u8]) -> Result<(), ListError> {
         if self.keys.last().is_some_and(|last| *last >= key) {
             return Err(ListError::KeyOrder);
         }
+        if let Blob::Shared { .. } = self.data {
+            self.data = Blob::Owned(self.data.to_vec());
+        }
+        let Blob::Owned(data) = &mut self.data else {
+            unreachable!("copied above")
+        };
         self.keys.push(key);
         self.counts.push(count);
-        self.data.extend_from_slice(bytes);
-        self.ends.push(self.data.len());
+        data.extend_from_slice(bytes);
+        self.ends.push(data.len());
         Ok(())
     }
 
@@ -190,7 +213,12 @@ impl PostingLists {
         self.keys.capacity() * size_of::<u64>()
             + self.counts.capacity() * size_of::<u32>()
             + self.ends.capacity() * size_of::<usize>()
-            + self.data.capacity()
+            + self.data.heap_bytes()
+    }
+
+    /// Bytes of lists read in place from shared bytes.
+    pub(crate) fn shared_bytes(&self) -> usize {
+        self.data.shared_bytes()
     }
 }
 
@@ -237,32 +265,62 @@ mod tests {
                 let want: Vec<u32> = probe.iter().copied().filter(|v| list.contains(v)).collect();
                 prop_assert_eq!(intersect(&probe, got), want);
             }
-            // Re-reading the encoded lists gives the same value.
-            let mut again = PostingLists::default();
+            // Re-reading the encoded lists from their table and bytes gives
+            // the same value.
+            let (mut keys, mut counts, mut lengths, mut data) = (vec![], vec![], vec![], vec![]);
             for (k, n, bytes) in p.iter() {
-                again.push_shaped(k, n, bytes).unwrap();
+                keys.push(k);
+                counts.push(n);
+                lengths.push(bytes.len());
+                data.extend_from_slice(bytes);
             }
+            let again = PostingLists::from_table(keys, counts, &lengths, Blob::Owned(data)).unwrap();
             prop_assert_eq!(again, p);
         }
     }
 
     #[test]
-    fn malformed_lists_are_refused() {
-        let mut p = PostingLists::default();
-        // Truncated varint, a zero gap, a list with extra bytes, a
-        // non-minimal zero, then keys out of order.
-        assert_eq!(p.push_shaped(1, 1, &[0x80]), Err(ListError::Truncated));
-        assert_eq!(p.push_shaped(1, 2, &[1, 0]), Err(ListError::Order));
-        assert_eq!(p.push_shaped(1, 1, &[1, 1]), Err(ListError::Truncated));
-        assert_eq!(p.push_shaped(1, 1, &[0x80, 0]), Err(ListError::Order));
+    fn malformed_tables_are_refused_and_damaged_bytes_read_safely() {
+        let table = |keys: Vec<u64>, counts: Vec<u32>, lengths: &[usize], data: &[u8]| {
+            PostingLists::from_table(keys, counts, lengths, Blob::Owned(data.to_vec()))
+        };
+        assert!(table(vec![5, 6], vec![2, 0], &[2, 0], &[1, 2]).is_ok());
         assert_eq!(
-            p.push_shaped(1, 1, &[0x80, 0x80, 0x80, 0x80, 0x80, 1]),
+            table(vec![6, 5], vec![1, 1], &[1, 1], &[1, 1]),
+            Err(ListError::KeyOrder)
+        );
+        assert_eq!(
+            table(vec![5, 5], vec![1, 1], &[1, 1], &[1, 1]),
+            Err(ListError::KeyOrder)
+        );
+        // Fewer bytes than entries, more than five per entry, lengths that
+        // do not add up to the bytes, tables of unequal sizes.
+        assert_eq!(
+            table(vec![1], vec![2], &[1], &[1]),
             Err(ListError::Truncated)
         );
-        assert_eq!(p.push_shaped(5, 2, &[1, 2]), Ok(()));
-        assert_eq!(p.push_shaped(5, 1, &[1]), Err(ListError::KeyOrder));
-        assert_eq!(p.push_shaped(6, 0, &[]), Ok(()));
-        assert_eq!(p.get(5).unwrap().iter().collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(
+            table(vec![1], vec![1], &[6], &[0x80; 6]),
+            Err(ListError::Truncated)
+        );
+        assert_eq!(
+            table(vec![1], vec![1], &[1], &[1, 2]),
+            Err(ListError::Truncated)
+        );
+        assert_eq!(
+            table(vec![1], vec![1, 2], &[1], &[1]),
+            Err(ListError::Truncated)
+        );
+        assert_eq!(
+            table(vec![1], vec![1], &[usize::MAX], &[1]),
+            Err(ListError::Truncated)
+        );
+        // Bytes that are not the varints announced (a crafted file) are
+        // read without a panic: a truncated varint ends the list.
+        let p = table(vec![1, 2], vec![2, 1], &[2, 1], &[0x85, 0x80, 0x81]).unwrap();
+        assert_eq!(p.get(1).unwrap().iter().count(), 0);
+        assert_eq!(p.get(2).unwrap().iter().count(), 0);
+        assert_eq!(intersect(&[1, 2, 3], p.get(1).unwrap()), Vec::<u32>::new());
         assert_eq!(
             get_var(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut 0),
             None,

@@ -41,12 +41,8 @@ impl LexicalIndex {
         ];
         for seg in &self.segments {
             parts[0].1 += passages_bytes(seg);
-            parts[1].1 += seg
-                .match_text
-                .iter()
-                .map(|t| t.capacity() + size_of::<String>())
-                .sum::<usize>();
-            parts[2].1 += seg.posting_bytes.capacity();
+            parts[1].1 += seg.match_text.heap_bytes();
+            parts[2].1 += seg.posting_bytes.heap_bytes();
             parts[3].1 += seg
                 .terms
                 .iter()
@@ -62,6 +58,51 @@ impl LexicalIndex {
         let mut parts = parts.to_vec();
         parts.sort_by_key(|p| std::cmp::Reverse(p.1));
         parts
+    }
+
+    /// This index with each segment of `saved` that it still holds replaced
+    /// by the same segment of `read`, the index decoded from the bytes
+    /// `saved` was encoded to (with its bulk bytes read in place), so that
+    /// the heap copies of those bytes are released; `None` when `read` is
+    /// not of `saved` or no segment was replaced.
+    pub fn with_segments_from(
+        &self,
+        saved: &LexicalIndex,
+        read: &LexicalIndex,
+    ) -> Option<LexicalIndex> {
+        if saved.seq() != read.seq() || saved.segments.len() != read.segments.len() {
+            return None;
+        }
+        let mut next = self.clone();
+        let mut replaced = false;
+        for (old, new) in saved.segments.iter().zip(&read.segments) {
+            if old.len() != new.len() || old.terms.len() != new.terms.len() {
+                return None;
+            }
+            if let Some(at) = next
+                .segments
+                .iter()
+                .position(|s| std::sync::Arc::ptr_eq(s, old))
+            {
+                next.segments[at] = new.clone();
+                replaced = true;
+            }
+        }
+        replaced.then_some(next)
+    }
+
+    /// Bytes the index reads in place from shared bytes (a mapped index
+    /// file) instead of holding them: term postings, n-gram lists and
+    /// match texts. Only the pages queries touch are resident.
+    pub fn shared_bytes(&self) -> usize {
+        self.segments
+            .iter()
+            .map(|seg| {
+                seg.match_text.shared_bytes()
+                    + seg.posting_bytes.shared_bytes()
+                    + seg.ngrams.shared_bytes()
+            })
+            .sum()
     }
 }
 
@@ -94,5 +135,60 @@ mod tests {
         let total = |p: &[(&str, usize)]| p.iter().map(|x| x.1).sum::<usize>();
         assert!(a.iter().all(|(_, n)| *n > 0), "{a:?}");
         assert!(total(&b) > 50 * total(&a) / 2, "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn a_shared_decode_reads_bulk_bytes_in_place_and_answers_the_same() {
+        let snapshot = KbSnapshot {
+            passages: (0..300)
+                .map(|i| {
+                    faq(
+                        &format!("问题 {i} 怎么退款"),
+                        &format!("answer number {i} refunds within {} days", i % 7),
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let analyzer = rag_text::Analyzer::new();
+        let built = crate::LexicalIndex::build(&analyzer, &snapshot);
+        assert_eq!(built.shared_bytes(), 0);
+        let bytes = built.encode();
+        let shared: crate::SharedBytes = std::sync::Arc::new(bytes.clone());
+        let read = crate::LexicalIndex::decode_shared(&analyzer, &shared, true).unwrap();
+        let heap = |ix: &crate::LexicalIndex, part: &str| {
+            ix.heap_parts().iter().find(|p| p.0 == part).unwrap().1
+        };
+        assert!(read.shared_bytes() > 10_000, "{}", read.shared_bytes());
+        assert_eq!(heap(&read, "term postings"), 0);
+        assert!(
+            heap(&read, "match texts (normalised copy)")
+                < heap(&built, "match texts (normalised copy)") / 2
+        );
+        assert!(heap(&read, "n-gram postings") < heap(&built, "n-gram postings"));
+        let filter = crate::Filter::everything();
+        let params = Bm25Params::default();
+        for q in ["退款", "refunds days", "answer number 17", "问题 3"] {
+            let (a, b) = (built.analyze_query(q), read.analyze_query(q));
+            assert_eq!(
+                built.bm25(&a, 20, &params, &filter),
+                read.bm25(&b, 20, &params, &filter),
+                "{q}"
+            );
+            assert_eq!(
+                built.substring(&a, 20, &filter),
+                read.substring(&b, 20, &filter),
+                "{q}"
+            );
+        }
+        // The encoding of what was read is the encoding of what was built.
+        assert_eq!(read.encode(), bytes);
+        // The built index can take the read segments: same answers, bulk
+        // bytes in place.
+        let swapped = built.with_segments_from(&built, &read).unwrap();
+        assert_eq!(swapped.shared_bytes(), read.shared_bytes());
+        assert_eq!(swapped.encode(), bytes);
+        let other = crate::LexicalIndex::build(&analyzer, &KbSnapshot::default());
+        assert!(other.with_segments_from(&built, &read).is_none());
     }
 }

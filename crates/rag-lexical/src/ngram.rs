@@ -41,10 +41,12 @@ impl NgramIndex {
         NgramIndex { postings, passages }
     }
 
-    pub(crate) fn build(texts: &[String]) -> Self {
+    pub(crate) fn build<'t>(texts: impl IntoIterator<Item = &'t str>) -> Self {
         let mut postings: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
         let mut keys: Vec<u64> = Vec::new();
-        for (ord, text) in texts.iter().enumerate() {
+        let mut passages = 0u32;
+        for (ord, text) in texts.into_iter().enumerate() {
+            passages += 1;
             keys.clear();
             let chars: Vec<char> = text.chars().collect();
             for w in chars.windows(3) {
@@ -66,13 +68,18 @@ impl NgramIndex {
         }
         NgramIndex {
             postings: PostingLists::from_lists(postings.into_iter().collect()),
-            passages: texts.len() as u32,
+            passages,
         }
     }
 
     /// Estimated heap bytes.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.postings.heap_bytes()
+    }
+
+    /// Bytes of lists read in place from shared bytes.
+    pub(crate) fn shared_bytes(&self) -> usize {
+        self.postings.shared_bytes()
     }
 
     /// Passages that may contain `pattern`, sorted; `None` when the pattern
@@ -122,7 +129,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let ix = NgramIndex::build(&texts);
+        let ix = NgramIndex::build(texts.iter().map(String::as_str));
         assert_eq!(ix.candidates("退款"), Some(vec![0]));
         assert_eq!(ix.candidates("退"), Some(vec![0, 1]));
         assert_eq!(ix.candidates("refund"), Some(vec![2, 3]));

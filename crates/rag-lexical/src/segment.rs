@@ -5,6 +5,7 @@
 //! passages it replaces or deletes as dead in older ones, and segments are
 //! merged without analysing their passages again.
 
+use crate::blob::{Blob, Texts};
 use crate::fuzzy::FuzzyVocab;
 use crate::index::{analyse, PassageTerms, FIELDS, WORD_FIELDS};
 use crate::ngram::NgramIndex;
@@ -59,10 +60,10 @@ pub(crate) struct Segment {
     pub vocab: FxHashMap<Box<str>, u32>,
     pub terms: Vec<Term>,
     /// Every term's postings, compressed (`postings.rs`).
-    pub posting_bytes: Vec<u8>,
+    pub posting_bytes: Blob,
     pub lengths: Vec<[u32; FIELDS]>,
     /// Normalised title + body + tags of each passage, for substring matching.
-    pub match_text: Vec<String>,
+    pub match_text: Texts,
     pub scripts: Vec<Script>,
     pub ngrams: NgramIndex,
     pub fuzzy: FuzzyVocab,
@@ -85,7 +86,7 @@ impl Builder {
             seg: Segment {
                 passages: Vec::with_capacity(capacity),
                 lengths: Vec::with_capacity(capacity),
-                match_text: Vec::with_capacity(capacity),
+                match_text: Texts::default(),
                 scripts: Vec::with_capacity(capacity),
                 ..Segment::default()
             },
@@ -161,7 +162,7 @@ impl Builder {
         self.seg.passages.push(passage);
         self.seg.lengths.push(len);
         self.seg.scripts.push(Script::of(&match_text));
-        self.seg.match_text.push(match_text);
+        self.seg.match_text.push(&match_text);
     }
 
     fn finish(mut self) -> Segment {
@@ -182,10 +183,11 @@ impl Builder {
             term.end = bytes.len();
         }
         bytes.shrink_to_fit();
-        self.seg.posting_bytes = bytes;
+        self.seg.posting_bytes = Blob::Owned(bytes);
+        self.seg.match_text.shrink_to_fit();
         self.seg.terms.shrink_to_fit();
         self.seg.vocab.shrink_to_fit();
-        self.seg.ngrams = NgramIndex::build(&self.seg.match_text);
+        self.seg.ngrams = NgramIndex::build(self.seg.match_text.iter());
         self.seg.fuzzy = FuzzyVocab::build(&self.seg.terms);
         self.seg
     }
@@ -265,7 +267,7 @@ impl Segment {
                 b.seg.passages.push(p.clone());
                 b.seg.lengths.push(seg.lengths[o]);
                 b.seg.scripts.push(seg.scripts[o]);
-                b.seg.match_text.push(seg.match_text[o].clone());
+                b.seg.match_text.push(seg.match_text.get(o));
             }
         }
         b.finish()

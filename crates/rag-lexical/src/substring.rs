@@ -214,7 +214,7 @@ impl LexicalIndex {
                 if dead.contains(ord) || !filter.allows(&seg.passages[o]) {
                     continue;
                 }
-                let text = seg.match_text[o].as_str();
+                let text = seg.match_text.get(o);
                 let m = plan.find(text);
                 if let Some(score) = plan.score(&weights, m, text.chars().count()) {
                     scored.push((

@@ -110,6 +110,11 @@ fn sentences(text: &str) -> Vec<String> {
 
 /// Kibibytes of this process's resident memory now and at the peak (0 where
 /// Linux's `/proc` is missing).
+/// Bytes as megabytes, one decimal.
+fn mb(bytes: usize) -> f64 {
+    (bytes as f64 / 1e5).round() / 10.0
+}
+
 fn rss_kb() -> (u64, u64) {
     let me = std::process::id();
     (
@@ -261,8 +266,10 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         // The graph is built in the background after the first build, and
         // the files written once it is in.
         let started = Instant::now();
+        let (rss_before_flush, _) = rss_kb();
         engine.flush_index_files().await;
         let write_s = started.elapsed().as_secs_f64();
+        let (rss_after_flush, _) = rss_kb();
         let graph_kind = engine
             .index(&app.tenant, &kb)
             .await
@@ -273,20 +280,26 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
             .map(|d| d.kind().as_str());
         // A restarted process: reads both files instead of building.
         let second = new_engine();
+        let (rss_before_read, _) = rss_kb();
         let started = Instant::now();
         let read = second.index(&app.tenant, &kb).await.map_err(core_err)?;
         let read_s = started.elapsed().as_secs_f64();
-        let parts = read
-            .dense
-            .as_ref()
-            .and_then(|d| d.as_ref().ok())
-            .map_or(0, |d| d.part_count());
+        let (rss_after_read, _) = rss_kb();
+        let read_dense = read.dense.as_ref().and_then(|d| d.as_ref().ok());
+        let parts = read_dense.map_or(0, |d| d.part_count());
         files = serde_json::json!({
             "graph_build_and_write_seconds": (write_s * 100.0).round() / 100.0,
             "dense_index_after_graph_build": graph_kind,
             "size_mb": dir_mb(&index_dir),
             "read_by_a_new_process_seconds": (read_s * 100.0).round() / 100.0,
             "dense_parts_read": parts,
+            "dense_parts_read_in_place": read_dense.map_or(0, |d| d.parts_in_place()),
+            "dense_vector_heap_mb_read": read_dense.map_or(0.0, |d| mb(d.vector_heap_bytes())),
+            // Both engines live in this process: what reading the files
+            // added to it, and what the first engine gave back when it
+            // switched to reading its vectors from the file it wrote.
+            "rss_added_by_reading_mb": (rss_after_read as i64 - rss_before_read as i64) / 1024,
+            "rss_change_across_graph_build_and_write_mb": (rss_after_flush as i64 - rss_before_flush as i64) / 1024,
         });
     }
 
@@ -405,7 +418,7 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         .dense
         .as_ref()
         .and_then(|d| d.as_ref().ok())
-        .map(|d| serde_json::json!({"vectors": d.len(), "parts": d.part_count(), "kind": d.kind().as_str()}));
+        .map(|d| serde_json::json!({"vectors": d.len(), "parts": d.part_count(), "kind": d.kind().as_str(), "parts_in_place": d.parts_in_place(), "vector_heap_mb": mb(d.vector_heap_bytes())}));
     let mut out = serde_json::json!({
         "store": if postgres { "postgres" } else { "embedded" },
         "docs": args.docs,

@@ -166,6 +166,9 @@ impl App {
                     .is_none()
                     .then(|| self.config.data_dir.join("index")),
                 first_build_wait,
+                // A server (the caller that bounds the first build) lives
+                // on after writing its index files: it reads them in place.
+                read_saved_in_place: first_build_wait.is_some(),
                 ..EngineConfig::default()
             },
         ))

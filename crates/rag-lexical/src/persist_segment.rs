@@ -1,0 +1,398 @@
+//! One segment of the index file (see `persist.rs` for the whole file).
+//!
+//! A segment is its passage and term counts, three sections of tables and
+//! three of bulk bytes, each after its length so that a reader can split
+//! them without parsing (and parse the tables in parallel):
+//!
+//! 1. passages: each passage with its field lengths, the byte length of
+//!    its match text, its scripts and its dead flag;
+//! 2. terms: text, kind, counts and the byte length of its postings;
+//! 3. the n-gram table (keys ascending, each list's entry count and byte
+//!    length) and the typo tables;
+//! 4. the match texts, one after another;
+//! 5. the term postings in term order, compressed as in memory
+//!    (`postings.rs`);
+//! 6. the n-gram lists in key order, compressed as in memory (`lists.rs`).
+//!
+//! The last three are never parsed when read: the segment refers to them
+//! where they lie in the caller's shared bytes ([`crate::blob`]), so a
+//! memory-mapped file's bulk bytes are paged in only as queries touch
+//! them.
+
+use crate::blob::{Blob, SharedBytes, Texts};
+use crate::fuzzy::FuzzyVocab;
+use crate::index::{Dead, FIELDS};
+use crate::lists::PostingLists;
+use crate::ngram::NgramIndex;
+use crate::persist::{DecodeError, Rd, R, W};
+use crate::segment::{Script, Segment, Term};
+use rag_core::{Passage, PassageId, TokenKind};
+use rustc_hash::FxHashMap;
+
+const KINDS: [TokenKind; 6] = [
+    TokenKind::Word,
+    TokenKind::Ident,
+    TokenKind::Number,
+    TokenKind::Han,
+    TokenKind::HanChar,
+    TokenKind::HanBigram,
+];
+
+fn kind_code(k: TokenKind) -> u8 {
+    KINDS.iter().position(|x| *x == k).unwrap_or(0) as u8
+}
+
+/// Writes `section` after its length, so that a reader can split a
+/// segment's sections without parsing them (and decode them in parallel).
+fn section(w: &mut W<'_>, section: impl FnOnce(&mut W<'_>)) {
+    let mut bytes = Vec::new();
+    section(&mut W(&mut bytes));
+    w.len(bytes.len());
+    w.0.extend_from_slice(&bytes);
+}
+
+/// Writes a segment (layout in the module docs).
+pub(crate) fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
+    w.len(seg.passages.len());
+    w.len(seg.terms.len());
+    section(w, |w| {
+        for ((o, p), text_len) in seg
+            .passages
+            .iter()
+            .enumerate()
+            .zip(seg.match_text.lengths())
+        {
+            w.passage(p);
+            for l in &seg.lengths[o] {
+                w.u32(*l);
+            }
+            w.len(text_len);
+            w.u32(seg.scripts[o].han);
+            w.u32(seg.scripts[o].latin);
+            w.u8(u8::from(dead.contains(o as u32)));
+        }
+    });
+    section(w, |w| {
+        for t in &seg.terms {
+            w.str(&t.text);
+            w.u8(kind_code(t.kind));
+            w.u32(t.count);
+            for df in t.df {
+                w.u32(df);
+            }
+            w.u32(t.word_df);
+            w.len(t.end - t.start);
+        }
+    });
+    let (grams, fuzzy) = (seg.ngrams.parts(), seg.fuzzy.parts());
+    section(w, |w| {
+        w.len(grams.len());
+        for (k, count, bytes) in grams.iter() {
+            w.u64(k);
+            w.len(count as usize);
+            w.len(bytes.len());
+        }
+        w.len(fuzzy.0.len());
+        for (k, list) in fuzzy.0 {
+            w.u64(*k);
+            w.u32s(list);
+        }
+        w.len(fuzzy.1.len());
+        for (id, n) in fuzzy.1 {
+            w.u32(*id);
+            w.u32(u32::from(*n));
+        }
+        w.len(fuzzy.2.len());
+        for (k, list) in fuzzy.2 {
+            w.str(k);
+            w.u32s(list);
+        }
+    });
+    section(w, |w| w.0.extend_from_slice(seg.match_text.bytes()));
+    section(w, |w| {
+        for t in &seg.terms {
+            w.0.extend_from_slice(&seg.posting_bytes[t.start..t.end]);
+        }
+    });
+    section(w, |w| {
+        for (_, _, bytes) in grams.iter() {
+            w.0.extend_from_slice(bytes);
+        }
+    });
+}
+
+/// The passages section.
+struct PassagePart {
+    passages: Vec<Passage>,
+    ord_of: FxHashMap<PassageId, u32>,
+    lengths: Vec<[u32; FIELDS]>,
+    /// Byte length of each match text.
+    text_lengths: Vec<usize>,
+    scripts: Vec<Script>,
+    dead: Dead,
+}
+
+fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
+    let mut part = PassagePart {
+        passages: Vec::with_capacity(n),
+        ord_of: FxHashMap::default(),
+        lengths: Vec::with_capacity(n),
+        text_lengths: Vec::with_capacity(n),
+        scripts: Vec::with_capacity(n),
+        dead: Dead::default(),
+    };
+    part.ord_of.reserve(n);
+    for o in 0..n {
+        let p = r.passage()?;
+        let mut len = [0u32; FIELDS];
+        for l in &mut len {
+            *l = r.u32()?;
+        }
+        if part.ord_of.insert(p.id, o as u32).is_some() {
+            return Err(DecodeError::Corrupt("duplicate passage"));
+        }
+        part.passages.push(p);
+        part.lengths.push(len);
+        part.text_lengths.push(r.u64()? as usize);
+        part.scripts.push(Script {
+            han: r.u32()?,
+            latin: r.u32()?,
+        });
+        if r.flag()? {
+            part.dead.insert(o as u32);
+        }
+    }
+    if !r.b.is_empty() {
+        return Err(DecodeError::Corrupt("passages section"));
+    }
+    Ok(part)
+}
+
+/// The terms section: vocabulary, and terms with their postings' ranges in
+/// the postings bytes (of `postings_len` bytes).
+type TermPart = (FxHashMap<Box<str>, u32>, Vec<Term>);
+
+fn decode_terms(mut r: Rd<'_>, terms: usize, n: usize, postings_len: usize) -> R<TermPart> {
+    let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
+    vocab.reserve(terms);
+    let mut out = Vec::with_capacity(terms);
+    let mut end = 0usize;
+    for id in 0..terms {
+        let text: Box<str> = r.str()?.into();
+        let kind = *KINDS
+            .get(r.u8()? as usize)
+            .ok_or(DecodeError::Corrupt("token kind"))?;
+        let count = r.u32()?;
+        let mut df = [0u32; FIELDS];
+        for d in &mut df {
+            *d = r.u32()?;
+        }
+        let word_df = r.u32()?;
+        if count as usize > n || df.iter().chain([&word_df]).any(|d| *d > count) {
+            return Err(DecodeError::Corrupt("term counts"));
+        }
+        // The postings stay where they are (the checksum vouched for
+        // them); reading them stops at an ordinal past the segment, so
+        // even crafted bytes cannot index out of bounds.
+        let len = usize::try_from(r.u64()?).map_err(|_| DecodeError::Corrupt("postings"))?;
+        let start = end;
+        end = end
+            .checked_add(len)
+            .filter(|e| *e <= postings_len)
+            .ok_or(DecodeError::Corrupt("postings past their section"))?;
+        if vocab.insert(text.clone(), id as u32).is_some() {
+            return Err(DecodeError::Corrupt("duplicate term"));
+        }
+        out.push(Term {
+            text,
+            kind,
+            start,
+            end,
+            count,
+            df,
+            word_df,
+        });
+    }
+    if !r.b.is_empty() || end != postings_len {
+        return Err(DecodeError::Corrupt("terms section"));
+    }
+    Ok((vocab, out))
+}
+
+fn decode_tables(
+    mut r: Rd<'_>,
+    terms: usize,
+    n: usize,
+    lists: Blob,
+) -> R<(NgramIndex, FuzzyVocab)> {
+    let r = &mut r;
+    let check = |list: &[u32], bound: usize| list.iter().all(|x| (*x as usize) < bound);
+    let keys_n = r.len(24)?;
+    let (mut keys, mut counts, mut lengths) = (
+        Vec::with_capacity(keys_n),
+        Vec::with_capacity(keys_n),
+        Vec::with_capacity(keys_n),
+    );
+    for _ in 0..keys_n {
+        keys.push(r.u64()?);
+        counts.push(u32::try_from(r.u64()?).map_err(|_| DecodeError::Corrupt("n-gram list"))?);
+        lengths.push(usize::try_from(r.u64()?).map_err(|_| DecodeError::Corrupt("n-gram list"))?);
+    }
+    let grams = PostingLists::from_table(keys, counts, &lengths, lists)
+        .map_err(|_| DecodeError::Corrupt("n-gram list"))?;
+    let mut trigrams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+    for _ in 0..r.len(9)? {
+        let k = r.u64()?;
+        let list = r.u32s()?;
+        if !check(&list, terms) {
+            return Err(DecodeError::Corrupt("trigram term"));
+        }
+        trigrams.insert(k, list);
+    }
+    let mut lens: FxHashMap<u32, u16> = FxHashMap::default();
+    for _ in 0..r.len(8)? {
+        let id = r.u32()?;
+        let n = r.u32()?;
+        if id as usize >= terms {
+            return Err(DecodeError::Corrupt("trigram term"));
+        }
+        lens.insert(id, n as u16);
+    }
+    let mut pinyin: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+    for _ in 0..r.len(9)? {
+        let k = r.str()?;
+        let list = r.u32s()?;
+        if !check(&list, terms) {
+            return Err(DecodeError::Corrupt("pinyin term"));
+        }
+        pinyin.insert(k, list);
+    }
+    if !r.b.is_empty() {
+        return Err(DecodeError::Corrupt("tables section"));
+    }
+    Ok((
+        NgramIndex::from_parts(grams, n as u32),
+        FuzzyVocab::from_parts(trigrams, lens, pinyin),
+    ))
+}
+
+/// The sections of one segment, split by their lengths (not yet parsed):
+/// the three tables, and where the three bulk sections lie in the shared
+/// bytes.
+pub(crate) struct RawSegment<'a> {
+    n: usize,
+    terms: usize,
+    sections: [&'a [u8]; 3],
+    bulk: [(usize, usize); 3],
+}
+
+/// Splits the next segment of `r`, whose bytes lie in `all` (the shared
+/// bytes, for the bulk sections' offsets).
+pub(crate) fn split_segment<'a>(r: &mut Rd<'a>, all: &[u8]) -> R<RawSegment<'a>> {
+    let n = r.len(16)?;
+    let terms = r.len(11)?;
+    let mut sections: [&[u8]; 3] = [&[]; 3];
+    for s in &mut sections {
+        let len = r.len(1)?;
+        *s = r.take(len)?;
+    }
+    let mut bulk = [(0usize, 0usize); 3];
+    for b in &mut bulk {
+        let len = r.len(1)?;
+        let bytes = r.take(len)?;
+        // Where the section lies: an address difference, as the reader's
+        // bytes are a sub-slice of `all`.
+        *b = (bytes.as_ptr() as usize - all.as_ptr() as usize, len);
+    }
+    Ok(RawSegment {
+        n,
+        terms,
+        sections,
+        bulk,
+    })
+}
+
+/// Decodes the segments' sections on up to `threads` threads (each section
+/// is independent of the others once split).
+pub(crate) fn decode_segments(
+    raw: Vec<RawSegment<'_>>,
+    shared: &SharedBytes,
+    threads: usize,
+) -> R<Vec<(Segment, Dead)>> {
+    let blob = |(start, len): (usize, usize)| {
+        Blob::shared(shared, start, len).ok_or(DecodeError::Corrupt("section bounds"))
+    };
+    enum Part {
+        Passages(PassagePart),
+        Terms(TermPart),
+        Tables((NgramIndex, FuzzyVocab)),
+    }
+    let jobs: Vec<(usize, usize)> = (0..raw.len())
+        .flat_map(|s| (0..3).map(move |k| (s, k)))
+        .collect();
+    let run = |&(s, k): &(usize, usize)| -> R<Part> {
+        let seg = &raw[s];
+        let r = Rd { b: seg.sections[k] };
+        Ok(match k {
+            0 => Part::Passages(decode_passages(r, seg.n)?),
+            1 => Part::Terms(decode_terms(r, seg.terms, seg.n, seg.bulk[1].1)?),
+            _ => Part::Tables(decode_tables(r, seg.terms, seg.n, blob(seg.bulk[2])?)?),
+        })
+    };
+    // Largest sections first, each to the thread with the least bytes.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    let size = |j: usize| raw[jobs[j].0].sections[jobs[j].1].len();
+    order.sort_by_key(|&j| std::cmp::Reverse(size(j)));
+    let threads = threads.clamp(1, jobs.len().max(1));
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); threads];
+    let mut load = vec![0usize; threads];
+    for j in order {
+        let t = (0..threads).min_by_key(|&t| load[t]).unwrap_or(0);
+        load[t] += size(j);
+        groups[t].push(j);
+    }
+    let mut parts: Vec<Option<R<Part>>> = (0..jobs.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .iter()
+            .map(|g| scope.spawn(|| g.iter().map(|&j| (j, run(&jobs[j]))).collect::<Vec<_>>()))
+            .collect();
+        for h in handles {
+            for (j, part) in h.join().expect("an index decoding thread panicked") {
+                parts[j] = Some(part);
+            }
+        }
+    });
+    let mut parts = parts.into_iter().map(|p| p.expect("every section decoded"));
+    let mut out = Vec::with_capacity(raw.len());
+    for _ in 0..raw.len() {
+        // Jobs were made three per segment in this order; the first error
+        // in file order is the one reported.
+        let mut next = || parts.next().unwrap_or(Err(DecodeError::Corrupt("section")));
+        let (p, t, g) = (next()?, next()?, next()?);
+        let (Part::Passages(p), Part::Terms(t), Part::Tables(g)) = (p, t, g) else {
+            return Err(DecodeError::Corrupt("section order"));
+        };
+        let (vocab, terms) = t;
+        let (ngrams, fuzzy) = g;
+        let bulk = raw[out.len()].bulk;
+        let match_text = Texts::from_lengths(&p.text_lengths, blob(bulk[0])?)
+            .ok_or(DecodeError::Corrupt("match texts"))?;
+        out.push((
+            Segment {
+                passages: p.passages,
+                ord_of: p.ord_of,
+                vocab,
+                terms,
+                posting_bytes: blob(bulk[1])?,
+                lengths: p.lengths,
+                match_text,
+                scripts: p.scripts,
+                ngrams,
+                fuzzy,
+            },
+            p.dead,
+        ));
+    }
+    Ok(out)
+}
