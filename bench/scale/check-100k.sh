@@ -43,6 +43,23 @@ curl -s -o /dev/null -w "faq write: %{http_code} %{time_total} s\n" -X POST -H '
   "http://127.0.0.1:$PORT/api/v1/kbs/eval-corpus/faqs" -d '{"question": "How long do refunds take?", "answer": "Refunds take three days."}'
 echo "query after the write: $(q 'how long do refunds take') s"
 echo "next query: $(q 'vitamin D deficiency and bone density') s"
-echo "server VmRSS: $(awk '/VmRSS/ {print int($2/1024)}' /proc/$PID/status) MB (peak $(awk '/VmHWM/ {print int($2/1024)}' /proc/$PID/status) MB)"
+rss() { echo "$(awk '/VmRSS/ {print int($2/1024)}' /proc/$PID/status) MB (peak $(awk '/VmHWM/ {print int($2/1024)}' /proc/$PID/status) MB; of it mapped from files: $(awk '/RssFile/ {print int($2/1024)}' /proc/$PID/status) MB)"; }
+echo "server VmRSS: $(rss)"
+# Every query of the set once more: index pages read in place stay resident
+# once touched (the kernel may drop them again under memory pressure).
+python3 - "$PORT" "$WORK/c/queries.jsonl" <<'PY'
+import json, sys, time, urllib.request
+port, path = sys.argv[1], sys.argv[2]
+times = []
+for line in open(path):
+    body = json.dumps({"query": json.loads(line)["text"]}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/kbs/eval-corpus/query/sync", body, {"content-type": "application/json"})
+    t = time.perf_counter()
+    urllib.request.urlopen(req).read()
+    times.append((time.perf_counter() - t) * 1000)
+times.sort()
+print(f"{len(times)} more queries: p50 {times[len(times)//2]:.1f} ms, p99 {times[int(len(times)*0.99)]:.1f} ms")
+PY
+echo "server VmRSS after them: $(rss)"
 du -sh "$D/index" | awk '{print "index files: " $1}'
 du -sh "$D" | awk '{print "data directory: " $1}'

@@ -304,14 +304,19 @@ impl Engine {
             top_queries.truncate(20);
             let never_retrieved = index
                 .lexical
-                .passages()
+                .passage_metas()
                 .filter(|p| {
                     p.searchable && viewer.sees(p.owner.as_deref()) && !t.seen.contains(&p.id)
                 })
                 .take(LISTED)
                 .map(|p| NeverRetrieved {
                     id: p.id,
-                    title: p.title.clone(),
+                    // The metas may leave the title out: the whole passage has it.
+                    title: index
+                        .lexical
+                        .passage(p.id)
+                        .map(|whole| whole.title.clone())
+                        .unwrap_or_default(),
                 })
                 .collect();
             let review_before = now - review_days as i64 * DAY;

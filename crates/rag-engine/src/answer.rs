@@ -205,7 +205,7 @@ impl Engine {
             .cited
             .iter()
             .map(|c| {
-                let p = index.lexical.passage(c.id);
+                let p = index.lexical.passage_meta(c.id);
                 CitedSource {
                     n: c.n,
                     id: c.id,

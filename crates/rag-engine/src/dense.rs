@@ -89,7 +89,7 @@ impl DenseIndex {
         for p in snapshot
             .passages
             .iter()
-            .filter(|p| p.searchable && lexical.passage(p.id).is_some())
+            .filter(|p| p.searchable && lexical.passage_meta(p.id).is_some())
         {
             total += 1;
             if let Some(v) = fresh.get(&p.id) {
@@ -150,7 +150,8 @@ impl DenseIndex {
         ids.extend(changes.removed.iter().copied());
         ids.sort();
         ids.dedup();
-        let counted = |l: &LexicalIndex, id: PassageId| l.passage(id).is_some_and(|p| p.searchable);
+        let counted =
+            |l: &LexicalIndex, id: PassageId| l.passage_meta(id).is_some_and(|p| p.searchable);
         let mut items = Vec::new();
         for id in ids {
             next.total -= usize::from(counted(before, id));
@@ -339,7 +340,7 @@ impl DenseIndex {
             let allowed = |ord: u32| {
                 !dead.contains(&ord)
                     && lexical
-                        .passage(part.ids[ord as usize])
+                        .passage_meta(part.ids[ord as usize])
                         .is_some_and(|p| filter.allows(p))
             };
             let outcome = part.index.search(&Query::new(query, k).filter(&allowed))?;

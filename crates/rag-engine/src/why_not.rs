@@ -284,7 +284,7 @@ impl Engine {
             .lexical
             .passage(id)
             .filter(|p| viewer.sees(p.owner.as_deref()))
-            .cloned();
+            .map(std::borrow::Cow::into_owned);
         self.check_query(&request.query)?;
         let base = request.params.as_ref().unwrap_or(&kb.settings.retrieval);
         let (params, _) = request.overrides.apply(base);

@@ -56,7 +56,8 @@ async fn id_of(engine: &Engine, tenant: &TenantId, needle: &str) -> String {
     let index = engine.index(tenant, &kb).await.unwrap();
     let id = index
         .lexical
-        .passages()
+        .passage_metas()
+        .map(|p| index.lexical.passage(p.id).unwrap())
         .find(|p| p.title.contains(needle) || p.body.contains(needle))
         .unwrap_or_else(|| panic!("no passage with {needle}"))
         .id;

@@ -10,6 +10,7 @@ use rag_core::{
 };
 use rag_text::{detect_language, normalize, normalize_for_match, Analyzer, Mode};
 use rustc_hash::FxHashSet;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Fields: title, body, tags (words), and the character bigrams of Chinese text.
@@ -234,9 +235,9 @@ impl LexicalIndex {
             if **words != **self.user_words {
                 let affected = word_difference(&self.user_words, words);
                 for r in self.containing_any(&affected) {
-                    let p = self.passage_at(r);
+                    let p = self.segments[r.seg as usize].passage(r.ord as usize);
                     if !changed.contains(&p.id) {
-                        reread.push(p.clone());
+                        reread.push(p.into_owned());
                     }
                 }
                 next.analyzer = with_words(&self.base_analyzer, words);
@@ -529,8 +530,11 @@ impl LexicalIndex {
         }
     }
 
-    /// Every live passage of the index: text passages, then facts.
-    pub fn passages(&self) -> impl Iterator<Item = &Passage> + '_ {
+    /// Every live passage of the index, text passages then facts, without
+    /// the title and body of those read in place from an index file (they
+    /// are empty there): for filters, owners, ids and sources. The whole
+    /// passage is [`passage`](Self::passage).
+    pub fn passage_metas(&self) -> impl Iterator<Item = &Passage> + '_ {
         self.segments
             .iter()
             .zip(&self.dead)
@@ -544,10 +548,24 @@ impl LexicalIndex {
             .chain(self.facts.iter())
     }
 
-    /// A passage by id.
-    pub fn passage(&self, id: PassageId) -> Option<&Passage> {
+    /// A passage by id, whole (assembled when its title and body are read
+    /// in place from an index file).
+    pub fn passage(&self, id: PassageId) -> Option<Cow<'_, Passage>> {
         if let Some(r) = self.locate(id) {
-            return Some(self.passage_at(r));
+            return Some(self.segments[r.seg as usize].passage(r.ord as usize));
+        }
+        self.facts
+            .binary_search_by_key(&id, |p| p.id)
+            .ok()
+            .map(|i| Cow::Borrowed(&self.facts[i]))
+    }
+
+    /// A passage by id without its title and body when those are read in
+    /// place (see [`passage_metas`](Self::passage_metas)): cheap, for
+    /// filters and per-candidate checks.
+    pub fn passage_meta(&self, id: PassageId) -> Option<&Passage> {
+        if let Some(r) = self.locate(id) {
+            return Some(self.meta_at(r));
         }
         self.facts
             .binary_search_by_key(&id, |p| p.id)
@@ -570,7 +588,9 @@ impl LexicalIndex {
             })
     }
 
-    pub(crate) fn passage_at(&self, r: Ref) -> &Passage {
+    /// The passage at `r`, without its title and body when those are read
+    /// in place: for filters and ids.
+    pub(crate) fn meta_at(&self, r: Ref) -> &Passage {
         &self.segments[r.seg as usize].passages[r.ord as usize]
     }
 

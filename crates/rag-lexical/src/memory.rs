@@ -13,18 +13,20 @@ fn slot(entry: usize) -> usize {
 }
 
 fn passages_bytes(seg: &Segment) -> usize {
-    seg.passages
-        .iter()
-        .map(|p| {
-            size_of::<rag_core::Passage>()
-                + p.title.capacity()
-                + p.body.capacity()
-                + p.tags.iter().map(|t| t.capacity() + 24).sum::<usize>()
-                + p.aliases.iter().map(|t| t.capacity() + 24).sum::<usize>()
-                + p.source.as_ref().map_or(0, String::capacity)
-                + p.owner.as_ref().map_or(0, |o| o.capacity())
-        })
-        .sum()
+    seg.texts.as_ref().map_or(0, |t| t.heap_bytes())
+        + seg
+            .passages
+            .iter()
+            .map(|p| {
+                size_of::<rag_core::Passage>()
+                    + p.title.capacity()
+                    + p.body.capacity()
+                    + p.tags.iter().map(|t| t.capacity() + 24).sum::<usize>()
+                    + p.aliases.iter().map(|t| t.capacity() + 24).sum::<usize>()
+                    + p.source.as_ref().map_or(0, String::capacity)
+                    + p.owner.as_ref().map_or(0, |o| o.capacity())
+            })
+            .sum::<usize>()
 }
 
 impl LexicalIndex {
@@ -92,13 +94,14 @@ impl LexicalIndex {
     }
 
     /// Bytes the index reads in place from shared bytes (a mapped index
-    /// file) instead of holding them: term postings, n-gram lists and
-    /// match texts. Only the pages queries touch are resident.
+    /// file) instead of holding them: term postings, n-gram lists, match
+    /// texts and passage titles and bodies. Only the pages queries touch are resident.
     pub fn shared_bytes(&self) -> usize {
         self.segments
             .iter()
             .map(|seg| {
                 seg.match_text.shared_bytes()
+                    + seg.texts.as_ref().map_or(0, |t| t.shared_bytes())
                     + seg.posting_bytes.shared_bytes()
                     + seg.ngrams.shared_bytes()
             })

@@ -95,6 +95,10 @@ impl W<'_> {
         self.0.extend_from_slice(u.as_bytes());
     }
     pub(crate) fn passage(&mut self, p: &Passage) {
+        self.passage_with(p, &p.title, &p.body);
+    }
+    /// A passage record with the given title and body in place of its own.
+    pub(crate) fn passage_with(&mut self, p: &Passage, title: &str, body: &str) {
         match p.id {
             PassageId::Chunk(c) => {
                 self.u8(0);
@@ -109,8 +113,8 @@ impl W<'_> {
                 self.uuid(&f.0);
             }
         }
-        self.str(&p.title);
-        self.str(&p.body);
+        self.str(title);
+        self.str(body);
         self.strs(&p.tags);
         self.strs(&p.aliases);
         match &p.doc {

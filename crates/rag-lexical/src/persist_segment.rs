@@ -1,7 +1,7 @@
 //! One segment of the index file (see `persist.rs` for the whole file).
 //!
 //! A segment is its passage and term counts, three sections of tables and
-//! three of bulk bytes, each after its length so that a reader can split
+//! four of bulk bytes, each after its length so that a reader can split
 //! them without parsing (and parse the tables in parallel):
 //!
 //! 1. passages: each passage with its field lengths, the byte length of
@@ -12,9 +12,12 @@
 //! 4. the match texts, one after another;
 //! 5. the term postings in term order, compressed as in memory
 //!    (`postings.rs`);
-//! 6. the n-gram lists in key order, compressed as in memory (`lists.rs`).
+//! 6. the n-gram lists in key order, compressed as in memory (`lists.rs`);
+//! 7. each passage's title and body, one after another.
 //!
-//! The last three are never parsed when read: the segment refers to them
+//! Passage records (1.) carry an empty title and body and the byte lengths
+//! of both, which are in 7. The last four sections are never parsed when
+//! read: the segment refers to them
 //! where they lie in the caller's shared bytes ([`crate::blob`]), so a
 //! memory-mapped file's bulk bytes are paged in only as queries touch
 //! them.
@@ -62,7 +65,10 @@ pub(crate) fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
             .enumerate()
             .zip(seg.match_text.lengths())
         {
-            w.passage(p);
+            let (title, body) = seg.title_body(o);
+            w.passage_with(p, "", "");
+            w.len(title.len());
+            w.len(body.len());
             for l in &seg.lengths[o] {
                 w.u32(*l);
             }
@@ -119,6 +125,13 @@ pub(crate) fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
             w.0.extend_from_slice(bytes);
         }
     });
+    section(w, |w| {
+        for o in 0..seg.passages.len() {
+            let (title, body) = seg.title_body(o);
+            w.0.extend_from_slice(title.as_bytes());
+            w.0.extend_from_slice(body.as_bytes());
+        }
+    });
 }
 
 /// The passages section.
@@ -128,6 +141,8 @@ struct PassagePart {
     lengths: Vec<[u32; FIELDS]>,
     /// Byte length of each match text.
     text_lengths: Vec<usize>,
+    /// Byte lengths of each passage's title and body.
+    title_body_lengths: Vec<usize>,
     scripts: Vec<Script>,
     dead: Dead,
 }
@@ -138,12 +153,21 @@ fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
         ord_of: FxHashMap::default(),
         lengths: Vec::with_capacity(n),
         text_lengths: Vec::with_capacity(n),
+        title_body_lengths: Vec::with_capacity(2 * n),
         scripts: Vec::with_capacity(n),
         dead: Dead::default(),
     };
     part.ord_of.reserve(n);
     for o in 0..n {
         let p = r.passage()?;
+        if !p.title.is_empty() || !p.body.is_empty() {
+            return Err(DecodeError::Corrupt("passage text in the record"));
+        }
+        for _ in 0..2 {
+            let len = r.u64()?;
+            part.title_body_lengths
+                .push(usize::try_from(len).map_err(|_| DecodeError::Corrupt("text length"))?);
+        }
         let mut len = [0u32; FIELDS];
         for l in &mut len {
             *l = r.u32()?;
@@ -283,7 +307,7 @@ pub(crate) struct RawSegment<'a> {
     n: usize,
     terms: usize,
     sections: [&'a [u8]; 3],
-    bulk: [(usize, usize); 3],
+    bulk: [(usize, usize); 4],
 }
 
 /// Splits the next segment of `r`, whose bytes lie in `all` (the shared
@@ -296,7 +320,7 @@ pub(crate) fn split_segment<'a>(r: &mut Rd<'a>, all: &[u8]) -> R<RawSegment<'a>>
         let len = r.len(1)?;
         *s = r.take(len)?;
     }
-    let mut bulk = [(0usize, 0usize); 3];
+    let mut bulk = [(0usize, 0usize); 4];
     for b in &mut bulk {
         let len = r.len(1)?;
         let bytes = r.take(len)?;
@@ -378,9 +402,12 @@ pub(crate) fn decode_segments(
         let bulk = raw[out.len()].bulk;
         let match_text = Texts::from_lengths(&p.text_lengths, blob(bulk[0])?)
             .ok_or(DecodeError::Corrupt("match texts"))?;
+        let texts = Texts::from_lengths(&p.title_body_lengths, blob(bulk[3])?)
+            .ok_or(DecodeError::Corrupt("passage texts"))?;
         out.push((
             Segment {
                 passages: p.passages,
+                texts: Some(texts),
                 ord_of: p.ord_of,
                 vocab,
                 terms,

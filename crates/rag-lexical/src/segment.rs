@@ -13,6 +13,7 @@ use crate::postings::{Posting, Postings};
 use rag_core::{Passage, PassageId, TokenKind};
 use rag_text::Analyzer;
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 
 /// A vocabulary entry of one segment.
 #[derive(Debug, Clone)]
@@ -55,7 +56,12 @@ impl Script {
 /// An immutable segment.
 #[derive(Debug, Default)]
 pub(crate) struct Segment {
+    /// The passages; when `texts` is set (read in place from an index
+    /// file), without their title and body, which are there.
     pub passages: Vec<Passage>,
+    /// Each passage's title and body (two texts per passage), when read in
+    /// place from shared bytes.
+    pub texts: Option<Texts>,
     pub ord_of: FxHashMap<PassageId, u32>,
     pub vocab: FxHashMap<Box<str>, u32>,
     pub terms: Vec<Term>,
@@ -264,7 +270,7 @@ impl Segment {
                 }
                 let ord = b.seg.passages.len() as u32;
                 b.seg.ord_of.insert(p.id, ord);
-                b.seg.passages.push(p.clone());
+                b.seg.passages.push(seg.passage(o).into_owned());
                 b.seg.lengths.push(seg.lengths[o]);
                 b.seg.scripts.push(seg.scripts[o]);
                 b.seg.match_text.push(seg.match_text.get(o));
@@ -275,6 +281,27 @@ impl Segment {
 
     pub(crate) fn len(&self) -> usize {
         self.passages.len()
+    }
+
+    /// Passage `o` whole: borrowed when the segment holds its text,
+    /// assembled when its title and body are read in place.
+    pub(crate) fn passage(&self, o: usize) -> Cow<'_, Passage> {
+        match &self.texts {
+            None => Cow::Borrowed(&self.passages[o]),
+            Some(texts) => Cow::Owned(Passage {
+                title: texts.get(2 * o).to_owned(),
+                body: texts.get(2 * o + 1).to_owned(),
+                ..self.passages[o].clone()
+            }),
+        }
+    }
+
+    /// The title and body of passage `o`.
+    pub(crate) fn title_body(&self, o: usize) -> (&str, &str) {
+        match &self.texts {
+            None => (&self.passages[o].title, &self.passages[o].body),
+            Some(texts) => (texts.get(2 * o), texts.get(2 * o + 1)),
+        }
     }
 
     pub(crate) fn term(&self, text: &str) -> Option<&Term> {

@@ -230,12 +230,12 @@ impl LexicalIndex {
                 }
             }
         }
-        top_k(&mut scored, k, |(r, _)| self.passage_at(*r).id);
+        top_k(&mut scored, k, |(r, _)| self.meta_at(*r).id);
         let hits = scored
             .into_iter()
             .enumerate()
             .map(|(i, ((r, bits), score))| Hit {
-                id: self.passage_at(r).id,
+                id: self.meta_at(r).id,
                 rank: i as u32 + 1,
                 score,
                 matched: plan.matched(bits),

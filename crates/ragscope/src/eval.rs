@@ -342,7 +342,11 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             Some(Err(e)) => anyhow::bail!("the vectors could not be loaded: {e}"),
             // The store searches the vectors itself: every passage must have one.
             None if index.space.is_some() && engine.store().store_recall().is_some() => {
-                let searchable = index.lexical.passages().filter(|p| p.searchable).count();
+                let searchable = index
+                    .lexical
+                    .passage_metas()
+                    .filter(|p| p.searchable)
+                    .count();
                 if index.vectors < searchable {
                     anyhow::bail!("{} of {searchable} passages have no vector; refusing to report dense figures", searchable - index.vectors);
                 }
@@ -365,7 +369,12 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
-    let source_of = |id: PassageId| index.lexical.passage(id).and_then(|p| p.source.clone());
+    let source_of = |id: PassageId| {
+        index
+            .lexical
+            .passage_meta(id)
+            .and_then(|p| p.source.clone())
+    };
     let mut sum = Metrics::default();
     let mut evaluated = 0usize;
     let mut missing = 0usize;

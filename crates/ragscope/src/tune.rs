@@ -210,7 +210,7 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
     // The names a passage answers to: its id, its entry or chunk uuid, its
     // document's id and its source.
     let keys_of = |id: PassageId| -> Vec<String> {
-        let p = index.lexical.passage(id);
+        let p = index.lexical.passage_meta(id);
         passage_keys(
             id,
             p.and_then(|p| p.doc),

@@ -233,7 +233,7 @@ async fn score_question(
             .filter(|id| !head.contains(id)),
     );
     let keys_of = |id: PassageId| {
-        let p = index.lexical.passage(id);
+        let p = index.lexical.passage_meta(id);
         passage_keys(
             id,
             p.and_then(|p| p.doc),
