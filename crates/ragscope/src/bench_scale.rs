@@ -108,13 +108,13 @@ fn sentences(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Kibibytes of this process's resident memory now and at the peak (0 where
-/// Linux's `/proc` is missing).
 /// Bytes as megabytes, one decimal.
 fn mb(bytes: usize) -> f64 {
     (bytes as f64 / 1e5).round() / 10.0
 }
 
+/// Kibibytes of this process's resident memory now and at the peak (0 where
+/// Linux's `/proc` is missing).
 fn rss_kb() -> (u64, u64) {
     let me = std::process::id();
     (
@@ -203,6 +203,8 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
             components.embedder = Some(Arc::new(SyntheticVectors));
             if !postgres {
                 config.index_dir = Some(index_dir.clone());
+                // As a server does: once written, the files are read in place.
+                config.read_saved_in_place = true;
             }
         }
         Engine::new(components, config)
@@ -441,7 +443,13 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         "queries_during_writes": summary(during),
         "longest_query_during_writes_ms": (longest * 10.0).round() / 10.0,
         "rss_end_mb": rss_now / 1024,
+        // Of it, heap and other anonymous memory, and pages of mapped index
+        // files (two engines map the same files in this process: those
+        // pages count once per engine).
+        "rss_end_anon_mb": crate::bench_http::rss_kib(std::process::id(), "RssAnon:").unwrap_or(0) / 1024,
+        "rss_end_file_mb": crate::bench_http::rss_kib(std::process::id(), "RssFile:").unwrap_or(0) / 1024,
         "rss_peak_mb": rss_peak / 1024,
+        "lexical_index_read_in_place_mb": mb(index.lexical.shared_bytes()),
         "lexical_index_heap_mb": index
             .lexical
             .heap_parts()
