@@ -6,6 +6,7 @@
 //! cargo run --release -p rag-ann --example ann_bench            # 50k and 100k
 //! cargo run --release -p rag-ann --example ann_bench -- 20000   # custom sizes
 //! cargo run --release -p rag-ann --example ann_bench -- 50000 --m 24 --ef-construction 200
+//! cargo run --release -p rag-ann --example ann_bench -- 1000000 --no-peer   # ours only
 //! ```
 //!
 //! The data are clustered synthetic embeddings (384 dimensions, 200 centres), the
@@ -40,6 +41,7 @@ const K: usize = 10;
 fn main() {
     let mut sizes = Vec::new();
     let mut params = HnswParams::default();
+    let mut peer = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -50,6 +52,7 @@ fn main() {
         match arg.as_str() {
             "--m" => params.m = value(),
             "--ef-construction" => params.ef_construction = value(),
+            "--no-peer" => peer = false,
             other => sizes.push(other.parse().expect("a vector count or a known flag")),
         }
     }
@@ -58,11 +61,11 @@ fn main() {
     }
     params.validate().expect("valid HNSW parameters");
     for n in sizes {
-        bench(n, params);
+        bench(n, params, peer);
     }
 }
 
-fn bench(n: usize, params: HnswParams) {
+fn bench(n: usize, params: HnswParams, with_peer: bool) {
     println!("== {n} vectors × {DIMS} dims, {QUERIES} queries, k = {K}");
     let mut data = ClusteredVectors::new(DIMS, 200, 1.0, 7);
     let rows = data.matrix(n);
@@ -85,15 +88,17 @@ fn bench(n: usize, params: HnswParams) {
         params.ef_construction,
         hnsw.graph_bytes() / 1_000_000
     );
-    let t = Instant::now();
-    let peer: Hnsw<'static, f32, Cosine> =
-        Hnsw::new(params.m, n, 16, params.ef_construction, Cosine);
-    let rows: Vec<(&[f32], usize)> = flat.iter().map(|(k, v)| (v, k as usize)).collect();
-    peer.parallel_insert_slice(&rows);
-    println!(
-        "hnsw_rs build  {:>10.2?}  (same m and ef_construction, all cores)",
-        t.elapsed()
-    );
+    let peer: Option<Hnsw<'static, f32, Cosine>> = with_peer.then(|| {
+        let t = Instant::now();
+        let peer = Hnsw::new(params.m, n, 16, params.ef_construction, Cosine);
+        let rows: Vec<(&[f32], usize)> = flat.iter().map(|(k, v)| (v, k as usize)).collect();
+        peer.parallel_insert_slice(&rows);
+        println!(
+            "hnsw_rs build  {:>10.2?}  (same m and ef_construction, all cores)",
+            t.elapsed()
+        );
+        peer
+    });
 
     let mut exact = Vec::with_capacity(QUERIES);
     let mut truth = Vec::with_capacity(QUERIES);
@@ -109,7 +114,7 @@ fn bench(n: usize, params: HnswParams) {
         pct(&mut exact, 0.99)
     );
 
-    for ef in [16, 32, 64, 96, 128, 256] {
+    for ef in [16, 32, 64, 96, 128, 256, 512] {
         let mut times = Vec::with_capacity(QUERIES);
         let mut found = 0;
         for (q, want) in queries.chunks_exact(DIMS).zip(&truth) {
@@ -124,6 +129,9 @@ fn bench(n: usize, params: HnswParams) {
             pct(&mut times, 0.5),
             pct(&mut times, 0.99)
         );
+        let Some(peer) = &peer else {
+            continue;
+        };
         let mut times = Vec::with_capacity(QUERIES);
         let mut found = 0;
         for (q, want) in queries.chunks_exact(DIMS).zip(&truth) {
