@@ -105,38 +105,20 @@ impl DenseIndex {
         Some(u64::from_le_bytes(bytes.get(12..20)?.try_into().ok()?))
     }
 
-    /// Reads bytes written by [`encode`](Self::encode) for vectors of
-    /// `space`; returns the index and the commit it reflects. The index
-    /// holds its own copy of the vectors.
-    pub fn decode(
-        bytes: &[u8],
-        space: &EmbeddingSpace,
-        params: VectorIndexParams,
-    ) -> Result<(DenseIndex, u64), DenseFileError> {
-        check_sum(bytes)?;
-        let shared: SharedBytes = Arc::new(bytes.to_vec());
-        Self::decode_shared(&shared, space, params, false)
-    }
-
     /// Reads shared bytes written by [`encode`](Self::encode) (a mapped
-    /// file): the full-precision vectors are searched in place where they
-    /// are aligned, so only the pages a search touches become resident.
-    /// With `verify` false the caller has checked the file's checksum
-    /// already (reading it through the mapping would make every page
-    /// resident).
+    /// file) for vectors of `space`; returns the index and the commit it
+    /// reflects. The full-precision vectors are searched in place where they
+    /// are aligned, so only the pages a search touches become resident. The
+    /// caller has checked the file's checksum (`mapped.rs` does, by reading
+    /// it: through the mapping it would make every page resident).
     pub fn decode_shared(
         shared: &SharedBytes,
         space: &EmbeddingSpace,
         params: VectorIndexParams,
-        verify: bool,
     ) -> Result<(DenseIndex, u64), DenseFileError> {
         let damaged = |why: &str| DenseFileError::Damaged(why.to_owned());
         let bytes = (**shared).as_ref();
-        if verify {
-            check_sum(bytes)?;
-        } else {
-            check_header(bytes)?;
-        }
+        check_header(bytes)?;
         let body = &bytes[..bytes.len() - 8];
         let mut r = Reader {
             bytes: body,
@@ -226,15 +208,6 @@ fn check_header(bytes: &[u8]) -> Result<(), DenseFileError> {
     if bytes.len() < 8 + 4 + 40 + 8 || &bytes[..8] != MAGIC || bytes[8..10] != VERSION.to_le_bytes()
     {
         return Err(DenseFileError::Format);
-    }
-    Ok(())
-}
-
-fn check_sum(bytes: &[u8]) -> Result<(), DenseFileError> {
-    check_header(bytes)?;
-    let (body, sum) = bytes.split_at(bytes.len() - 8);
-    if rag_ann::format::checksum(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
-        return Err(DenseFileError::Damaged("checksum mismatch".into()));
     }
     Ok(())
 }

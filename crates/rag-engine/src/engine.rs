@@ -509,7 +509,7 @@ impl Engine {
         let loaded = tokio::task::spawn_blocking(move || {
             // Mapped too: the tables are read into memory, the postings,
             // n-gram lists and match texts stay in the file's pages.
-            let bytes = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Lexical)?;
+            let bytes = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Lexical, true)?;
             let lex_seq = LexicalIndex::encoded_seq((*bytes).as_ref()).ok()?;
             if lex_seq > seq {
                 return None;
@@ -519,11 +519,11 @@ impl Engine {
                 Some(space) => {
                     // Mapped: the full-precision vectors stay on disk and
                     // only the rows searches rescore are paged in.
-                    let vec = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Dense)?;
+                    let vec = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Dense, true)?;
                     if DenseIndex::encoded_seq((*vec).as_ref()) != Some(lex_seq) {
                         return None;
                     }
-                    match DenseIndex::decode_shared(&vec, space, params, false) {
+                    match DenseIndex::decode_shared(&vec, space, params) {
                         Ok((d, _)) => Some(d),
                         Err(e) => {
                             tracing::warn!(kb = %kb_id, error = %e, "the stored dense index is not usable; building it");

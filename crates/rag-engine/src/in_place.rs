@@ -20,7 +20,7 @@ impl Engine {
     /// one read from the files. Runs on a blocking thread; any failure
     /// leaves the index as it is.
     pub(crate) fn read_saved_in_place(&self, dir: &Path, kb: KbId, saved: &KbIndex) {
-        let lexical = crate::index_files::open_mapped(dir, kb, IndexFile::Lexical).and_then(|b| {
+        let lexical = crate::index_files::open_mapped(dir, kb, IndexFile::Lexical, false).and_then(|b| {
             LexicalIndex::decode_shared(&self.inner.analyzer, &b, false)
                 .map_err(|e| tracing::warn!(kb = %kb, error = %e, "cannot read the index file just written"))
                 .ok()
@@ -64,8 +64,8 @@ impl Engine {
     /// graph-sized part holding its vectors on the heap.
     fn read_dense(&self, dir: &Path, kb: KbId, saved: &DenseIndex) -> Option<DenseIndex> {
         owned_graph_parts(saved).next()?;
-        let bytes = crate::index_files::open_mapped(dir, kb, IndexFile::Dense)?;
-        DenseIndex::decode_shared(&bytes, &saved.space, saved.params, false)
+        let bytes = crate::index_files::open_mapped(dir, kb, IndexFile::Dense, false)?;
+        DenseIndex::decode_shared(&bytes, &saved.space, saved.params)
             .map(|(m, _)| m)
             .map_err(
                 |e| tracing::warn!(kb = %kb, error = %e, "cannot read the dense file just written"),

@@ -37,15 +37,21 @@ fn path(dir: &Path, kb: KbId, file: IndexFile) -> PathBuf {
     dir.join(format!("{kb}.{}", file.ext()))
 }
 
-/// The stored bytes of a knowledge base's index, their trailing checksum
-/// checked and the file mapped into memory rather than read
-/// ([`crate::mapped`]), if there is a sound file.
-pub(crate) fn open_mapped(dir: &Path, kb: KbId, file: IndexFile) -> Option<rag_ann::SharedBytes> {
+/// The stored bytes of a knowledge base's index, the file mapped into
+/// memory rather than read ([`crate::mapped`]), if there is a sound file.
+/// With `check`, its trailing checksum is verified first; without, the
+/// caller has just written it.
+pub(crate) fn open_mapped(
+    dir: &Path,
+    kb: KbId,
+    file: IndexFile,
+    check: bool,
+) -> Option<rag_ann::SharedBytes> {
     let trailer = match file {
         IndexFile::Lexical => crate::mapped::Trailer::Crc32,
         IndexFile::Dense => crate::mapped::Trailer::Fnv64,
     };
-    match crate::mapped::open_checked(&path(dir, kb, file), trailer) {
+    match crate::mapped::open(&path(dir, kb, file), check.then_some(trailer)) {
         Ok(bytes) => Some(bytes),
         Err(crate::mapped::OpenError::Missing) => None,
         Err(crate::mapped::OpenError::Damaged) => {

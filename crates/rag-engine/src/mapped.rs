@@ -86,37 +86,34 @@ impl Sum {
     }
 }
 
-/// The bytes of a file that ends with a checksum of all before it, checked,
-/// then mapped. Where the file cannot be mapped, its bytes are read into
-/// memory instead.
-pub(crate) fn open_checked(path: &Path, trailer: Trailer) -> Result<SharedBytes, OpenError> {
+/// The bytes of a file, mapped. With `check`, the file ends with that
+/// checksum of all before it, which is verified by reading first; `None` is
+/// for a file this process has just written and synced. Where the file
+/// cannot be mapped, its bytes are read into memory instead.
+pub(crate) fn open(path: &Path, check: Option<Trailer>) -> Result<SharedBytes, OpenError> {
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenError::Missing),
         Err(e) => return Err(OpenError::Io(e)),
     };
     let len = file.metadata().map_err(OpenError::Io)?.len();
-    if len < trailer.len() {
-        return Err(OpenError::Damaged);
-    }
-    if !checksum_matches(&mut file, len, trailer).map_err(OpenError::Io)? {
-        return Err(OpenError::Damaged);
+    if let Some(trailer) = check {
+        if len < trailer.len()
+            || !checksum_matches(&mut file, len, trailer).map_err(OpenError::Io)?
+        {
+            return Err(OpenError::Damaged);
+        }
     }
     // SAFETY: the mapping is read-only and index files are never changed in
-    // place (see the module docs); the length was checked against the
-    // checksum just now, and a file replaced since is another inode.
+    // place (see the module docs); a file replaced since it was opened is
+    // another inode.
     match unsafe { memmap2::Mmap::map(&file) } {
         Ok(map) if map.len() as u64 == len => Ok(Arc::new(Mapping(map))),
+        // Not mappable: the same file's bytes, checked above, read instead.
         _ => {
             let mut bytes = Vec::with_capacity(len as usize);
             file.seek(SeekFrom::Start(0)).map_err(OpenError::Io)?;
             file.read_to_end(&mut bytes).map_err(OpenError::Io)?;
-            let (body, stored) = bytes.split_at(bytes.len().saturating_sub(trailer.len() as usize));
-            let mut sum = Sum::new(trailer);
-            sum.update(body);
-            if stored.len() as u64 != trailer.len() || !sum.matches(stored) {
-                return Err(OpenError::Damaged);
-            }
             Ok(Arc::new(bytes))
         }
     }
@@ -153,26 +150,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.vec");
         assert!(matches!(
-            open_checked(&path, Trailer::Fnv64),
+            open(&path, Some(Trailer::Fnv64)),
             Err(OpenError::Missing)
         ));
         let mut bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         let sum = rag_ann::format::checksum(&bytes);
         bytes.extend_from_slice(&sum.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let mapped = open_checked(&path, Trailer::Fnv64).unwrap();
+        let mapped = open(&path, Some(Trailer::Fnv64)).unwrap();
         assert_eq!((*mapped).as_ref(), &bytes[..]);
         // Page-aligned, so an aligned section inside can be read in place.
         assert_eq!((*mapped).as_ref().as_ptr() as usize % 64, 0);
         bytes[1_234_567] ^= 4;
         std::fs::write(&path, &bytes).unwrap();
         assert!(matches!(
-            open_checked(&path, Trailer::Fnv64),
+            open(&path, Some(Trailer::Fnv64)),
             Err(OpenError::Damaged)
         ));
         std::fs::write(&path, [1u8, 2, 3]).unwrap();
         assert!(matches!(
-            open_checked(&path, Trailer::Fnv64),
+            open(&path, Some(Trailer::Fnv64)),
             Err(OpenError::Damaged)
         ));
         // A CRC-32 trailer, as the lexical file has.
@@ -181,11 +178,11 @@ mod tests {
         lex.extend_from_slice(&crc.to_le_bytes());
         std::fs::write(&path, &lex).unwrap();
         assert_eq!(
-            (*open_checked(&path, Trailer::Crc32).unwrap()).as_ref(),
+            (*open(&path, Some(Trailer::Crc32)).unwrap()).as_ref(),
             &lex[..]
         );
         assert!(matches!(
-            open_checked(&path, Trailer::Fnv64),
+            open(&path, Some(Trailer::Fnv64)),
             Err(OpenError::Damaged)
         ));
         // The mapping made before the file was rewritten is of the old inode
