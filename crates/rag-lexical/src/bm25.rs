@@ -1,7 +1,7 @@
 //! BM25 scoring over the index.
 
 use crate::filter::Filter;
-use crate::index::{LexicalIndex, Ref, FIELDS, GRAMS, WORD_FIELDS};
+use crate::index::{LexicalIndex, Ref, TermStats, FIELDS, GRAMS, WORD_FIELDS};
 use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList, TokenKind};
 
 /// A query term with a weight (1 for the query's own terms, less for
@@ -25,12 +25,163 @@ fn saturate(tf: f32, len: f32, avg: f32, k1: f32, b: f32) -> f32 {
     tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len / avg))
 }
 
+/// How one query term scores a posting: its weight and idf folded in, for
+/// the statistics of the whole index.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scorer {
+    /// A character bigram, in the bigram field.
+    Gram { w: f32, avg: f32, k1: f32, b: f32 },
+    /// A word, in the word fields taken as one.
+    Flat { w: f32, avg: f32, k1: f32, b: f32 },
+    /// A word, in each word field with its own weight and idf.
+    Multi {
+        weight: f32,
+        fw_idf: [f32; WORD_FIELDS],
+        avg: [f32; WORD_FIELDS],
+        k1: f32,
+        b: f32,
+    },
+}
+
+impl Scorer {
+    /// The scorer of `wt` over an index of `n` text passages, or `None`
+    /// when the term cannot score (switched-off bigrams, or no live passage
+    /// holds it in the fields scored).
+    pub(crate) fn new(
+        wt: &WeightedTerm,
+        stats: &TermStats,
+        n: f32,
+        avg_len: &[f32; FIELDS + 1],
+        params: &Bm25Params,
+    ) -> Option<Self> {
+        let (k1, b) = (params.k1, params.b);
+        if wt.gram {
+            if params.ngram_weight <= 0.0 || stats.df[GRAMS] == 0 {
+                return None;
+            }
+            return Some(Scorer::Gram {
+                w: wt.weight * params.ngram_weight * idf(n, stats.df[GRAMS] as f32),
+                avg: avg_len[GRAMS],
+                k1,
+                b,
+            });
+        }
+        match params.fields {
+            FieldMode::Flat => (stats.word_df > 0).then(|| Scorer::Flat {
+                w: wt.weight * idf(n, stats.word_df as f32),
+                avg: avg_len[FIELDS],
+                k1,
+                b,
+            }),
+            FieldMode::MultiField { title, body, tags } => {
+                let fw = [title, body, tags];
+                Some(Scorer::Multi {
+                    weight: wt.weight,
+                    fw_idf: std::array::from_fn(|f| fw[f] * idf(n, stats.df[f] as f32)),
+                    avg: std::array::from_fn(|f| avg_len[f]),
+                    k1,
+                    b,
+                })
+            }
+        }
+    }
+
+    /// The score of a passage with frequencies `tf` and field lengths
+    /// `len`; `None` when the term does not count for it (a word only in the
+    /// bigram field, say).
+    #[inline]
+    pub(crate) fn score(&self, tf: &[u16; FIELDS], len: &[u32; FIELDS]) -> Option<f32> {
+        match *self {
+            Scorer::Gram { w, avg, k1, b } => (tf[GRAMS] > 0)
+                .then(|| w * saturate(tf[GRAMS] as f32, len[GRAMS] as f32, avg, k1, b)),
+            Scorer::Flat { w, avg, k1, b } => {
+                let tf: f32 = tf[..WORD_FIELDS].iter().map(|t| *t as f32).sum();
+                if tf == 0.0 {
+                    return None;
+                }
+                let len: u32 = len[..WORD_FIELDS].iter().sum();
+                Some(w * saturate(tf, len as f32, avg, k1, b))
+            }
+            Scorer::Multi {
+                weight,
+                fw_idf,
+                avg,
+                k1,
+                b,
+            } => {
+                let mut s = 0.0;
+                for f in 0..WORD_FIELDS {
+                    if tf[f] > 0 && fw_idf[f] > 0.0 {
+                        s += fw_idf[f] * saturate(tf[f] as f32, len[f] as f32, avg[f], k1, b);
+                    }
+                }
+                Some(weight * s)
+            }
+        }
+    }
+
+    /// At least the score of any passage of a block whose frequencies are
+    /// at most `e.max_tf` and lengths at least `e.min_len` (a score rises
+    /// with the frequency and falls with the length).
+    pub(crate) fn bound(&self, e: &crate::skip::Entry) -> f32 {
+        let f = |tf: u32, len: u32, avg: f32, k1: f32, b: f32| {
+            if tf == 0 {
+                0.0
+            } else {
+                saturate(tf as f32, len as f32, avg, k1, b)
+            }
+        };
+        match *self {
+            Scorer::Gram { w, avg, k1, b } => w * f(e.max_tf[GRAMS], e.min_len[GRAMS], avg, k1, b),
+            Scorer::Flat { w, avg, k1, b } => w * f(e.max_word_tf, e.min_word_len, avg, k1, b),
+            Scorer::Multi {
+                weight,
+                fw_idf,
+                avg,
+                k1,
+                b,
+            } => {
+                let mut s = 0.0;
+                for f_ in 0..WORD_FIELDS {
+                    s += fw_idf[f_] * f(e.max_tf[f_], e.min_len[f_], avg[f_], k1, b);
+                }
+                weight * s
+            }
+        }
+    }
+
+    /// Whether every score of this term is non-negative and finite, so
+    /// that bounds can prune (validated parameters always are).
+    pub(crate) fn prunable(&self) -> bool {
+        let ok = |v: f32| v.is_finite() && v >= 0.0;
+        match *self {
+            Scorer::Gram { w, avg, k1, b } | Scorer::Flat { w, avg, k1, b } => {
+                ok(w) && ok(avg) && ok(k1) && (0.0..=1.0).contains(&b)
+            }
+            Scorer::Multi {
+                weight,
+                fw_idf,
+                avg,
+                k1,
+                b,
+            } => {
+                ok(weight)
+                    && fw_idf.iter().chain(&avg).all(|v| ok(*v))
+                    && ok(k1)
+                    && (0.0..=1.0).contains(&b)
+            }
+        }
+    }
+}
+
 impl LexicalIndex {
-    /// Scores every live passage containing at least one term; returns the
-    /// best `k` that pass the filter, best first, ties by passage id.
-    /// Statistics (passages, document frequencies, average lengths) are
-    /// those of the live passages, so the scores do not depend on how the
-    /// passages are spread over segments.
+    /// The best `k` live passages that pass the filter and contain at least
+    /// one of `terms`, best first, ties by passage id: BM25 summed over the
+    /// terms. Statistics (passages, document frequencies, average lengths)
+    /// are those of the live passages, so the scores do not depend on how
+    /// the passages are spread over segments. Scoring skips what cannot
+    /// reach the top `k` (`maxscore.rs`); the result is that of scoring
+    /// every posting ([`LexicalIndex::score_terms_exhaustive`]).
     pub(crate) fn score_terms(
         &self,
         terms: &[WeightedTerm],
@@ -38,8 +189,41 @@ impl LexicalIndex {
         filter: &Filter,
         k: usize,
     ) -> Vec<(Ref, f64)> {
+        let scorers = self.scorers(terms, params);
+        if scorers.iter().flatten().all(Scorer::prunable) {
+            self.score_pruned(terms, &scorers, filter, k)
+        } else {
+            self.score_terms_exhaustive(terms, params, filter, k)
+        }
+    }
+
+    /// Each term's scorer (`None` for a term that cannot score).
+    pub(crate) fn scorers(
+        &self,
+        terms: &[WeightedTerm],
+        params: &Bm25Params,
+    ) -> Vec<Option<Scorer>> {
         let n = self.text_count as f32;
         let avg_len = self.avg_len();
+        terms
+            .iter()
+            .map(|wt| {
+                let stats = self.term_stats(&wt.text)?;
+                Scorer::new(wt, &stats, n, &avg_len, params)
+            })
+            .collect()
+    }
+
+    /// [`LexicalIndex::score_terms`] by scoring every live posting of every
+    /// term, term after term.
+    pub(crate) fn score_terms_exhaustive(
+        &self,
+        terms: &[WeightedTerm],
+        params: &Bm25Params,
+        filter: &Filter,
+        k: usize,
+    ) -> Vec<(Ref, f64)> {
+        let scorers = self.scorers(terms, params);
         let mut offsets = Vec::with_capacity(self.segments.len());
         let mut total = 0usize;
         for seg in &self.segments {
@@ -48,8 +232,8 @@ impl LexicalIndex {
         }
         let mut acc = vec![0f32; total];
         let mut touched: Vec<Ref> = Vec::new();
-        for wt in terms {
-            let Some(stats) = self.term_stats(&wt.text) else {
+        for (wt, scorer) in terms.iter().zip(&scorers) {
+            let Some(scorer) = scorer else {
                 continue;
             };
             for (si, seg) in self.segments.iter().enumerate() {
@@ -58,79 +242,18 @@ impl LexicalIndex {
                 };
                 let dead = &self.dead[si];
                 let base = offsets[si];
-                let mut add = |ord: u32, v: f32| {
-                    let slot = &mut acc[base + ord as usize];
+                for p in seg.postings(term).filter(|p| !dead.contains(p.ord)) {
+                    let Some(v) = scorer.score(&p.tf, &seg.lengths[p.ord as usize]) else {
+                        continue;
+                    };
+                    let slot = &mut acc[base + p.ord as usize];
                     if *slot == 0.0 && v > 0.0 {
                         touched.push(Ref {
                             seg: si as u32,
-                            ord,
+                            ord: p.ord,
                         });
                     }
                     *slot += v;
-                };
-                let live = seg.postings(term).filter(|p| !dead.contains(p.ord));
-                if wt.gram {
-                    if params.ngram_weight <= 0.0 || stats.df[GRAMS] == 0 {
-                        continue;
-                    }
-                    let w = wt.weight * params.ngram_weight * idf(n, stats.df[GRAMS] as f32);
-                    for p in live.filter(|p| p.tf[GRAMS] > 0) {
-                        let len = seg.lengths[p.ord as usize][GRAMS] as f32;
-                        add(
-                            p.ord,
-                            w * saturate(
-                                p.tf[GRAMS] as f32,
-                                len,
-                                avg_len[GRAMS],
-                                params.k1,
-                                params.b,
-                            ),
-                        );
-                    }
-                    continue;
-                }
-                match params.fields {
-                    FieldMode::Flat => {
-                        if stats.word_df == 0 {
-                            continue;
-                        }
-                        let w = wt.weight * idf(n, stats.word_df as f32);
-                        let avg = avg_len[FIELDS];
-                        for p in live {
-                            let tf: f32 = p.tf[..WORD_FIELDS].iter().map(|t| *t as f32).sum();
-                            if tf == 0.0 {
-                                continue;
-                            }
-                            let len: u32 = seg.lengths[p.ord as usize][..WORD_FIELDS].iter().sum();
-                            add(
-                                p.ord,
-                                w * saturate(tf, len as f32, avg, params.k1, params.b),
-                            );
-                        }
-                    }
-                    FieldMode::MultiField { title, body, tags } => {
-                        let fw = [title, body, tags];
-                        let idfs: [f32; WORD_FIELDS] =
-                            std::array::from_fn(|f| idf(n, stats.df[f] as f32));
-                        for p in live {
-                            let len = &seg.lengths[p.ord as usize];
-                            let mut s = 0.0;
-                            for f in 0..WORD_FIELDS {
-                                if p.tf[f] > 0 && fw[f] > 0.0 {
-                                    s += fw[f]
-                                        * idfs[f]
-                                        * saturate(
-                                            p.tf[f] as f32,
-                                            len[f] as f32,
-                                            avg_len[f],
-                                            params.k1,
-                                            params.b,
-                                        );
-                                }
-                            }
-                            add(p.ord, wt.weight * s);
-                        }
-                    }
                 }
             }
         }
@@ -152,8 +275,8 @@ impl LexicalIndex {
         terms: &[WeightedTerm],
         notes: Vec<String>,
     ) -> RankedList {
-        // Which terms each hit contains: one walk of each term's postings
-        // per segment, against the hits of that segment in ordinal order.
+        // Which terms each hit contains: a cursor on each term's postings
+        // per segment, sought to the hits of that segment in ordinal order.
         let mut contains = vec![vec![false; terms.len()]; scored.len()];
         for (si, seg) in self.segments.iter().enumerate() {
             let mut here: Vec<(u32, usize)> = scored
@@ -170,10 +293,10 @@ impl LexicalIndex {
                 let Some(term) = seg.term(&t.text) else {
                     continue;
                 };
-                let mut postings = seg.postings(term).peekable();
+                let mut cursor = seg.cursor(term);
                 for &(ord, hit) in &here {
-                    while postings.next_if(|p| p.ord < ord).is_some() {}
-                    match postings.peek() {
+                    cursor.seek(ord);
+                    match cursor.current() {
                         Some(p) if p.ord == ord => contains[hit][ti] = true,
                         Some(_) => {}
                         None => break,

@@ -54,6 +54,20 @@ impl Dead {
     pub(crate) fn count(&self) -> usize {
         self.count
     }
+
+    /// The dead ordinals, ascending.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.bits.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let bit = w.trailing_zeros();
+                    w &= w - 1;
+                    i as u32 * 64 + bit
+                })
+            })
+        })
+    }
 }
 
 /// A passage's place: segment and ordinal inside it.
@@ -637,16 +651,31 @@ impl LexicalIndex {
                 s.passages += term.count;
                 continue;
             }
-            for p in seg.postings(term).filter(|p| !dead.contains(p.ord)) {
+            // The segment's counts, less those of its dead passages that
+            // hold the term (sought through the list, not walked).
+            for (a, b) in s.df.iter_mut().zip(&term.df) {
+                *a += b;
+            }
+            s.word_df += term.word_df;
+            s.passages += term.count;
+            let mut cursor = seg.cursor(term);
+            for ord in dead.iter() {
+                cursor.seek(ord);
+                let Some(p) = cursor.current() else {
+                    break;
+                };
+                if p.ord != ord {
+                    continue;
+                }
                 for (a, &n) in s.df.iter_mut().zip(&p.tf) {
                     if n > 0 {
-                        *a += 1;
+                        *a = a.saturating_sub(1);
                     }
                 }
                 if p.tf[..WORD_FIELDS].iter().any(|t| *t > 0) {
-                    s.word_df += 1;
+                    s.word_df = s.word_df.saturating_sub(1);
                 }
-                s.passages += 1;
+                s.passages = s.passages.saturating_sub(1);
             }
         }
         out

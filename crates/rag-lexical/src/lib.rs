@@ -44,12 +44,14 @@ mod fuzzy;
 mod highlight;
 mod index;
 mod lists;
+mod maxscore;
 mod memory;
 mod ngram;
 mod persist;
 mod persist_segment;
 mod postings;
 mod segment;
+mod skip;
 mod substring;
 mod synonyms;
 

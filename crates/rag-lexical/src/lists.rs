@@ -6,9 +6,30 @@
 //! dense ordinals costs one or two bytes per entry instead of four, there is
 //! no per-list allocation, and the bytes are exactly those of the index file
 //! (`persist.rs`), so reading a file copies them after checking them.
+//!
+//! A list of more than [`BLOCK`] values also has one skip entry per block
+//! of [`BLOCK`]: its last value and where its bytes end, two little-endian
+//! `u32`s, in key order in a buffer of their own. Intersecting a short list
+//! with a long one then jumps over the long one's blocks instead of
+//! decoding every value.
 
 use crate::blob::Blob;
 use std::mem::size_of;
+
+/// Values per skip block.
+pub(crate) const BLOCK: usize = 128;
+/// Bytes of one skip entry: the block's last value and its end.
+const SKIP_BYTES: usize = 8;
+
+/// Skip bytes of a list of `count` values (none for one block).
+pub(crate) fn skip_len(count: u32) -> usize {
+    let count = count as usize;
+    if count > BLOCK {
+        count.div_ceil(BLOCK) * SKIP_BYTES
+    } else {
+        0
+    }
+}
 
 /// Sorted keys, each with a compressed list.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -19,6 +40,9 @@ pub(crate) struct PostingLists {
     /// End of each list in `data` (its start is the previous list's end).
     ends: Vec<usize>,
     data: Blob,
+    /// Where each list's skip entries start in `skips`.
+    skip_starts: Vec<usize>,
+    skips: Blob,
 }
 
 /// Appends `v` as a LEB128 varint.
@@ -50,6 +74,7 @@ pub(crate) fn get_var(bytes: &[u8], at: &mut usize) -> Option<u32> {
 pub(crate) struct List<'a> {
     count: u32,
     bytes: &'a [u8],
+    skips: &'a [u8],
 }
 
 impl<'a> List<'a> {
@@ -60,7 +85,9 @@ impl<'a> List<'a> {
     pub(crate) fn iter(&self) -> ListIter<'a> {
         ListIter {
             bytes: self.bytes,
+            skips: self.skips,
             at: 0,
+            read: 0,
             prev: None,
         }
     }
@@ -69,8 +96,50 @@ impl<'a> List<'a> {
 /// The values of a [`List`], in increasing order.
 pub(crate) struct ListIter<'a> {
     bytes: &'a [u8],
+    skips: &'a [u8],
     at: usize,
+    /// Values read so far.
+    read: usize,
     prev: Option<u32>,
+}
+
+impl ListIter<'_> {
+    /// The first value not yet read at or past `target`, jumping over the
+    /// blocks that end before it (a caller keeps the value returned, which
+    /// may be past the next target); targets must not decrease between
+    /// calls. Damaged
+    /// entries (a crafted file) make it jump wrongly, never out of bounds.
+    pub(crate) fn seek(&mut self, target: u32) -> Option<u32> {
+        let skip = |i: usize| -> Option<(u32, u32)> {
+            let b = self.skips.get(i * SKIP_BYTES..(i + 1) * SKIP_BYTES)?;
+            Some((
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            ))
+        };
+        if self.prev.is_none_or(|p| p < target) && !self.skips.is_empty() {
+            // The next value read is of block `read / BLOCK`; skip the
+            // blocks (from that one on) whose last value is below `target`.
+            let here = self.read / BLOCK;
+            let mut b = here;
+            while let Some((last, _)) = skip(b) {
+                if last >= target {
+                    break;
+                }
+                b += 1;
+            }
+            if b > here {
+                if let Some((last, end)) = skip(b - 1) {
+                    if end as usize > self.at {
+                        self.at = end as usize;
+                        self.prev = Some(last);
+                        self.read = b * BLOCK;
+                    }
+                }
+            }
+        }
+        self.find(|v| *v >= target)
+    }
 }
 
 impl Iterator for ListIter<'_> {
@@ -84,6 +153,7 @@ impl Iterator for ListIter<'_> {
             Some(p) => p.saturating_add(gap),
         };
         self.prev = Some(v);
+        self.read += 1;
         Some(v)
     }
 }
@@ -106,20 +176,31 @@ impl PostingLists {
             counts: Vec::with_capacity(lists.len()),
             ends: Vec::with_capacity(lists.len()),
             data: Blob::default(),
+            skip_starts: Vec::with_capacity(lists.len()),
+            skips: Blob::default(),
         };
         let mut bytes = Vec::new();
+        let mut skips = Vec::new();
         for (k, list) in lists {
             bytes.clear();
+            skips.clear();
             let mut prev = 0u32;
             for (i, &v) in list.iter().enumerate() {
                 put_var(&mut bytes, u64::from(if i == 0 { v } else { v - prev }));
                 prev = v;
+                let block_end = (i + 1) % BLOCK == 0 || i + 1 == list.len();
+                if list.len() > BLOCK && block_end {
+                    skips.extend_from_slice(&v.to_le_bytes());
+                    skips.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                }
             }
-            out.push_raw(k, list.len() as u32, &bytes)
+            out.push_raw(k, list.len() as u32, &bytes, &skips)
                 .expect("keys of a map are distinct and sorted");
         }
-        if let Blob::Owned(v) = &mut out.data {
-            v.shrink_to_fit();
+        for blob in [&mut out.data, &mut out.skips] {
+            if let Blob::Owned(v) = blob {
+                v.shrink_to_fit();
+            }
         }
         out
     }
@@ -136,6 +217,7 @@ impl PostingLists {
         counts: Vec<u32>,
         lengths: &[usize],
         data: Blob,
+        skips: Blob,
     ) -> Result<Self, ListError> {
         if keys.windows(2).any(|w| w[0] >= w[1]) {
             return Err(ListError::KeyOrder);
@@ -156,28 +238,49 @@ impl PostingLists {
         if end != data.len() {
             return Err(ListError::Truncated);
         }
+        let mut skip_starts = Vec::with_capacity(counts.len());
+        let mut skip_end = 0usize;
+        for &count in &counts {
+            skip_starts.push(skip_end);
+            skip_end += skip_len(count);
+        }
+        if skip_end != skips.len() {
+            return Err(ListError::Truncated);
+        }
         Ok(PostingLists {
             keys,
             counts,
             ends,
             data,
+            skip_starts,
+            skips,
         })
     }
 
-    fn push_raw(&mut self, key: u64, count: u32, bytes: &[u8]) -> Result<(), ListError> {
+    fn push_raw(
+        &mut self,
+        key: u64,
+        count: u32,
+        bytes: &[u8],
+        skips: &[u8],
+    ) -> Result<(), ListError> {
         if self.keys.last().is_some_and(|last| *last >= key) {
             return Err(ListError::KeyOrder);
         }
-        if let Blob::Shared { .. } = self.data {
-            self.data = Blob::Owned(self.data.to_vec());
+        for blob in [&mut self.data, &mut self.skips] {
+            if let Blob::Shared { .. } = blob {
+                *blob = Blob::Owned(blob.to_vec());
+            }
         }
-        let Blob::Owned(data) = &mut self.data else {
+        let (Blob::Owned(data), Blob::Owned(all_skips)) = (&mut self.data, &mut self.skips) else {
             unreachable!("copied above")
         };
         self.keys.push(key);
         self.counts.push(count);
         data.extend_from_slice(bytes);
         self.ends.push(data.len());
+        self.skip_starts.push(all_skips.len());
+        all_skips.extend_from_slice(skips);
         Ok(())
     }
 
@@ -188,10 +291,17 @@ impl PostingLists {
 
     fn list(&self, i: usize) -> List<'_> {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let skip = self.skip_starts[i];
         List {
             count: self.counts[i],
             bytes: &self.data[start..self.ends[i]],
+            skips: &self.skips[skip..skip + skip_len(self.counts[i])],
         }
+    }
+
+    /// Every list's skip entries, one after another (for encoding).
+    pub(crate) fn skip_bytes(&self) -> &[u8] {
+        &self.skips
     }
 
     /// The list under `key`.
@@ -213,12 +323,14 @@ impl PostingLists {
         self.keys.capacity() * size_of::<u64>()
             + self.counts.capacity() * size_of::<u32>()
             + self.ends.capacity() * size_of::<usize>()
+            + self.skip_starts.capacity() * size_of::<usize>()
             + self.data.heap_bytes()
+            + self.skips.heap_bytes()
     }
 
     /// Bytes of lists read in place from shared bytes.
     pub(crate) fn shared_bytes(&self) -> usize {
-        self.data.shared_bytes()
+        self.data.shared_bytes() + self.skips.shared_bytes()
     }
 }
 
@@ -226,13 +338,10 @@ impl PostingLists {
 pub(crate) fn intersect(small: &[u32], list: List<'_>) -> Vec<u32> {
     let mut out = Vec::with_capacity(small.len().min(list.len()));
     let mut it = list.iter();
-    let mut cur = it.next();
+    let mut cur = None;
     for &s in small {
-        while let Some(c) = cur {
-            if c >= s {
-                break;
-            }
-            cur = it.next();
+        if cur.is_none_or(|c| c < s) {
+            cur = it.seek(s);
         }
         match cur {
             Some(c) if c == s => out.push(s),
@@ -251,8 +360,8 @@ mod tests {
     proptest! {
         #[test]
         fn lists_round_trip_and_intersect(
-            raw in proptest::collection::btree_map(any::<u64>(), proptest::collection::btree_set(any::<u32>(), 0..60), 0..30),
-            probe in proptest::collection::btree_set(any::<u32>(), 0..40),
+            raw in proptest::collection::btree_map(any::<u64>(), proptest::collection::btree_set(0u32..3000, 0..700), 0..12),
+            probe in proptest::collection::btree_set(0u32..3100, 0..200),
         ) {
             let lists: Vec<(u64, Vec<u32>)> = raw.iter().map(|(k, s)| (*k, s.iter().copied().collect())).collect();
             let p = PostingLists::from_lists(lists.clone());
@@ -268,13 +377,14 @@ mod tests {
             // Re-reading the encoded lists from their table and bytes gives
             // the same value.
             let (mut keys, mut counts, mut lengths, mut data) = (vec![], vec![], vec![], vec![]);
+            let skips = p.skip_bytes().to_vec();
             for (k, n, bytes) in p.iter() {
                 keys.push(k);
                 counts.push(n);
                 lengths.push(bytes.len());
                 data.extend_from_slice(bytes);
             }
-            let again = PostingLists::from_table(keys, counts, &lengths, Blob::Owned(data)).unwrap();
+            let again = PostingLists::from_table(keys, counts, &lengths, Blob::Owned(data), Blob::Owned(skips)).unwrap();
             prop_assert_eq!(again, p);
         }
     }
@@ -282,7 +392,13 @@ mod tests {
     #[test]
     fn malformed_tables_are_refused_and_damaged_bytes_read_safely() {
         let table = |keys: Vec<u64>, counts: Vec<u32>, lengths: &[usize], data: &[u8]| {
-            PostingLists::from_table(keys, counts, lengths, Blob::Owned(data.to_vec()))
+            PostingLists::from_table(
+                keys,
+                counts,
+                lengths,
+                Blob::Owned(data.to_vec()),
+                Blob::default(),
+            )
         };
         assert!(table(vec![5, 6], vec![2, 0], &[2, 0], &[1, 2]).is_ok());
         assert_eq!(
@@ -321,6 +437,34 @@ mod tests {
         assert_eq!(p.get(1).unwrap().iter().count(), 0);
         assert_eq!(p.get(2).unwrap().iter().count(), 0);
         assert_eq!(intersect(&[1, 2, 3], p.get(1).unwrap()), Vec::<u32>::new());
+        // Damaged skip entries make a seek jump wrongly, never out of
+        // bounds or backwards.
+        let long: Vec<u32> = (0..400).map(|v| v * 3).collect();
+        let p = PostingLists::from_lists(vec![(7, long.clone())]);
+        let (k, n, bytes) = p.iter().next().unwrap();
+        let mut skips = p.skip_bytes().to_vec();
+        assert_eq!(skips.len(), 4 * 8);
+        assert_eq!(
+            intersect(&[3, 600, 1197], p.get(7).unwrap()),
+            [3, 600, 1197]
+        );
+        for i in 0..skips.len() {
+            for v in [0u8, 0x80, 0xff] {
+                let keep = skips[i];
+                skips[i] = v;
+                let q = PostingLists::from_table(
+                    vec![k],
+                    vec![n],
+                    &[bytes.len()],
+                    Blob::Owned(bytes.to_vec()),
+                    Blob::Owned(skips.clone()),
+                )
+                .unwrap();
+                let got = intersect(&[3, 600, 1197, 5000], q.get(7).unwrap());
+                assert!(got.iter().all(|v| [3, 600, 1197].contains(v)), "{got:?}");
+                skips[i] = keep;
+            }
+        }
         assert_eq!(
             get_var(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut 0),
             None,

@@ -44,7 +44,7 @@ impl LexicalIndex {
         for seg in &self.segments {
             parts[0].1 += passages_bytes(seg);
             parts[1].1 += seg.match_text.heap_bytes();
-            parts[2].1 += seg.posting_bytes.heap_bytes();
+            parts[2].1 += seg.posting_bytes.heap_bytes() + seg.skips.heap_bytes();
             parts[3].1 += seg
                 .terms
                 .iter()
@@ -103,6 +103,7 @@ impl LexicalIndex {
                 seg.match_text.shared_bytes()
                     + seg.texts.as_ref().map_or(0, |t| t.shared_bytes())
                     + seg.posting_bytes.shared_bytes()
+                    + seg.skips.shared_bytes()
                     + seg.ngrams.shared_bytes()
             })
             .sum()

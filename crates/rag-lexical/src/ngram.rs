@@ -86,21 +86,25 @@ impl NgramIndex {
     /// cannot be looked up (one or two characters with ASCII among them), in
     /// which case every passage is a candidate.
     pub(crate) fn candidates(&self, pattern: &str) -> Option<Vec<u32>> {
-        let chars: Vec<char> = pattern.chars().collect();
-        let mut keys: Vec<u64> = match chars.len() {
-            0 => return None,
-            1 | 2 if chars.iter().any(char::is_ascii) => return None,
-            1 | 2 => vec![key(&chars)],
-            _ => chars.windows(3).map(key).collect(),
-        };
-        keys.sort_unstable();
-        keys.dedup();
+        Some(self.candidates_of(&keys(pattern)?))
+    }
+
+    /// The list under an n-gram key.
+    pub(crate) fn list(&self, key: u64) -> Option<List<'_>> {
+        self.postings.get(key)
+    }
+
+    /// The passages holding every one of `keys` (see [`keys`]), sorted.
+    pub(crate) fn candidates_of(&self, keys: &[u64]) -> Vec<u32> {
         let mut lists: Vec<List<'_>> = Vec::with_capacity(keys.len());
-        for k in &keys {
+        for k in keys {
             match self.postings.get(*k) {
                 Some(l) => lists.push(l),
-                None => return Some(Vec::new()),
+                None => return Vec::new(),
             }
+        }
+        if lists.is_empty() {
+            return Vec::new();
         }
         lists.sort_by_key(List::len);
         let mut out: Vec<u32> = lists[0].iter().take_while(|o| *o < self.passages).collect();
@@ -110,7 +114,62 @@ impl NgramIndex {
             }
             out = intersect(&out, *l);
         }
-        Some(out)
+        out
+    }
+}
+
+/// The n-gram keys a look-up of `pattern` intersects, sorted; `None` when
+/// it cannot be looked up (one or two characters with ASCII among them).
+pub(crate) fn keys(pattern: &str) -> Option<Vec<u64>> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut keys: Vec<u64> = match chars.len() {
+        0 => return None,
+        1 | 2 if chars.iter().any(char::is_ascii) => return None,
+        1 | 2 => vec![key(&chars)],
+        _ => chars.windows(3).map(key).collect(),
+    };
+    keys.sort_unstable();
+    keys.dedup();
+    Some(keys)
+}
+
+/// Whether passages, asked in increasing order, hold every key of a
+/// pattern: one forward cursor per key list, so asking about many passages
+/// costs one pass over the lists at most, with skips over their blocks.
+pub(crate) struct Membership<'a> {
+    lists: Vec<(crate::lists::ListIter<'a>, Option<u32>)>,
+    /// A key without a list: nothing holds it.
+    none: bool,
+}
+
+impl<'a> Membership<'a> {
+    pub(crate) fn new(index: &'a NgramIndex, keys: &[u64]) -> Self {
+        let mut lists = Vec::with_capacity(keys.len());
+        let mut none = false;
+        for k in keys {
+            match index.postings.get(*k) {
+                Some(l) => lists.push((l.iter(), None)),
+                None => none = true,
+            }
+        }
+        Membership { lists, none }
+    }
+
+    /// Whether passage `ord` holds every key (`ord` not below the last one
+    /// asked about).
+    pub(crate) fn holds(&mut self, ord: u32) -> bool {
+        if self.none {
+            return false;
+        }
+        for (it, cur) in &mut self.lists {
+            if cur.is_none_or(|c| c < ord) {
+                *cur = it.seek(ord);
+            }
+            if *cur != Some(ord) {
+                return false;
+            }
+        }
+        true
     }
 }
 

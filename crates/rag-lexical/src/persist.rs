@@ -16,7 +16,7 @@ use rag_text::Analyzer;
 
 const MAGIC: &[u8; 4] = b"RSLX";
 /// Bumped whenever the layout below changes.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 /// Why bytes are not an index this build can use.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

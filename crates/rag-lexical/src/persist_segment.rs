@@ -1,7 +1,7 @@
 //! One segment of the index file (see `persist.rs` for the whole file).
 //!
 //! A segment is its passage and term counts, three sections of tables and
-//! four of bulk bytes, each after its length so that a reader can split
+//! six of bulk bytes, each after its length so that a reader can split
 //! them without parsing (and parse the tables in parallel):
 //!
 //! 1. passages: each passage with its field lengths, the byte length of
@@ -13,10 +13,14 @@
 //! 5. the term postings in term order, compressed as in memory
 //!    (`postings.rs`);
 //! 6. the n-gram lists in key order, compressed as in memory (`lists.rs`);
-//! 7. each passage's title and body, one after another.
+//! 7. each passage's title and body, one after another;
+//! 8. the skip entries of the term postings of more than one block, in
+//!    term order (`skip.rs`);
+//! 9. the skip entries of the n-gram lists of more than one block, in key
+//!    order (`lists.rs`).
 //!
 //! Passage records (1.) carry an empty title and body and the byte lengths
-//! of both, which are in 7. The last four sections are never parsed when
+//! of both, which are in 7. The last six sections are never parsed when
 //! read: the segment refers to them
 //! where they lie in the caller's shared bytes ([`crate::blob`]), so a
 //! memory-mapped file's bulk bytes are paged in only as queries touch
@@ -132,6 +136,13 @@ pub(crate) fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
             w.0.extend_from_slice(body.as_bytes());
         }
     });
+    section(w, |w| {
+        for t in &seg.terms {
+            let n = crate::skip::blocks(t.count) * crate::skip::ENTRY_BYTES;
+            w.0.extend_from_slice(&seg.skips[t.skip_start..t.skip_start + n]);
+        }
+    });
+    section(w, |w| w.0.extend_from_slice(grams.skip_bytes()));
 }
 
 /// The passages section.
@@ -193,14 +204,22 @@ fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
 }
 
 /// The terms section: vocabulary, and terms with their postings' ranges in
-/// the postings bytes (of `postings_len` bytes).
+/// the postings bytes (of `postings_len` bytes) and their skip entries' in
+/// the skip bytes (of `skips_len`).
 type TermPart = (FxHashMap<Box<str>, u32>, Vec<Term>);
 
-fn decode_terms(mut r: Rd<'_>, terms: usize, n: usize, postings_len: usize) -> R<TermPart> {
+fn decode_terms(
+    mut r: Rd<'_>,
+    terms: usize,
+    n: usize,
+    postings_len: usize,
+    skips_len: usize,
+) -> R<TermPart> {
     let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
     vocab.reserve(terms);
     let mut out = Vec::with_capacity(terms);
     let mut end = 0usize;
+    let mut skip_end = 0usize;
     for id in 0..terms {
         let text: Box<str> = r.str()?.into();
         let kind = *KINDS
@@ -227,6 +246,8 @@ fn decode_terms(mut r: Rd<'_>, terms: usize, n: usize, postings_len: usize) -> R
         if vocab.insert(text.clone(), id as u32).is_some() {
             return Err(DecodeError::Corrupt("duplicate term"));
         }
+        let skip_start = skip_end;
+        skip_end += crate::skip::blocks(count) * crate::skip::ENTRY_BYTES;
         out.push(Term {
             text,
             kind,
@@ -235,9 +256,10 @@ fn decode_terms(mut r: Rd<'_>, terms: usize, n: usize, postings_len: usize) -> R
             count,
             df,
             word_df,
+            skip_start,
         });
     }
-    if !r.b.is_empty() || end != postings_len {
+    if !r.b.is_empty() || end != postings_len || skip_end != skips_len {
         return Err(DecodeError::Corrupt("terms section"));
     }
     Ok((vocab, out))
@@ -248,6 +270,7 @@ fn decode_tables(
     terms: usize,
     n: usize,
     lists: Blob,
+    skips: Blob,
 ) -> R<(NgramIndex, FuzzyVocab)> {
     let r = &mut r;
     let check = |list: &[u32], bound: usize| list.iter().all(|x| (*x as usize) < bound);
@@ -262,7 +285,7 @@ fn decode_tables(
         counts.push(u32::try_from(r.u64()?).map_err(|_| DecodeError::Corrupt("n-gram list"))?);
         lengths.push(usize::try_from(r.u64()?).map_err(|_| DecodeError::Corrupt("n-gram list"))?);
     }
-    let grams = PostingLists::from_table(keys, counts, &lengths, lists)
+    let grams = PostingLists::from_table(keys, counts, &lengths, lists, skips)
         .map_err(|_| DecodeError::Corrupt("n-gram list"))?;
     let mut trigrams: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
     for _ in 0..r.len(9)? {
@@ -307,7 +330,7 @@ pub(crate) struct RawSegment<'a> {
     n: usize,
     terms: usize,
     sections: [&'a [u8]; 3],
-    bulk: [(usize, usize); 4],
+    bulk: [(usize, usize); 6],
 }
 
 /// Splits the next segment of `r`, whose bytes lie in `all` (the shared
@@ -320,7 +343,7 @@ pub(crate) fn split_segment<'a>(r: &mut Rd<'a>, all: &[u8]) -> R<RawSegment<'a>>
         let len = r.len(1)?;
         *s = r.take(len)?;
     }
-    let mut bulk = [(0usize, 0usize); 4];
+    let mut bulk = [(0usize, 0usize); 6];
     for b in &mut bulk {
         let len = r.len(1)?;
         let bytes = r.take(len)?;
@@ -359,8 +382,20 @@ pub(crate) fn decode_segments(
         let r = Rd { b: seg.sections[k] };
         Ok(match k {
             0 => Part::Passages(decode_passages(r, seg.n)?),
-            1 => Part::Terms(decode_terms(r, seg.terms, seg.n, seg.bulk[1].1)?),
-            _ => Part::Tables(decode_tables(r, seg.terms, seg.n, blob(seg.bulk[2])?)?),
+            1 => Part::Terms(decode_terms(
+                r,
+                seg.terms,
+                seg.n,
+                seg.bulk[1].1,
+                seg.bulk[4].1,
+            )?),
+            _ => Part::Tables(decode_tables(
+                r,
+                seg.terms,
+                seg.n,
+                blob(seg.bulk[2])?,
+                blob(seg.bulk[5])?,
+            )?),
         })
     };
     // Largest sections first, each to the thread with the least bytes.
@@ -412,6 +447,7 @@ pub(crate) fn decode_segments(
                 vocab,
                 terms,
                 posting_bytes: blob(bulk[1])?,
+                skips: blob(bulk[4])?,
                 lengths: p.lengths,
                 match_text,
                 scripts: p.scripts,

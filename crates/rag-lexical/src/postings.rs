@@ -40,7 +40,7 @@ pub(crate) fn put(out: &mut Vec<u8>, prev: Option<u32>, p: &Posting) {
 }
 
 /// Reads the posting at `*at`; `None` when the bytes are not one.
-fn get(bytes: &[u8], at: &mut usize, prev: Option<u32>) -> Option<Posting> {
+pub(crate) fn get(bytes: &[u8], at: &mut usize, prev: Option<u32>) -> Option<Posting> {
     let gap = get_var(bytes, at)?;
     let ord = match prev {
         None => gap,

@@ -10,6 +10,7 @@ use crate::fuzzy::FuzzyVocab;
 use crate::index::{analyse, PassageTerms, FIELDS, WORD_FIELDS};
 use crate::ngram::NgramIndex;
 use crate::postings::{Posting, Postings};
+use crate::skip::Cursor;
 use rag_core::{Passage, PassageId, TokenKind};
 use rag_text::Analyzer;
 use rustc_hash::FxHashMap;
@@ -29,6 +30,9 @@ pub(crate) struct Term {
     pub df: [u32; FIELDS],
     /// Passages containing the term in any word field (the flat field's df).
     pub word_df: u32,
+    /// Where its skip entries start in the segment's skip bytes
+    /// (`skip.rs`; a list of one block has none).
+    pub skip_start: usize,
 }
 
 /// Han characters and ASCII letters of a match text: what the corpus
@@ -67,6 +71,8 @@ pub(crate) struct Segment {
     pub terms: Vec<Term>,
     /// Every term's postings, compressed (`postings.rs`).
     pub posting_bytes: Blob,
+    /// The skip entries of every list of more than one block (`skip.rs`).
+    pub skips: Blob,
     pub lengths: Vec<[u32; FIELDS]>,
     /// Normalised title + body + tags of each passage, for substring matching.
     pub match_text: Texts,
@@ -116,6 +122,7 @@ impl Builder {
             count: 0,
             df: [0; FIELDS],
             word_df: 0,
+            skip_start: 0,
         });
         self.pending.push(Vec::new());
         id
@@ -174,6 +181,8 @@ impl Builder {
     fn finish(mut self) -> Segment {
         // The segment is immutable from here on: compress the postings.
         let mut bytes = Vec::new();
+        let mut skips = Vec::new();
+        let mut ends = Vec::new();
         for (term, list) in self
             .seg
             .terms
@@ -181,15 +190,21 @@ impl Builder {
             .zip(std::mem::take(&mut self.pending))
         {
             term.start = bytes.len();
+            term.skip_start = skips.len();
+            ends.clear();
             let mut prev = None;
             for p in &list {
                 crate::postings::put(&mut bytes, prev, p);
                 prev = Some(p.ord);
+                ends.push(bytes.len() - term.start);
             }
             term.end = bytes.len();
+            crate::skip::write_entries(&mut skips, &list, &ends, &self.seg.lengths);
         }
         bytes.shrink_to_fit();
+        skips.shrink_to_fit();
         self.seg.posting_bytes = Blob::Owned(bytes);
+        self.seg.skips = Blob::Owned(skips);
         self.seg.match_text.shrink_to_fit();
         self.seg.terms.shrink_to_fit();
         self.seg.vocab.shrink_to_fit();
@@ -306,6 +321,21 @@ impl Segment {
 
     pub(crate) fn term(&self, text: &str) -> Option<&Term> {
         self.vocab.get(text).map(|id| &self.terms[*id as usize])
+    }
+
+    /// A cursor on a term's postings, with its skip entries.
+    pub(crate) fn cursor(&self, term: &Term) -> Cursor<'_> {
+        let bytes = self
+            .posting_bytes
+            .get(term.start..term.end)
+            .unwrap_or_default();
+        let n = crate::skip::blocks(term.count) * crate::skip::ENTRY_BYTES;
+        let skips = term
+            .skip_start
+            .checked_add(n)
+            .and_then(|end| self.skips.get(term.skip_start..end))
+            .unwrap_or_default();
+        Cursor::new(bytes, skips, self.passages.len() as u32)
     }
 
     /// A term's postings, in increasing ordinal.

@@ -3,6 +3,7 @@
 use crate::bm25::{idf, top_k};
 use crate::filter::Filter;
 use crate::index::{LexicalIndex, Ref};
+use crate::ngram::{self, Membership};
 use aho_corasick::AhoCorasick;
 use rag_core::{AnalyzedQuery, Hit, PathKind, RankedList};
 use rag_text::normalize_for_match;
@@ -129,11 +130,63 @@ impl SubstringPlan {
 }
 
 impl LexicalIndex {
+    /// Live passages holding an n-gram key: the lists' counts less the dead
+    /// passages they hold.
+    fn live_count(&self, key: u64) -> usize {
+        let mut n = 0;
+        for (seg, dead) in self.segments.iter().zip(&self.dead) {
+            let Some(list) = seg.ngrams.list(key) else {
+                continue;
+            };
+            n += list.len();
+            if dead.count() > 0 {
+                let mut it = list.iter();
+                let mut cur: Option<u32> = None;
+                let mut held = 0;
+                for o in dead.iter() {
+                    if cur.is_none_or(|c| c < o) {
+                        cur = it.seek(o);
+                    }
+                    if cur == Some(o) {
+                        held += 1;
+                    }
+                }
+                n -= held.min(list.len());
+            }
+        }
+        n
+    }
+
+    /// Live passages holding every one of `keys`.
+    fn live_candidates(&self, keys: &[u64]) -> usize {
+        self.segments
+            .iter()
+            .zip(&self.dead)
+            .map(|(seg, dead)| {
+                let c = seg.ngrams.candidates_of(keys);
+                if dead.count() == 0 {
+                    c.len()
+                } else {
+                    c.iter().filter(|o| !dead.contains(**o)).count()
+                }
+            })
+            .sum()
+    }
+
     /// Passages containing the whole query, or most of its key terms, as
-    /// substrings of their normalised text. Key terms weigh by rarity (idf over
-    /// this path's own matches) and length; a passage must cover at least
-    /// 60% of that weight. Score: coverage, plus 1 when the whole query occurs,
-    /// plus a small share for how densely the terms occur.
+    /// substrings of their normalised text. Key terms weigh by rarity and
+    /// length: rarity over the live passages whose n-grams hold the term
+    /// (estimated from its rarest n-gram when that one is in more than
+    /// [`EXACT_DF_LIMIT`] passages); a passage must cover at least 60% of
+    /// that weight. Score: coverage, plus 1 when the whole query occurs, plus a
+    /// small share for how densely the terms occur.
+    ///
+    /// The n-gram index finds the passages to read: those that may hold the
+    /// whole query, and those holding enough key terms. As MaxScore does for
+    /// BM25, only the heaviest key terms propose passages (a passage holding
+    /// none of them cannot reach 60%); the others are looked up for those
+    /// passages only. At most [`verify_cap`] passages are read, the most
+    /// promising first, and the list's notes say so when more might match.
     pub fn substring(&self, q: &AnalyzedQuery, k: usize, filter: &Filter) -> RankedList {
         let plan = match SubstringPlan::new(q) {
             Ok(p) => p,
@@ -147,87 +200,133 @@ impl LexicalIndex {
         };
         let patterns = &plan.patterns;
         let n = self.text_count as usize;
-        // Candidates per segment and pattern (live passages only; `None`:
-        // the pattern cannot be looked up, every passage is a candidate).
-        let candidates: Vec<Vec<Option<Vec<u32>>>> = self
-            .segments
+        // Each pattern's n-gram keys (`None`: it cannot be looked up, every
+        // passage may hold it) and how many live passages hold its rarest.
+        let keys: Vec<Option<Vec<u64>>> = patterns.iter().map(|p| ngram::keys(p)).collect();
+        let dfs: Vec<usize> = keys
             .iter()
-            .zip(&self.dead)
-            .map(|(seg, dead)| {
-                patterns
-                    .iter()
-                    .map(|p| {
-                        seg.ngrams.candidates(p).map(|mut c| {
-                            c.retain(|o| !dead.contains(*o));
-                            c
-                        })
-                    })
-                    .collect()
-            })
-            .collect();
-        let dfs: Vec<usize> = (0..patterns.len())
-            .map(|p| {
-                if candidates.iter().any(|seg| seg[p].is_none()) {
-                    n
-                } else {
-                    candidates
-                        .iter()
-                        .map(|seg| seg[p].as_ref().map_or(0, Vec::len))
-                        .sum()
+            .map(|ks| match ks {
+                None => n,
+                Some(ks) => {
+                    let rarest = ks.iter().map(|k| self.live_count(*k)).min().unwrap_or(n);
+                    if rarest <= EXACT_DF_LIMIT {
+                        self.live_candidates(ks)
+                    } else {
+                        rarest
+                    }
                 }
             })
             .collect();
         let weights = plan.weights(&dfs, n);
         let key_start = plan.key_start();
         let key_total: f64 = weights[key_start..].iter().sum();
-        let min_coverage = f64::from(MIN_COVERAGE);
+        let min_weight = key_total * (f64::from(MIN_COVERAGE) - 1e-12);
+        let enough = |w: f64| key_total > 0.0 && w >= min_weight;
+        // Key terms that cannot be looked up count as held by every passage.
+        let everywhere: f64 = (key_start..patterns.len())
+            .filter(|p| keys[*p].is_none())
+            .map(|p| weights[p])
+            .sum();
+        // The heaviest key terms, until the rest cannot reach 60% alone.
+        let mut lookup: Vec<usize> = (key_start..patterns.len())
+            .filter(|p| keys[*p].is_some())
+            .collect();
+        lookup.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b)));
+        let mut rest: f64 = lookup.iter().map(|p| weights[*p]).sum::<f64>() + everywhere;
+        let mut proposing = 0;
+        while proposing < lookup.len() && enough(rest) {
+            rest -= weights[lookup[proposing]];
+            proposing += 1;
+        }
+        // Every passage is a candidate when the unsearchable key terms
+        // reach 60% alone, or the whole query cannot be looked up.
+        let scan_all = enough(everywhere) || (plan.whole_first && keys[0].is_none());
 
-        let mut scored: Vec<((Ref, u64), f64)> = Vec::new();
+        let mut eligible: Vec<Candidate> = Vec::new();
         for (si, seg) in self.segments.iter().enumerate() {
             let dead = &self.dead[si];
-            let cands = &candidates[si];
-            let len = seg.len();
-            let mut bound = vec![0f64; len];
-            let mut everywhere = 0f64;
-            for p in key_start..patterns.len() {
-                match &cands[p] {
-                    Some(list) => list.iter().for_each(|o| bound[*o as usize] += weights[p]),
-                    None => everywhere += weights[p],
-                }
-            }
-            let mut verify: Vec<u32> = (0..len as u32)
-                .filter(|o| {
-                    key_total > 0.0
-                        && (bound[*o as usize] + everywhere) / key_total >= min_coverage - 1e-12
-                })
+            let whole: Vec<u32> = match (plan.whole_first, &keys[0]) {
+                (true, Some(ks)) if !scan_all => seg.ngrams.candidates_of(ks),
+                _ => Vec::new(),
+            };
+            let mut proposed: Vec<u32> = if scan_all {
+                (0..seg.len() as u32).collect()
+            } else {
+                let mut all: Vec<u32> = lookup[..proposing]
+                    .iter()
+                    .flat_map(|p| {
+                        seg.ngrams
+                            .candidates_of(keys[*p].as_deref().unwrap_or_default())
+                    })
+                    .chain(whole.iter().copied())
+                    .collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            };
+            proposed.retain(|o| !dead.contains(*o));
+            // What each proposed passage's n-grams promise: the weight of
+            // the key terms it may hold, added in pattern order.
+            let mut members: Vec<(usize, Membership<'_>)> = (key_start..patterns.len())
+                .filter_map(|p| Some((p, Membership::new(&seg.ngrams, keys[p].as_deref()?))))
                 .collect();
-            if plan.whole_first {
-                match &cands[0] {
-                    Some(list) => verify.extend(list),
-                    None => verify = (0..len as u32).collect(),
+            let mut is_whole = whole.iter().peekable();
+            for ord in proposed {
+                let may_be_whole = match (plan.whole_first, scan_all) {
+                    (false, _) => false,
+                    (true, true) => true,
+                    (true, false) => {
+                        while is_whole.next_if(|w| **w < ord).is_some() {}
+                        is_whole.peek() == Some(&&ord)
+                    }
+                };
+                let mut promise = 0.0;
+                for (p, w) in weights.iter().enumerate().skip(key_start) {
+                    let held = match members.iter_mut().find(|(mp, _)| *mp == p) {
+                        Some((_, m)) => m.holds(ord),
+                        None => true,
+                    };
+                    if held {
+                        promise += w;
+                    }
                 }
-                verify.sort_unstable();
-                verify.dedup();
-            }
-            for ord in verify {
-                let o = ord as usize;
-                if dead.contains(ord) || !filter.allows(&seg.passages[o]) {
+                if !(may_be_whole || enough(promise)) || !filter.allows(&seg.passages[ord as usize])
+                {
                     continue;
                 }
-                let text = seg.match_text.get(o);
-                let m = plan.find(text);
-                if let Some(score) = plan.score(&weights, m, text.chars().count()) {
-                    scored.push((
-                        (
-                            Ref {
-                                seg: si as u32,
-                                ord,
-                            },
-                            m.bits,
-                        ),
-                        score,
-                    ));
-                }
+                eligible.push(Candidate {
+                    r: Ref {
+                        seg: si as u32,
+                        ord,
+                    },
+                    whole: may_be_whole,
+                    promise,
+                });
+            }
+        }
+        // Read at most `cap` of them: those that may hold the whole query
+        // first, then by promised weight, then by passage id, so which are
+        // read does not depend on how passages are spread over segments.
+        let cap = verify_cap(k);
+        let considered = eligible.len();
+        if eligible.len() > cap {
+            let order = |a: &Candidate, b: &Candidate| {
+                b.whole
+                    .cmp(&a.whole)
+                    .then(b.promise.total_cmp(&a.promise))
+                    .then_with(|| self.meta_at(a.r).id.cmp(&self.meta_at(b.r).id))
+            };
+            eligible.select_nth_unstable_by(cap - 1, order);
+            eligible.truncate(cap);
+        }
+        let mut scored: Vec<((Ref, u64), f64)> = Vec::new();
+        for c in &eligible {
+            let text = self.segments[c.r.seg as usize]
+                .match_text
+                .get(c.r.ord as usize);
+            let m = plan.find(text);
+            if let Some(score) = plan.score(&weights, m, text.chars().count()) {
+                scored.push(((c.r, m.bits), score));
             }
         }
         top_k(&mut scored, k, |(r, _)| self.meta_at(*r).id);
@@ -241,10 +340,104 @@ impl LexicalIndex {
                 matched: plan.matched(bits),
             })
             .collect();
+        let mut notes = vec![plan.note()];
+        if considered > cap {
+            notes.push(format!(
+                "{considered} passages may match; the {cap} most promising were read"
+            ));
+        }
         RankedList {
             path: PathKind::Substring,
             hits,
-            notes: vec![plan.note()],
+            notes,
         }
+    }
+}
+
+/// A pattern whose rarest n-gram is in at most this many live passages
+/// weighs by the passages holding all its n-grams; above, by that n-gram's
+/// count (intersecting such lists costs more than the estimate is off).
+pub const EXACT_DF_LIMIT: usize = 16_384;
+
+/// A passage the substring path may read.
+struct Candidate {
+    r: Ref,
+    /// Its n-grams hold the whole query's.
+    whole: bool,
+    /// The weight of the key terms whose n-grams it holds.
+    promise: f64,
+}
+
+/// How many passages the substring path reads at most for `k` results.
+pub const fn verify_cap(k: usize) -> usize {
+    let cap = k.saturating_mul(40);
+    if cap < 2000 {
+        2000
+    } else {
+        cap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::tests::faq;
+    use rag_core::{KbChanges, KbSnapshot};
+    use rag_text::Analyzer;
+
+    #[test]
+    fn reads_are_capped_the_same_way_however_passages_are_segmented() {
+        let analyzer = Analyzer::new();
+        // More passages holding the query's word than the cap for 10 hits.
+        let passages: Vec<_> = (0..2600)
+            .map(|i| {
+                let filler = "x".repeat(i % 13);
+                faq(
+                    &format!("question {i}"),
+                    &format!("refund {filler} policy {i}"),
+                )
+            })
+            .collect();
+        let whole = LexicalIndex::build(
+            &analyzer,
+            &KbSnapshot {
+                passages: passages.clone(),
+                seq: 2,
+                ..Default::default()
+            },
+        );
+        let (first, rest) = passages.split_at(1300);
+        let half = LexicalIndex::build(
+            &analyzer,
+            &KbSnapshot {
+                passages: first.to_vec(),
+                seq: 1,
+                ..Default::default()
+            },
+        );
+        let (split, _) = half.apply(&KbChanges {
+            seq: 2,
+            upserted: rest.to_vec(),
+            ..Default::default()
+        });
+        assert!(split.segment_count() > 1 || whole.segment_count() == 1);
+        let key = |index: &LexicalIndex| {
+            let q = index.analyze_query("refund policy");
+            let list = index.substring(&q, 10, &Filter::everything());
+            (
+                list.hits
+                    .iter()
+                    .map(|h| (h.id, h.score.to_bits()))
+                    .collect::<Vec<_>>(),
+                list.notes,
+            )
+        };
+        let (hits, notes) = key(&whole);
+        assert_eq!(hits.len(), 10);
+        assert!(
+            notes.iter().any(|n| n.contains("2600 passages may match")),
+            "{notes:?}"
+        );
+        assert_eq!(key(&split), (hits, notes));
     }
 }

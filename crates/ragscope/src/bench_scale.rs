@@ -64,15 +64,37 @@ async fn timed(
     queries: &[String],
     params: &rag_core::RetrievalParams,
 ) -> Vec<f64> {
+    timed_per_path(engine, tenant, queries, params).await.0
+}
+
+/// As [`timed`], with each recall path's own milliseconds per query (from
+/// its `recall` event), keyed by the path's name.
+async fn timed_per_path(
+    engine: &Engine,
+    tenant: &rag_core::TenantId,
+    queries: &[String],
+    params: &rag_core::RetrievalParams,
+) -> (Vec<f64>, std::collections::BTreeMap<String, Vec<f64>>) {
     let mut out = Vec::with_capacity(queries.len());
+    let mut paths: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for q in queries {
         let t = Instant::now();
         let _ = engine
-            .run(tenant, request("scale", q, params), options(), &mut |_| {})
+            .run(tenant, request("scale", q, params), options(), &mut |e| {
+                if let rag_core::PipelineEvent::Recall {
+                    list, elapsed_ms, ..
+                } = e
+                {
+                    paths
+                        .entry(list.path.as_str().to_owned())
+                        .or_default()
+                        .push(elapsed_ms);
+                }
+            })
             .await;
         out.push(t.elapsed().as_secs_f64() * 1000.0);
     }
-    out
+    (out, paths)
 }
 
 fn dir_mb(dir: &std::path::Path) -> f64 {
@@ -313,8 +335,16 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     let (dense, hybrid) = (with_paths(&[PathKind::Dense]), with_paths(&PathKind::ALL));
     // One warm-up round, then the timed one.
     timed(&engine, &app.tenant, &queries, &lexical).await;
-    let quiet = timed(&engine, &app.tenant, &queries, &lexical).await;
+    let (quiet, quiet_paths) = timed_per_path(&engine, &app.tenant, &queries, &lexical).await;
     let mut per_path = serde_json::Map::new();
+    per_path.insert(
+        "lexical_recall_path_ms".into(),
+        quiet_paths
+            .into_iter()
+            .map(|(path, ms)| (path, summary(ms)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+    );
     if args.synthetic_vectors {
         timed(&engine, &app.tenant, &queries, &dense).await;
         per_path.insert(

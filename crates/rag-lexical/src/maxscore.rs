@@ -1,0 +1,381 @@
+//! Top-k BM25 that skips what cannot reach the top k: MaxScore (Turtle
+//! and Flood, 1995) over the segments' posting lists, with the block
+//! bounds of `skip.rs` (as block-max indexes refine it).
+//!
+//! Passages are visited in ordinal order, one segment after another. Each
+//! term has an upper bound of what it can add to any passage of the
+//! segment. Sorted by that bound, the terms whose bounds together stay
+//! below the score a passage needs to enter the top k (the k-th best so
+//! far) are "non-essential": a passage holding none of the other terms
+//! cannot enter, so only the other terms' lists propose candidates, and the
+//! non-essential lists are only sought to each candidate, jumping over
+//! whole blocks. A candidate is dropped as soon as what it has plus the
+//! bounds of the blocks holding it in the lists not read yet falls short.
+//!
+//! The result equals scoring every posting: a candidate that is kept is
+//! scored by adding its terms' scores in the query's term order, as the
+//! exhaustive scorer does, so the sums are the same floating-point numbers;
+//! bounds are compared with a margin for their own rounding; ties are
+//! broken by passage id, so a passage that could tie the k-th is never
+//! dropped.
+
+use crate::bm25::{top_k, Scorer, WeightedTerm};
+use crate::filter::Filter;
+use crate::index::{LexicalIndex, Ref};
+use crate::skip::Cursor;
+use rag_core::PassageId;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Bounds are compared after this relative margin, so that their rounding
+/// (they are summed in another order than scores are) never drops a
+/// passage that belongs in the top k.
+const SLACK: f32 = 1.0 + 1e-4;
+
+/// A passage in the top k so far.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    score: f32,
+    id: PassageId,
+    r: Ref,
+}
+
+// Ordered worst first: the heap's top is the passage to drop next.
+impl Ord for Kept {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.id.cmp(&other.id))
+    }
+}
+
+impl PartialOrd for Kept {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Kept {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Kept {}
+
+/// The top k so far.
+struct TopK {
+    heap: BinaryHeap<Kept>,
+    k: usize,
+}
+
+impl TopK {
+    /// What a passage must reach to be considered: 0 until k are kept (a
+    /// score must be positive), then the k-th score.
+    fn threshold(&self) -> f32 {
+        if self.heap.len() < self.k {
+            0.0
+        } else {
+            self.heap.peek().map_or(0.0, |w| w.score)
+        }
+    }
+
+    /// Whether a passage scoring at most `bound` cannot enter.
+    fn out_of_reach(&self, bound: f32) -> bool {
+        self.heap.len() >= self.k && bound * SLACK < self.threshold()
+    }
+
+    /// Whether `score` for `id` would enter.
+    fn enters(&self, score: f32, id: PassageId) -> bool {
+        if score <= 0.0 {
+            return false;
+        }
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.k => {
+                score > worst.score || (score == worst.score && id < worst.id)
+            }
+            _ => true,
+        }
+    }
+
+    fn push(&mut self, kept: Kept) {
+        self.heap.push(kept);
+        if self.heap.len() > self.k {
+            self.heap.pop();
+        }
+    }
+}
+
+/// One term's list in one segment.
+struct List<'a> {
+    /// The term's place in the query (the order its score is added in).
+    term: usize,
+    cursor: Cursor<'a>,
+    scorer: Scorer,
+    /// The most it adds to any passage of the segment.
+    bound: f32,
+}
+
+impl LexicalIndex {
+    /// [`LexicalIndex::score_terms`] with pruning; `scorers` are the terms'
+    /// (all prunable).
+    pub(crate) fn score_pruned(
+        &self,
+        terms: &[WeightedTerm],
+        scorers: &[Option<Scorer>],
+        filter: &Filter,
+        k: usize,
+    ) -> Vec<(Ref, f64)> {
+        if k == 0 {
+            return Vec::new();
+        }
+        let mut top = TopK {
+            heap: BinaryHeap::with_capacity(k + 1),
+            k,
+        };
+        // Per candidate: each term's score, added in term order at the end.
+        let mut scores: Vec<Option<f32>> = vec![None; terms.len()];
+        for (si, seg) in self.segments.iter().enumerate() {
+            let dead = &self.dead[si];
+            let mut lists: Vec<List<'_>> = Vec::new();
+            for (i, (wt, scorer)) in terms.iter().zip(scorers).enumerate() {
+                let (Some(scorer), Some(term)) = (scorer, seg.term(&wt.text)) else {
+                    continue;
+                };
+                let cursor = seg.cursor(term);
+                let bound = if cursor.entries().next().is_some() {
+                    cursor
+                        .entries()
+                        .map(|e| scorer.bound(&e))
+                        .fold(0.0, f32::max)
+                } else {
+                    // One block: its exact maximum.
+                    let mut c = cursor.clone();
+                    let mut best = 0f32;
+                    while let Some(p) = c.current() {
+                        if let Some(v) = scorer.score(&p.tf, &seg.lengths[p.ord as usize]) {
+                            best = best.max(v);
+                        }
+                        c.step();
+                    }
+                    best
+                };
+                lists.push(List {
+                    term: i,
+                    cursor,
+                    scorer: *scorer,
+                    bound,
+                });
+            }
+            // Ascending bounds: the non-essential lists are a prefix.
+            lists.sort_by(|a, b| a.bound.total_cmp(&b.bound).then(a.term.cmp(&b.term)));
+            let mut prefix = Vec::with_capacity(lists.len());
+            let mut sum = 0f32;
+            for l in &lists {
+                sum += l.bound;
+                prefix.push(sum);
+            }
+            let mut block = vec![0f32; lists.len()];
+            loop {
+                // Lists [0, first) cannot lift a passage into the top k
+                // on their own.
+                let first = if top.heap.len() < k {
+                    0
+                } else {
+                    prefix.iter().take_while(|b| top.out_of_reach(**b)).count()
+                };
+                if first == lists.len() {
+                    break;
+                }
+                let ord = lists[first..]
+                    .iter()
+                    .map(|l| l.cursor.ord())
+                    .min()
+                    .unwrap_or(u32::MAX);
+                if ord == u32::MAX {
+                    break;
+                }
+                if !dead.contains(ord) {
+                    let len = &seg.lengths[ord as usize];
+                    let mut have = 0f32;
+                    for l in &lists[first..] {
+                        if let Some(p) = l.cursor.current().filter(|p| p.ord == ord) {
+                            if let Some(v) = l.scorer.score(&p.tf, len) {
+                                scores[l.term] = Some(v);
+                                have += v;
+                            }
+                        }
+                    }
+                    // The blocks holding `ord` in the other lists bound
+                    // what they can add.
+                    let mut rest = 0f32;
+                    for (b, l) in block.iter_mut().zip(&mut lists[..first]) {
+                        *b = l
+                            .cursor
+                            .block_at(ord)
+                            .map_or(l.bound, |e| l.scorer.bound(&e).min(l.bound));
+                        rest += *b;
+                    }
+                    let mut reachable = !top.out_of_reach(have + rest);
+                    for i in (0..first).rev() {
+                        if !reachable {
+                            break;
+                        }
+                        rest -= block[i];
+                        let l = &mut lists[i];
+                        l.cursor.seek(ord);
+                        if let Some(p) = l.cursor.current().filter(|p| p.ord == ord) {
+                            if let Some(v) = l.scorer.score(&p.tf, len) {
+                                scores[l.term] = Some(v);
+                                have += v;
+                            }
+                        }
+                        reachable = !top.out_of_reach(have + rest.max(0.0));
+                    }
+                    if reachable {
+                        let score = scores.iter().flatten().fold(0f32, |s, v| s + v);
+                        let r = Ref {
+                            seg: si as u32,
+                            ord,
+                        };
+                        let meta = self.meta_at(r);
+                        if top.enters(score, meta.id) && filter.allows(meta) {
+                            top.push(Kept {
+                                score,
+                                id: meta.id,
+                                r,
+                            });
+                        }
+                    }
+                    scores.iter_mut().for_each(|s| *s = None);
+                }
+                for l in &mut lists[first..] {
+                    if l.cursor.ord() == ord {
+                        l.cursor.step();
+                    }
+                }
+            }
+        }
+        let mut out: Vec<(Ref, f64)> = top
+            .heap
+            .into_iter()
+            .map(|kept| (kept.r, f64::from(kept.score)))
+            .collect();
+        top_k(&mut out, k, |r| self.meta_at(*r).id);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::index::tests::faq;
+    use crate::{Filter, LexicalIndex};
+    use proptest::prelude::*;
+    use rag_core::{Bm25Params, FieldMode, Filters, KbChanges, KbSnapshot, PassageId};
+    use rag_text::Analyzer;
+
+    const WORDS: [&str; 12] = [
+        "refund", "delivery", "account", "card", "password", "transfer", "fee", "limit", "退款",
+        "转账", "密码", "额度",
+    ];
+
+    /// A passage of words drawn from a skewed distribution (the first
+    /// words are common, so their lists span many blocks), some tagged.
+    fn passage(seed: u64, i: usize) -> rag_core::Passage {
+        let mut x = seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let words = 1 + next(9);
+        let body: Vec<&str> = (0..words)
+            .map(|_| WORDS[next(WORDS.len()).min(next(WORDS.len()))])
+            .collect();
+        let title = WORDS[next(WORDS.len())];
+        let mut p = faq(title, &body.join(" "));
+        if next(3) == 0 {
+            p.tags = vec!["vip".into()];
+        }
+        p
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn pruned_top_k_equals_scoring_every_posting(
+            seed in any::<u64>(),
+            writes in 0usize..4,
+            query in proptest::collection::vec(0usize..WORDS.len(), 1..6),
+            k in 1usize..40,
+            multi in any::<bool>(),
+            k1 in 0.0f32..3.0,
+            b in 0.0f32..=1.0,
+            ngram_weight in 0.0f32..2.0,
+            tagged in any::<bool>(),
+        ) {
+            let analyzer = Analyzer::new();
+            let passages: Vec<_> = (0..700).map(|i| passage(seed, i)).collect();
+            let mut index = LexicalIndex::build(
+                &analyzer,
+                &KbSnapshot { passages: passages.clone(), seq: 1, ..Default::default() },
+            );
+            // Later writes: new passages in new segments, and old ones
+            // replaced or removed (dead where they were).
+            for w in 0..writes {
+                let mut upserted: Vec<_> = (0..150).map(|i| passage(seed + 1 + w as u64, i)).collect();
+                let mut removed: Vec<PassageId> = Vec::new();
+                for (j, p) in passages.iter().enumerate().skip(w).step_by(5) {
+                    if j % 2 == 0 {
+                        removed.push(p.id);
+                    } else {
+                        let mut again = passage(seed + 100, j);
+                        again.id = p.id;
+                        upserted.push(again);
+                    }
+                }
+                upserted.sort_by_key(|p| p.id);
+                removed.sort();
+                let (next, _) = index.apply(&KbChanges {
+                    seq: 2 + w as u64,
+                    upserted,
+                    removed,
+                    ..Default::default()
+                });
+                index = next;
+            }
+            let text: Vec<&str> = query.iter().map(|w| WORDS[*w]).collect();
+            let q = index.analyze_query(&text.join(" "));
+            let terms = index.query_terms(&q);
+            let params = Bm25Params {
+                k1,
+                b,
+                fields: if multi {
+                    FieldMode::MultiField { title: 2.0, body: 1.0, tags: 0.5 }
+                } else {
+                    FieldMode::Flat
+                },
+                ngram_weight,
+            };
+            let filter = if tagged {
+                Filter::new(
+                    &Filters { tags: vec!["vip".into()], ..Default::default() },
+                    0,
+                    &rag_core::Viewer::Everything,
+                )
+            } else {
+                Filter::everything()
+            };
+            let key = |v: Vec<(crate::index::Ref, f64)>| {
+                v.into_iter()
+                    .map(|(r, s)| (index.meta_at(r).id, s.to_bits()))
+                    .collect::<Vec<_>>()
+            };
+            let pruned = key(index.score_terms(&terms, &params, &filter, k));
+            let every = key(index.score_terms_exhaustive(&terms, &params, &filter, k));
+            prop_assert_eq!(pruned, every);
+        }
+    }
+}
