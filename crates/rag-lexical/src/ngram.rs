@@ -146,12 +146,17 @@ impl<'a> Membership<'a> {
     pub(crate) fn new(index: &'a NgramIndex, keys: &[u64]) -> Self {
         let mut lists = Vec::with_capacity(keys.len());
         let mut none = false;
+        let mut found: Vec<List<'a>> = Vec::with_capacity(keys.len());
         for k in keys {
             match index.postings.get(*k) {
-                Some(l) => lists.push((l.iter(), None)),
+                Some(l) => found.push(l),
                 None => none = true,
             }
         }
+        // The shortest list first: most passages that lack a key lack
+        // that one, and are turned away before the long lists are sought.
+        found.sort_by_key(List::len);
+        lists.extend(found.iter().map(|l| (l.iter(), None)));
         Membership { lists, none }
     }
 

@@ -246,6 +246,11 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Whether the list has skip entries (more than one block).
+    pub(crate) fn has_entries(&self) -> bool {
+        !self.skips.is_empty()
+    }
+
     /// Every entry of the list.
     pub(crate) fn entries(&self) -> impl Iterator<Item = Entry> + 'a {
         let skips = self.skips;
