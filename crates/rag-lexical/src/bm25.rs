@@ -14,6 +14,10 @@ pub(crate) struct WeightedTerm {
     pub gram: bool,
 }
 
+/// Up to this many postings over a query's terms (dead ones included),
+/// every posting is scored; above, the top k is found by pruning.
+pub(crate) const EXHAUSTIVE_POSTINGS: usize = 50_000;
+
 /// Lucene's BM25 idf, always positive.
 #[inline]
 pub fn idf(n: f32, df: f32) -> f32 {
@@ -190,10 +194,19 @@ impl LexicalIndex {
         k: usize,
     ) -> Vec<(Ref, f64)> {
         let scorers = self.scorers(terms, params);
-        if scorers.iter().flatten().all(Scorer::prunable) {
+        // Pruning pays for its bookkeeping only over long lists: below this
+        // many postings, scoring them all is faster (SciFact's 5,183
+        // passages: 0.09 ms against 0.32 ms per BM25 query). Both give the
+        // same result.
+        let postings: usize = terms
+            .iter()
+            .flat_map(|t| self.segments.iter().filter_map(|s| s.term(&t.text)))
+            .map(|t| t.count as usize)
+            .sum();
+        if postings > EXHAUSTIVE_POSTINGS && scorers.iter().flatten().all(Scorer::prunable) {
             self.score_pruned(terms, &scorers, filter, k)
         } else {
-            self.score_terms_exhaustive(terms, params, filter, k)
+            self.score_terms_exhaustive_with(terms, &scorers, filter, k)
         }
     }
 
@@ -216,6 +229,7 @@ impl LexicalIndex {
 
     /// [`LexicalIndex::score_terms`] by scoring every live posting of every
     /// term, term after term.
+    #[cfg(test)]
     pub(crate) fn score_terms_exhaustive(
         &self,
         terms: &[WeightedTerm],
@@ -223,7 +237,16 @@ impl LexicalIndex {
         filter: &Filter,
         k: usize,
     ) -> Vec<(Ref, f64)> {
-        let scorers = self.scorers(terms, params);
+        self.score_terms_exhaustive_with(terms, &self.scorers(terms, params), filter, k)
+    }
+
+    fn score_terms_exhaustive_with(
+        &self,
+        terms: &[WeightedTerm],
+        scorers: &[Option<Scorer>],
+        filter: &Filter,
+        k: usize,
+    ) -> Vec<(Ref, f64)> {
         let mut offsets = Vec::with_capacity(self.segments.len());
         let mut total = 0usize;
         for seg in &self.segments {
@@ -232,7 +255,7 @@ impl LexicalIndex {
         }
         let mut acc = vec![0f32; total];
         let mut touched: Vec<Ref> = Vec::new();
-        for (wt, scorer) in terms.iter().zip(&scorers) {
+        for (wt, scorer) in terms.iter().zip(scorers) {
             let Some(scorer) = scorer else {
                 continue;
             };
@@ -294,8 +317,17 @@ impl LexicalIndex {
                     continue;
                 };
                 let mut cursor = seg.cursor(term);
+                // Seeking (through the skip entries) pays when the hits are
+                // sparse in the list; otherwise walking it is cheaper.
+                let sparse = term.count as usize > 64 * here.len();
                 for &(ord, hit) in &here {
-                    cursor.seek(ord);
+                    if sparse {
+                        cursor.seek(ord);
+                    } else {
+                        while cursor.ord() < ord {
+                            cursor.step();
+                        }
+                    }
                     match cursor.current() {
                         Some(p) if p.ord == ord => contains[hit][ti] = true,
                         Some(_) => {}

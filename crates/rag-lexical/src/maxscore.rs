@@ -443,7 +443,9 @@ mod tests {
                     .map(|(r, s)| (index.meta_at(r).id, s.to_bits()))
                     .collect::<Vec<_>>()
             };
-            let pruned = key(index.score_terms(&terms, &params, &filter, k));
+            let scorers = index.scorers(&terms, &params);
+            prop_assert!(scorers.iter().flatten().all(crate::bm25::Scorer::prunable));
+            let pruned = key(index.score_pruned(&terms, &scorers, &filter, k));
             let every = key(index.score_terms_exhaustive(&terms, &params, &filter, k));
             prop_assert_eq!(pruned, every);
         }
@@ -477,7 +479,8 @@ mod tests {
                         .map(|(r, s)| (index.meta_at(r).id, s.to_bits()))
                         .collect::<Vec<_>>()
                 };
-                let pruned = key(index.score_terms(&terms, &params, &Filter::everything(), k));
+                let scorers = index.scorers(&terms, &params);
+                let pruned = key(index.score_pruned(&terms, &scorers, &Filter::everything(), k));
                 let every =
                     key(index.score_terms_exhaustive(&terms, &params, &Filter::everything(), k));
                 assert_eq!(pruned, every, "{query} k {k}");

@@ -134,16 +134,45 @@ pub(crate) fn keys(pattern: &str) -> Option<Vec<u64>> {
 }
 
 /// Whether passages, asked in increasing order, hold every key of a
-/// pattern: one forward cursor per key list, so asking about many passages
-/// costs one pass over the lists at most, with skips over their blocks.
+/// pattern. In a segment of up to [`SMALL_SEGMENT`] passages the lists are
+/// intersected once and walked; in a larger one, one forward cursor per key
+/// list is sought to each passage asked about, jumping over the lists'
+/// blocks, so asking about a few passages costs a few blocks per list.
 pub(crate) struct Membership<'a> {
     lists: Vec<(crate::lists::ListIter<'a>, Option<u32>)>,
     /// A key without a list: nothing holds it.
     none: bool,
+    /// The passages holding every key, when intersected up front.
+    holders: Option<(Vec<u32>, usize)>,
 }
+
+/// Segments of at most this many passages answer [`Membership`] from one
+/// intersection of the lists.
+pub(crate) const SMALL_SEGMENT: u32 = 50_000;
 
 impl<'a> Membership<'a> {
     pub(crate) fn new(index: &'a NgramIndex, keys: &[u64]) -> Self {
+        if index.passages <= SMALL_SEGMENT {
+            return Membership {
+                lists: Vec::new(),
+                none: false,
+                holders: Some((index.candidates_of(keys), 0)),
+            };
+        }
+        Self::seeking(index, keys)
+    }
+
+    /// From the passages holding every key, already intersected.
+    pub(crate) fn of_holders(holders: Vec<u32>) -> Self {
+        Membership {
+            lists: Vec::new(),
+            none: false,
+            holders: Some((holders, 0)),
+        }
+    }
+
+    /// The form for large segments: cursors sought to each passage.
+    fn seeking(index: &'a NgramIndex, keys: &[u64]) -> Self {
         let mut lists = Vec::with_capacity(keys.len());
         let mut none = false;
         let mut found: Vec<List<'a>> = Vec::with_capacity(keys.len());
@@ -157,12 +186,22 @@ impl<'a> Membership<'a> {
         // that one, and are turned away before the long lists are sought.
         found.sort_by_key(List::len);
         lists.extend(found.iter().map(|l| (l.iter(), None)));
-        Membership { lists, none }
+        Membership {
+            lists,
+            none,
+            holders: None,
+        }
     }
 
     /// Whether passage `ord` holds every key (`ord` not below the last one
     /// asked about).
     pub(crate) fn holds(&mut self, ord: u32) -> bool {
+        if let Some((holders, at)) = &mut self.holders {
+            while holders.get(*at).is_some_and(|h| *h < ord) {
+                *at += 1;
+            }
+            return holders.get(*at) == Some(&ord);
+        }
         if self.none {
             return false;
         }
@@ -201,5 +240,32 @@ mod tests {
         assert_eq!(ix.candidates("zzz"), Some(vec![]));
         assert_eq!(ix.candidates("re"), None);
         assert_ne!(key(&['a']), key(&['\0', 'a']));
+    }
+
+    #[test]
+    fn seeking_membership_answers_as_the_intersection() {
+        // Texts over a small alphabet, so that trigram lists span several
+        // skip blocks.
+        let texts: Vec<String> = (0..3000u32)
+            .map(|i| {
+                (0..12)
+                    .map(|j| ['a', 'b', 'c', 'd'][((i * 7 + j * j * 3 + i / 5) % 4) as usize])
+                    .collect()
+            })
+            .collect();
+        let ix = NgramIndex::build(texts.iter().map(String::as_str));
+        for pattern in ["abc", "abcd", "dddd", "cab", "bbbb", "acbd"] {
+            let ks = keys(pattern).unwrap();
+            let want = ix.candidates_of(&ks);
+            for step in [1u32, 3, 17, 250] {
+                let mut small = Membership::new(&ix, &ks);
+                let mut seeking = Membership::seeking(&ix, &ks);
+                for ord in (0..3000).step_by(step as usize) {
+                    let held = want.binary_search(&ord).is_ok();
+                    assert_eq!(small.holds(ord), held, "{pattern} {ord}");
+                    assert_eq!(seeking.holds(ord), held, "{pattern} {ord}");
+                }
+            }
+        }
     }
 }

@@ -157,13 +157,13 @@ impl LexicalIndex {
         n
     }
 
-    /// Live passages holding every one of `keys`.
-    fn live_candidates(&self, keys: &[u64]) -> usize {
-        self.segments
-            .iter()
-            .zip(&self.dead)
-            .map(|(seg, dead)| {
-                let c = seg.ngrams.candidates_of(keys);
+    /// Live passages holding every one of `keys` (pattern `p`'s), each
+    /// segment's list kept in `cache` for the rest of the query.
+    fn live_candidates(&self, keys: &[u64], p: usize, cache: &mut Lists) -> usize {
+        (0..self.segments.len())
+            .map(|si| {
+                let dead = &self.dead[si];
+                let c = cache.get(self, si, p, keys);
                 if dead.count() == 0 {
                     c.len()
                 } else {
@@ -203,14 +203,16 @@ impl LexicalIndex {
         // Each pattern's n-gram keys (`None`: it cannot be looked up, every
         // passage may hold it) and how many live passages hold its rarest.
         let keys: Vec<Option<Vec<u64>>> = patterns.iter().map(|p| ngram::keys(p)).collect();
+        let mut lists = Lists::new(self.segments.len(), patterns.len());
         let dfs: Vec<usize> = keys
             .iter()
-            .map(|ks| match ks {
+            .enumerate()
+            .map(|(p, ks)| match ks {
                 None => n,
                 Some(ks) => {
                     let rarest = ks.iter().map(|k| self.live_count(*k)).min().unwrap_or(n);
                     if rarest <= EXACT_DF_LIMIT {
-                        self.live_candidates(ks)
+                        self.live_candidates(ks, p, &mut lists)
                     } else {
                         rarest
                     }
@@ -246,7 +248,7 @@ impl LexicalIndex {
         for (si, seg) in self.segments.iter().enumerate() {
             let dead = &self.dead[si];
             let whole: Vec<u32> = match (plan.whole_first, &keys[0]) {
-                (true, Some(ks)) if !scan_all => seg.ngrams.candidates_of(ks),
+                (true, Some(ks)) if !scan_all => lists.get(self, si, 0, ks).to_vec(),
                 _ => Vec::new(),
             };
             let mut proposed: Vec<u32> = if scan_all {
@@ -255,8 +257,9 @@ impl LexicalIndex {
                 let mut all: Vec<u32> = lookup[..proposing]
                     .iter()
                     .flat_map(|p| {
-                        seg.ngrams
-                            .candidates_of(keys[*p].as_deref().unwrap_or_default())
+                        lists
+                            .get(self, si, *p, keys[*p].as_deref().unwrap_or_default())
+                            .to_vec()
                     })
                     .chain(whole.iter().copied())
                     .collect();
@@ -268,7 +271,16 @@ impl LexicalIndex {
             // What each proposed passage's n-grams promise: the weight of
             // the key terms it may hold, added in pattern order.
             let mut members: Vec<(usize, Membership<'_>)> = (key_start..patterns.len())
-                .filter_map(|p| Some((p, Membership::new(&seg.ngrams, keys[p].as_deref()?))))
+                .filter_map(|p| {
+                    let ks = keys[p].as_deref()?;
+                    Some((
+                        p,
+                        match lists.take(si, p) {
+                            Some(holders) => Membership::of_holders(holders),
+                            None => Membership::new(&seg.ngrams, ks),
+                        },
+                    ))
+                })
                 .collect();
             let mut is_whole = whole.iter().peekable();
             for ord in proposed {
@@ -358,6 +370,24 @@ impl LexicalIndex {
 /// weighs by the passages holding all its n-grams; above, by that n-gram's
 /// count (intersecting such lists costs more than the estimate is off).
 pub const EXACT_DF_LIMIT: usize = 16_384;
+
+/// Each segment's passages holding a pattern's n-grams, intersected at most
+/// once per query.
+struct Lists(Vec<Vec<Option<Vec<u32>>>>);
+
+impl Lists {
+    fn new(segments: usize, patterns: usize) -> Self {
+        Lists(vec![vec![None; patterns]; segments])
+    }
+
+    fn get(&mut self, index: &LexicalIndex, si: usize, p: usize, keys: &[u64]) -> &[u32] {
+        self.0[si][p].get_or_insert_with(|| index.segments[si].ngrams.candidates_of(keys))
+    }
+
+    fn take(&mut self, si: usize, p: usize) -> Option<Vec<u32>> {
+        self.0[si][p].take()
+    }
+}
 
 /// A passage the substring path may read.
 struct Candidate {
