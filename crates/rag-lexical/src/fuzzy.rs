@@ -285,14 +285,13 @@ impl HanWindow {
 /// of the query's normalised text, run by run, shorter windows first: where
 /// the typo path looks for homophones of words the vocabulary lacks. Each
 /// window lists the query words it cuts through, found by aligning the
-/// query's Chinese tokens other than stop words, in order, with the runs
-/// (characters between them are stop words, or characters the analyzer
-/// dropped).
+/// query's Chinese tokens, in order, with the runs (characters between them
+/// are stop words the analyzer dropped).
 pub fn han_windows(q: &AnalyzedQuery) -> Vec<HanWindow> {
     let mut words = q
         .tokens
         .iter()
-        .filter(|t| t.kind == TokenKind::Han && !rag_text::is_zh_stop_word(&t.text))
+        .filter(|t| t.kind == TokenKind::Han)
         .map(|t| t.text.chars().collect::<Vec<char>>())
         .peekable();
     let mut out = Vec::new();

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 pub const ANALYZER_NAME: &str = "zh_en";
 /// Bumped whenever the analyzer's output changes for some input; stores
 /// rebuild their lexical indexes when it differs from what they recorded.
-pub const ANALYZER_VERSION: u32 = 2;
+pub const ANALYZER_VERSION: u32 = 1;
 
 /// Index mode emits extra tokens (the characters of longer Chinese words);
 /// query mode does not.
@@ -41,13 +41,6 @@ fn stop_sets() -> &'static StopSets {
         en: stopwords::ENGLISH.iter().copied().collect(),
         zh: stopwords::CHINESE.iter().copied().collect(),
     })
-}
-
-/// Whether `word` is on the Chinese stop-word list. The analyzer keeps
-/// such words as search terms; the substring path's key terms and the typo
-/// path's windows leave them out.
-pub fn is_zh_stop_word(word: &str) -> bool {
-    stop_sets().zh.contains(word)
 }
 
 /// The Chinese + English analyzer. Cheap to clone, and cheap to create:
@@ -229,13 +222,12 @@ impl Analyzer {
                     self.jieba().cut_for_search(segment, true)
                 };
                 let mut seen: FxHashSet<&str> = FxHashSet::default();
-                // Chinese stop words stay searchable (unlike English ones):
-                // BM25's idf already discounts them, and in short questions
-                // 怎么, 可以 or 吗 carry the intent (kept on the bq and XQuAD
-                // zh→zh development sets; docs/quality.md).
                 for t in words {
                     let word = t.word;
                     seen.insert(word);
+                    if drop_stops && stops.zh.contains(word) {
+                        continue;
+                    }
                     let (s, e) = (start + t.byte_start, start + t.byte_end);
                     let (os, oe) = norm.original_range(s, e);
                     let pos = sink.position;
@@ -263,12 +255,17 @@ impl Analyzer {
                 {
                     // Character bigrams of the run that are not already words: they
                     // match across segmentation differences between query and text.
+                    // Bigrams touching a one-character stop word (是, 的…) are noise.
                     let chars: Vec<(usize, char)> = segment.char_indices().collect();
+                    let is_stop_char = |c: char| {
+                        let mut buf = [0u8; 4];
+                        drop_stops && stops.zh.contains(&*c.encode_utf8(&mut buf))
+                    };
                     let mut bigrams = Vec::new();
                     for w in chars.windows(2) {
                         let (a, b) = (w[0].0, w[1].0 + w[1].1.len_utf8());
                         let gram = &segment[a..b];
-                        if seen.contains(gram) {
+                        if seen.contains(gram) || is_stop_char(w[0].1) || is_stop_char(w[1].1) {
                             continue;
                         }
                         let (os, oe) = norm.original_range(start + a, start + b);

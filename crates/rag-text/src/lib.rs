@@ -35,9 +35,7 @@ mod normalize;
 mod pinyin_key;
 mod stopwords;
 
-pub use analyzer::{
-    detect_language, is_zh_stop_word, Analyzer, Mode, ANALYZER_NAME, ANALYZER_VERSION,
-};
+pub use analyzer::{detect_language, Analyzer, Mode, ANALYZER_NAME, ANALYZER_VERSION};
 pub use normalize::{normalize, normalize_for_match, Normalized};
 pub use pinyin_key::pinyin_key;
 pub use rag_core::{Language, Token, TokenKind};
