@@ -89,6 +89,7 @@ impl<'a> List<'a> {
             at: 0,
             read: 0,
             prev: None,
+            found: None,
         }
     }
 }
@@ -101,15 +102,19 @@ pub(crate) struct ListIter<'a> {
     /// Values read so far.
     read: usize,
     prev: Option<u32>,
+    /// The value [`ListIter::seek`] last found.
+    found: Option<u32>,
 }
 
 impl ListIter<'_> {
-    /// The first value not yet read at or past `target`, jumping over the
-    /// blocks that end before it (a caller keeps the value returned, which
-    /// may be past the next target); targets must not decrease between
-    /// calls. Damaged
-    /// entries (a crafted file) make it jump wrongly, never out of bounds.
+    /// The first value at or past `target`, jumping over the blocks that
+    /// end before it; targets must not decrease between calls (the value
+    /// found answers every later target up to it). Damaged entries (a
+    /// crafted file) make it jump wrongly, never out of bounds or backwards.
     pub(crate) fn seek(&mut self, target: u32) -> Option<u32> {
+        if let Some(v) = self.found.filter(|v| *v >= target) {
+            return Some(v);
+        }
         let skip = |i: usize| -> Option<(u32, u32)> {
             let b = self.skips.get(i * SKIP_BYTES..(i + 1) * SKIP_BYTES)?;
             Some((
@@ -138,7 +143,8 @@ impl ListIter<'_> {
                 }
             }
         }
-        self.find(|v| *v >= target)
+        self.found = self.find(|v| *v >= target);
+        self.found
     }
 }
 
@@ -338,12 +344,8 @@ impl PostingLists {
 pub(crate) fn intersect(small: &[u32], list: List<'_>) -> Vec<u32> {
     let mut out = Vec::with_capacity(small.len().min(list.len()));
     let mut it = list.iter();
-    let mut cur = None;
     for &s in small {
-        if cur.is_none_or(|c| c < s) {
-            cur = it.seek(s);
-        }
-        match cur {
+        match it.seek(s) {
             Some(c) if c == s => out.push(s),
             Some(_) => {}
             None => break,

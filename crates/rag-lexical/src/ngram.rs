@@ -139,7 +139,7 @@ pub(crate) fn keys(pattern: &str) -> Option<Vec<u64>> {
 /// list is sought to each passage asked about, jumping over the lists'
 /// blocks, so asking about a few passages costs a few blocks per list.
 pub(crate) struct Membership<'a> {
-    lists: Vec<(crate::lists::ListIter<'a>, Option<u32>)>,
+    lists: Vec<crate::lists::ListIter<'a>>,
     /// A key without a list: nothing holds it.
     none: bool,
     /// The passages holding every key, when intersected up front.
@@ -185,7 +185,7 @@ impl<'a> Membership<'a> {
         // The shortest list first: most passages that lack a key lack
         // that one, and are turned away before the long lists are sought.
         found.sort_by_key(List::len);
-        lists.extend(found.iter().map(|l| (l.iter(), None)));
+        lists.extend(found.iter().map(List::iter));
         Membership {
             lists,
             none,
@@ -205,15 +205,7 @@ impl<'a> Membership<'a> {
         if self.none {
             return false;
         }
-        for (it, cur) in &mut self.lists {
-            if cur.is_none_or(|c| c < ord) {
-                *cur = it.seek(ord);
-            }
-            if *cur != Some(ord) {
-                return false;
-            }
-        }
-        true
+        self.lists.iter_mut().all(|it| it.seek(ord) == Some(ord))
     }
 }
 

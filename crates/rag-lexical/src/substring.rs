@@ -141,16 +141,7 @@ impl LexicalIndex {
             n += list.len();
             if dead.count() > 0 {
                 let mut it = list.iter();
-                let mut cur: Option<u32> = None;
-                let mut held = 0;
-                for o in dead.iter() {
-                    if cur.is_none_or(|c| c < o) {
-                        cur = it.seek(o);
-                    }
-                    if cur == Some(o) {
-                        held += 1;
-                    }
-                }
+                let held = dead.iter().filter(|o| it.seek(*o) == Some(*o)).count();
                 n -= held.min(list.len());
             }
         }
@@ -399,13 +390,8 @@ struct Candidate {
 }
 
 /// How many passages the substring path reads at most for `k` results.
-pub const fn verify_cap(k: usize) -> usize {
-    let cap = k.saturating_mul(40);
-    if cap < 2000 {
-        2000
-    } else {
-        cap
-    }
+pub fn verify_cap(k: usize) -> usize {
+    k.saturating_mul(40).max(2000)
 }
 
 #[cfg(test)]
