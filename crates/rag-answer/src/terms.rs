@@ -8,6 +8,7 @@ pub(crate) fn term_set(analyzer: &Analyzer, text: &str) -> HashSet<String> {
     analyzer
         .analyze(text, Mode::Query)
         .into_iter()
+        .filter(|t| t.kind.retrieves())
         .map(|t| t.text)
         .collect()
 }

@@ -24,6 +24,38 @@ pub enum TokenKind {
     /// Two adjacent Chinese characters that are not a dictionary word; they
     /// match across segmentation differences between a query and a text.
     HanBigram,
+    /// A Chinese stop word (是, 的, 怎么, 吗): it adds to the score of a
+    /// passage that other terms of the query find, but never finds one on
+    /// its own (as Lucene's common-terms query treats frequent terms).
+    HanStop,
+    /// A character bigram touching a one-character stop word (是几, 的信):
+    /// scored like [`TokenKind::HanStop`].
+    HanStopBigram,
+}
+
+impl TokenKind {
+    /// Whether a passage may be found through this term alone (stop words
+    /// and their bigrams only add to the score of passages found otherwise).
+    pub fn retrieves(self) -> bool {
+        !matches!(self, TokenKind::HanStop | TokenKind::HanStopBigram)
+    }
+
+    /// The weight of a query term of this kind in BM25: stop words count
+    /// for less than other terms (0.7: of 0.3, 0.5, 0.7, 1 and 1.5, the best
+    /// mean of the Chinese development sets, bq dev and XQuAD zh→zh; see
+    /// docs/quality.md).
+    pub fn query_weight(self) -> f32 {
+        if self.retrieves() {
+            1.0
+        } else {
+            0.7
+        }
+    }
+
+    /// Whether the term is a character bigram, scored in the bigram field.
+    pub fn is_bigram(self) -> bool {
+        matches!(self, TokenKind::HanBigram | TokenKind::HanStopBigram)
+    }
 }
 
 /// A term with the byte range in the original text it came from.

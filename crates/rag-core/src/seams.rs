@@ -552,6 +552,10 @@ pub struct QueryTerm {
     pub weight: f32,
     /// A Chinese character bigram, scored in the bigram field.
     pub gram: bool,
+    /// Whether the term may find a passage on its own; a stop word
+    /// ([`crate::TokenKind::retrieves`]) only adds to the score of passages
+    /// other terms find.
+    pub retrieves: bool,
 }
 
 /// What a recall path served by the store needs besides the analysed query.

@@ -35,7 +35,7 @@ pub(crate) fn suggest_lambda(
             0.7,
             "the query names identifiers or numbers, which exact matching finds best",
         )
-    } else if q.tokens.len() <= 2 {
+    } else if q.tokens.iter().filter(|t| t.kind.retrieves()).count() <= 2 {
         (0.6, "a short keyword query")
     } else {
         (0.5, "a balanced question")

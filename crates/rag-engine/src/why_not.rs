@@ -143,8 +143,10 @@ fn missing_terms(index: &KbIndex, q: &AnalyzedQuery, p: &Passage, path: PathKind
         .flatten()
         .map(|(t, _)| t.as_str())
         .collect();
+    // Stop words only score: one missing is not why a passage was not found.
     q.tokens
         .iter()
+        .filter(|t| t.kind.retrieves())
         .filter(|t| !have.contains(t.text.as_str()) && seen.insert(t.text.clone()))
         .map(|t| t.text.clone())
         .collect()

@@ -2,16 +2,18 @@
 
 use crate::filter::Filter;
 use crate::index::{LexicalIndex, Ref, TermStats, FIELDS, GRAMS, WORD_FIELDS};
-use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList, TokenKind};
+use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList};
 
 /// A query term with a weight (1 for the query's own terms, less for
 /// expansions); `gram` terms are Chinese character bigrams, scored in the
-/// bigram field.
+/// bigram field. A term that does not `retrieve` (a stop word) only adds
+/// to the score of passages the other terms find.
 #[derive(Debug, Clone)]
 pub(crate) struct WeightedTerm {
     pub text: Box<str>,
     pub weight: f32,
     pub gram: bool,
+    pub retrieves: bool,
 }
 
 /// Up to this many postings over a query's terms (dead ones included),
@@ -254,6 +256,8 @@ impl LexicalIndex {
             total += seg.len();
         }
         let mut acc = vec![0f32; total];
+        // Passages some retrieving term scored: the only ones returned.
+        let mut found = vec![false; total];
         let mut touched: Vec<Ref> = Vec::new();
         for (wt, scorer) in terms.iter().zip(scorers) {
             let Some(scorer) = scorer else {
@@ -269,14 +273,15 @@ impl LexicalIndex {
                     let Some(v) = scorer.score(&p.tf, &seg.lengths[p.ord as usize]) else {
                         continue;
                     };
-                    let slot = &mut acc[base + p.ord as usize];
-                    if *slot == 0.0 && v > 0.0 {
+                    let at = base + p.ord as usize;
+                    if wt.retrieves && !found[at] && v > 0.0 {
+                        found[at] = true;
                         touched.push(Ref {
                             seg: si as u32,
                             ord: p.ord,
                         });
                     }
-                    *slot += v;
+                    acc[at] += v;
                 }
             }
         }
@@ -341,10 +346,11 @@ impl LexicalIndex {
             .enumerate()
             .map(|(i, (r, score))| {
                 let seg = &self.segments[r.seg as usize];
+                // Stop words only scored: they are not what matched.
                 let mut matched: Vec<String> = terms
                     .iter()
                     .zip(&contains[i])
-                    .filter(|(_, c)| **c)
+                    .filter(|(t, c)| **c && t.retrieves)
                     .map(|(t, _)| t.text.to_string())
                     .collect();
                 matched.dedup();
@@ -366,8 +372,9 @@ impl LexicalIndex {
             .filter(|t| self.segments.iter().any(|s| s.term(&t.text).is_some()))
             .map(|t| WeightedTerm {
                 text: t.text.as_str().into(),
-                weight: 1.0,
-                gram: t.kind == TokenKind::HanBigram,
+                weight: t.kind.query_weight(),
+                gram: t.kind.is_bigram(),
+                retrieves: t.kind.retrieves(),
             })
             .collect()
     }

@@ -247,6 +247,7 @@ impl LexicalIndex {
             text: c.to.clone(),
             weight: c.similarity,
             gram: false,
+            retrieves: true,
         }));
         let scored = self.score_terms(&terms, params, filter, k);
         self.ranked(PathKind::Fuzzy, scored, &terms, notes)

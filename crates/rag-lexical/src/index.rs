@@ -149,7 +149,7 @@ pub(crate) fn analyse(analyzer: &Analyzer, p: &Passage) -> PassageTerms {
     let mut take = |text: &str| -> Vec<(String, TokenKind)> {
         let mut words = Vec::new();
         for t in analyzer.analyze(text, Mode::Index) {
-            if t.kind == TokenKind::HanBigram {
+            if t.kind.is_bigram() {
                 grams.push((t.text, t.kind));
             } else {
                 words.push((t.text, t.kind));

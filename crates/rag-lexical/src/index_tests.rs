@@ -134,3 +134,36 @@ fn batched_build_equals_one_batch() {
         assert_eq!(key(&la), key(&lb), "{q}");
     }
 }
+
+#[test]
+fn chinese_stop_words_score_but_never_find_a_passage_alone() {
+    let passages = vec![
+        faq("怎么开发票", "在订单页申请"),
+        faq("退款多久到账", "三天内原路退回"),
+        faq("怎么申请退款", "在订单页点退款"),
+    ];
+    let index = LexicalIndex::build(
+        &Analyzer::new(),
+        &KbSnapshot {
+            passages,
+            ..Default::default()
+        },
+    );
+    let title = |id: PassageId| index.passage(id).map(|p| p.title.clone()).unwrap();
+    let q = index.analyze_query("怎么退款");
+    let list = index.bm25(&q, 10, &Bm25Params::default(), &Filter::everything());
+    let titles: Vec<String> = list.hits.iter().map(|h| title(h.id)).collect();
+    // 怎么 alone finds nothing (the invoice entry is not returned), and it
+    // lifts the entry holding both terms above the one holding 退款 only.
+    assert_eq!(titles, ["怎么申请退款", "退款多久到账"], "{list:?}");
+    // It is not among what matched either: only 退款 found the passage.
+    assert!(list.hits.iter().all(|h| h.matched == ["退款"]), "{list:?}");
+    // On its own a stop word is an ordinary term.
+    let alone = index.bm25(
+        &index.analyze_query("怎么"),
+        10,
+        &Bm25Params::default(),
+        &Filter::everything(),
+    );
+    assert_eq!(alone.hits.len(), 2, "{alone:?}");
+}

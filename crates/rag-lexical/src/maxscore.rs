@@ -114,6 +114,8 @@ impl TopK {
 struct List<'a> {
     /// The term's place in the query (the order its score is added in).
     term: usize,
+    /// Whether the term may propose a passage (see [`WeightedTerm`]).
+    retrieves: bool,
     cursor: Cursor<'a>,
     scorer: Scorer,
     /// The most it adds to any passage of the segment.
@@ -191,14 +193,23 @@ impl LexicalIndex {
                 };
                 lists.push(List {
                     term: i,
+                    retrieves: wt.retrieves,
                     cursor,
                     scorer: *scorer,
                     bound,
                     block: None,
                 });
             }
-            // Ascending bounds: the non-essential lists are a prefix.
-            lists.sort_by(|a, b| a.bound.total_cmp(&b.bound).then(a.term.cmp(&b.term)));
+            // The lists of terms that do not retrieve (stop words) first,
+            // as they are never essential, then ascending bounds: the
+            // non-essential lists are a prefix.
+            lists.sort_by(|a, b| {
+                a.retrieves
+                    .cmp(&b.retrieves)
+                    .then(a.bound.total_cmp(&b.bound))
+                    .then(a.term.cmp(&b.term))
+            });
+            let scoring_only = lists.iter().take_while(|l| !l.retrieves).count();
             let mut prefix = Vec::with_capacity(lists.len());
             let mut sum = 0f32;
             for l in &lists {
@@ -213,7 +224,8 @@ impl LexicalIndex {
                     0
                 } else {
                     prefix.iter().take_while(|b| top.out_of_reach(**b)).count()
-                };
+                }
+                .max(scoring_only);
                 if first == lists.len() {
                     break;
                 }
@@ -324,9 +336,11 @@ mod tests {
     use rag_core::{Bm25Params, FieldMode, Filters, KbChanges, KbSnapshot, PassageId};
     use rag_text::Analyzer;
 
-    const WORDS: [&str; 12] = [
+    /// Query and passage words; the last two are Chinese stop words, which
+    /// score only passages another term finds.
+    const WORDS: [&str; 14] = [
         "refund", "delivery", "account", "card", "password", "transfer", "fee", "limit", "退款",
-        "转账", "密码", "额度",
+        "转账", "密码", "额度", "怎么", "的",
     ];
 
     thread_local! {

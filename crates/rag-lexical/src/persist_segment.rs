@@ -36,13 +36,15 @@ use crate::segment::{Script, Segment, Term};
 use rag_core::{Passage, PassageId, TokenKind};
 use rustc_hash::FxHashMap;
 
-const KINDS: [TokenKind; 6] = [
+const KINDS: [TokenKind; 8] = [
     TokenKind::Word,
     TokenKind::Ident,
     TokenKind::Number,
     TokenKind::Han,
     TokenKind::HanChar,
     TokenKind::HanBigram,
+    TokenKind::HanStop,
+    TokenKind::HanStopBigram,
 ];
 
 fn kind_code(k: TokenKind) -> u8 {

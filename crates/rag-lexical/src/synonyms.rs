@@ -29,6 +29,7 @@ impl Phrase {
             tokens: analyzer
                 .analyze(text, Mode::Query)
                 .into_iter()
+                .filter(|t| t.kind.retrieves())
                 .map(|t| t.text)
                 .collect(),
             match_form,
@@ -144,6 +145,7 @@ impl LexicalIndex {
                     text: e.text.as_str().into(),
                     weight: e.weight,
                     gram: e.gram,
+                    retrieves: e.retrieves,
                 });
             }
         }
@@ -199,6 +201,7 @@ impl LexicalIndex {
                             text: t.clone(),
                             weight: EXPANSION_WEIGHT,
                             gram: false,
+                            retrieves: true,
                         });
                     }
                 }

@@ -228,6 +228,7 @@ async fn bm25(
     let texts: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
     let weights: Vec<f64> = terms.iter().map(|t| f64::from(t.weight)).collect();
     let grams: Vec<bool> = terms.iter().map(|t| t.gram).collect();
+    let retrieves: Vec<bool> = terms.iter().map(|t| t.retrieves).collect();
     let (multi, [ft, fb, fc]) = match params.fields {
         rag_core::FieldMode::Flat => (false, [0.0; 3]),
         rag_core::FieldMode::MultiField { title, body, tags } => {
@@ -271,8 +272,8 @@ async fn bm25(
              FROM lex_stats WHERE kb_id = $1
          ),
          qt AS (
-             SELECT q.term, q.w, q.gram, t.df_title, t.df_body, t.df_tags, t.df_grams, t.df_word
-             FROM unnest($8::text[], $9::float8[], $10::boolean[]) AS q(term, w, gram)
+             SELECT q.term, q.w, q.gram, q.retrieves, t.df_title, t.df_body, t.df_tags, t.df_grams, t.df_word
+             FROM unnest($8::text[], $9::float8[], $10::boolean[], $19::boolean[]) AS q(term, w, gram, retrieves)
              JOIN lex_terms t ON t.kb_id = $1 AND t.term = q.term
          ),
          m AS (
@@ -290,7 +291,8 @@ async fn bm25(
              SELECT m.passage, sum({score}) AS score, array_agg(DISTINCT m.term) AS terms
              FROM m CROSS JOIN st
              GROUP BY m.passage
-             HAVING sum({score}) > 0
+             -- Stop words only add to the score of passages other terms find.
+             HAVING sum({score}) > 0 AND bool_or(m.retrieves AND ({score}) > 0)
          )
          SELECT s.passage, s.score, s.terms
          FROM s CROSS JOIN LATERAL (
@@ -305,7 +307,7 @@ async fn bm25(
         .query(
             &sql,
             &f.params(&[
-                &texts, &weights, &grams, &k1, &b, &multi, &ft, &fb, &fc, &ngw, &limit,
+                &texts, &weights, &grams, &k1, &b, &multi, &ft, &fb, &fc, &ngw, &limit, &retrieves,
             ]),
         )
         .await
@@ -317,7 +319,7 @@ async fn bm25(
             // The terms a hit contains, in query order (as the in-memory index lists them).
             let mut matched: Vec<String> = terms
                 .iter()
-                .filter(|t| found.contains(&t.text))
+                .filter(|t| t.retrieves && found.contains(&t.text))
                 .map(|t| t.text.clone())
                 .collect();
             matched.dedup();
@@ -337,8 +339,9 @@ fn query_terms(q: &rag_core::AnalyzedQuery) -> Vec<QueryTerm> {
         .iter()
         .map(|t| QueryTerm {
             text: t.text.clone(),
-            weight: 1.0,
-            gram: t.kind == TokenKind::HanBigram,
+            weight: t.kind.query_weight(),
+            gram: t.kind.is_bigram(),
+            retrieves: t.kind.retrieves(),
         })
         .collect()
 }
@@ -509,6 +512,7 @@ async fn fuzzy_path(
         text: to,
         weight: s,
         gram: false,
+        retrieves: true,
     }));
     let hits = bm25(tx, f, &terms, &q.params.bm25, q.k).await?;
     Ok(RankedList {

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 pub const ANALYZER_NAME: &str = "zh_en";
 /// Bumped whenever the analyzer's output changes for some input; stores
 /// rebuild their lexical indexes when it differs from what they recorded.
-pub const ANALYZER_VERSION: u32 = 1;
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// Index mode emits extra tokens (the characters of longer Chinese words);
 /// query mode does not.
@@ -120,13 +120,20 @@ impl Analyzer {
 
     /// Like [`Analyzer::analyze`], appending to `out` (which is not cleared).
     ///
+    /// English stop words are dropped; Chinese ones are kept as
+    /// [`TokenKind::HanStop`] (and the bigrams touching a one-character one
+    /// as [`TokenKind::HanStopBigram`]): they add to the score of passages
+    /// the other terms find, and never find one alone.
+    ///
     /// In query mode, when every term is a stop word, the stop words are kept
-    /// so that a query such as "the who" still searches for something.
+    /// as ordinary terms so that a query such as "the who" or 怎么样 still
+    /// searches for something.
     pub fn analyze_into(&self, text: &str, mode: Mode, out: &mut Vec<Token>) {
         let norm = normalize(text);
         let first = out.len();
         self.run(text, &norm, mode, true, out);
-        if mode == Mode::Query && out.len() == first {
+        if mode == Mode::Query && out[first..].iter().all(|t| !t.kind.retrieves()) {
+            out.truncate(first);
             self.run(text, &norm, mode, false, out);
         }
     }
@@ -225,9 +232,7 @@ impl Analyzer {
                 for t in words {
                     let word = t.word;
                     seen.insert(word);
-                    if drop_stops && stops.zh.contains(word) {
-                        continue;
-                    }
+                    let stop = drop_stops && stops.zh.contains(word);
                     let (s, e) = (start + t.byte_start, start + t.byte_end);
                     let (os, oe) = norm.original_range(s, e);
                     let pos = sink.position;
@@ -236,9 +241,13 @@ impl Analyzer {
                         start: os,
                         end: oe,
                         position: pos,
-                        kind: TokenKind::Han,
+                        kind: if stop {
+                            TokenKind::HanStop
+                        } else {
+                            TokenKind::Han
+                        },
                     });
-                    if mode == Mode::Index && word.chars().count() > 1 {
+                    if mode == Mode::Index && !stop && word.chars().count() > 1 {
                         for (ci, c) in word.char_indices() {
                             let (cs, ce) = norm.original_range(s + ci, s + ci + c.len_utf8());
                             sink.tokens.push(Token {
@@ -255,7 +264,8 @@ impl Analyzer {
                 {
                     // Character bigrams of the run that are not already words: they
                     // match across segmentation differences between query and text.
-                    // Bigrams touching a one-character stop word (是, 的…) are noise.
+                    // Bigrams touching a one-character stop word (是, 的…) only
+                    // score, as stop words do.
                     let chars: Vec<(usize, char)> = segment.char_indices().collect();
                     let is_stop_char = |c: char| {
                         let mut buf = [0u8; 4];
@@ -265,16 +275,21 @@ impl Analyzer {
                     for w in chars.windows(2) {
                         let (a, b) = (w[0].0, w[1].0 + w[1].1.len_utf8());
                         let gram = &segment[a..b];
-                        if seen.contains(gram) || is_stop_char(w[0].1) || is_stop_char(w[1].1) {
+                        if seen.contains(gram) {
                             continue;
                         }
+                        let stop = is_stop_char(w[0].1) || is_stop_char(w[1].1);
                         let (os, oe) = norm.original_range(start + a, start + b);
                         bigrams.push(Token {
                             text: gram.to_owned(),
                             start: os,
                             end: oe,
                             position: sink.position,
-                            kind: TokenKind::HanBigram,
+                            kind: if stop {
+                                TokenKind::HanStopBigram
+                            } else {
+                                TokenKind::HanBigram
+                            },
                         });
                     }
                     sink.tokens.extend(bigrams);
@@ -287,8 +302,18 @@ impl Analyzer {
                 let has_alpha = word.chars().any(|c| c.is_alphabetic());
                 let (kind, term) = if has_digit && !has_alpha {
                     (TokenKind::Number, word.to_owned())
-                } else if has_digit || word.contains(['-', '_', '.', ':', '/', ',']) {
+                } else if word.contains(['-', '_', '.', ':', '/', ',']) {
                     (TokenKind::Ident, word.to_owned())
+                } else if has_digit {
+                    // Letters and digits (E2Fs, Rad53, iPhone15): stemmed
+                    // like words unless written in capitals, so that a plural
+                    // finds its singular (E2Fs → e2f; SciFact train lexical
+                    // 0.6972 → 0.6978, docs/quality.md).
+                    if word.is_ascii() && !is_acronym(&original[os..oe]) {
+                        (TokenKind::Ident, stemmer.stem(word).into_owned())
+                    } else {
+                        (TokenKind::Ident, word.to_owned())
+                    }
                 } else {
                     if word.chars().count() < 2 || (drop_stops && stops.en.contains(word)) {
                         return;
@@ -317,10 +342,28 @@ impl Analyzer {
                     for part in word.split(['-', '_', '/']) {
                         let (ps, pe) = (offset, offset + part.len());
                         offset = pe + 1;
-                        if part.chars().count() < 2
-                            || !part.chars().any(char::is_alphabetic)
-                            || part.chars().any(|c| c.is_ascii_digit())
-                        {
+                        if part.chars().count() < 2 {
+                            continue;
+                        }
+                        let alpha = part.chars().any(char::is_alphabetic);
+                        if part.chars().any(|c| c.is_ascii_digit()) {
+                            // Parts with digits are kept whole (rad53-dependent →
+                            // rad53, scm3-139 → scm3 and 139).
+                            let (ops, ope) = norm.original_range(ps, pe);
+                            sink.tokens.push(Token {
+                                text: part.to_owned(),
+                                start: ops,
+                                end: ope,
+                                position: pos,
+                                kind: if alpha {
+                                    TokenKind::Ident
+                                } else {
+                                    TokenKind::Number
+                                },
+                            });
+                            continue;
+                        }
+                        if !alpha {
                             continue;
                         }
                         if drop_stops && stops.en.contains(part) {

@@ -2,7 +2,7 @@
 //! Refresh with `UPDATE_EXPECT=1 cargo test -p rag-text`.
 
 use expect_test::{expect, Expect};
-use rag_text::{Analyzer, Mode};
+use rag_text::{Analyzer, Mode, TokenKind};
 
 fn check(input: &str, mode: Mode, expected: Expect) {
     let analyzer = Analyzer::new();
@@ -45,6 +45,7 @@ fn identifiers_kept_whole() {
         expect![[r#"
             iphone15:Ident@0..8=iPhone15
             a-12:Ident@9..13=A-12
+            12:Number@11..13=12
             3.5km:Ident@14..19=3.5km
             16:00:Number@20..25=16:00
             open:Word@26..31=opens"#]],
@@ -59,7 +60,9 @@ fn chinese_keeps_single_characters() {
         expect![[r#"
             虾:Han@0..3=虾
             新鲜:Han@3..9=新鲜
-            虾新:HanBigram@0..6=虾新"#]],
+            吗:HanStop@9..12=吗
+            虾新:HanBigram@0..6=虾新
+            鲜吗:HanStopBigram@6..12=鲜吗"#]],
     );
 }
 
@@ -84,10 +87,13 @@ fn traditional_query_matches_simplified_terms() {
         Mode::Query,
         expect![[r#"
             营业时间:Han@0..12=營業時間
+            是:HanStop@12..15=是
             几点:Han@15..21=幾點
             营业:HanBigram@0..6=營業
             业时:HanBigram@3..9=業時
-            时间:HanBigram@6..12=時間"#]],
+            时间:HanBigram@6..12=時間
+            间是:HanStopBigram@9..15=間是
+            是几:HanStopBigram@12..18=是幾"#]],
     );
 }
 
@@ -99,8 +105,14 @@ fn mixed_full_width_and_chinese() {
         expect![[r#"
             nvda:Ident@0..12=ＮＶＤＡ
             本周:Han@12..18=本周
+            的:HanStop@18..21=的
             信号:Han@21..27=信号
-            iphone15:Ident@30..38=iPhone15"#]],
+            周的:HanStopBigram@15..21=周的
+            的信:HanStopBigram@18..24=的信
+            iphone15:Ident@30..38=iPhone15
+            怎么样:HanStop@38..47=怎么样
+            怎么:HanStopBigram@38..44=怎么
+            么样:HanStopBigram@41..47=么样"#]],
     );
 }
 
@@ -113,6 +125,39 @@ fn stop_word_only_query_still_searches() {
         .map(|t| t.text)
         .collect();
     assert_eq!(terms, ["the", "who"]);
+}
+
+#[test]
+fn chinese_stop_word_only_query_still_searches() {
+    // Alone, stop words are ordinary terms; beside another term they only score.
+    let kinds = |q: &str| -> Vec<(String, TokenKind)> {
+        Analyzer::new()
+            .analyze(q, Mode::Query)
+            .into_iter()
+            .map(|t| (t.text, t.kind))
+            .collect()
+    };
+    assert!(kinds("怎么样").iter().all(|(_, k)| k.retrieves()));
+    let with_word = kinds("怎么退钱");
+    assert!(with_word.contains(&("怎么".into(), TokenKind::HanStop)));
+    assert!(with_word.iter().any(|(_, k)| k.retrieves()));
+}
+
+#[test]
+fn letters_with_digits() {
+    check(
+        "E2Fs KRT17 Rad53-dependent scm3-139",
+        Mode::Query,
+        expect![[r#"
+            e2f:Ident@0..4=E2Fs
+            krt17:Ident@5..10=KRT17
+            rad53-dependent:Ident@11..26=Rad53-dependent
+            rad53:Ident@11..16=Rad53
+            depend:Word@17..26=dependent
+            scm3-139:Ident@27..35=scm3-139
+            scm3:Ident@27..31=scm3
+            139:Number@32..35=139"#]],
+    );
 }
 
 mod properties {
