@@ -114,22 +114,42 @@ fn bench(n: usize, params: HnswParams, with_peer: bool) {
         pct(&mut exact, 0.99)
     );
 
-    for ef in [16, 32, 64, 96, 128, 256, 512] {
+    // First the index's own width for its size (no `ef` asked for), then fixed widths.
+    let default_ef = hnsw.params().ef_for(n);
+    for ef in [
+        None,
+        Some(16),
+        Some(32),
+        Some(64),
+        Some(96),
+        Some(128),
+        Some(256),
+        Some(512),
+    ] {
         let mut times = Vec::with_capacity(QUERIES);
         let mut found = 0;
         for (q, want) in queries.chunks_exact(DIMS).zip(&truth) {
+            let query = Query::new(q, K);
+            let query = match ef {
+                Some(ef) => query.ef(ef),
+                None => query,
+            };
             let t = Instant::now();
-            let out = hnsw.search(&Query::new(q, K).ef(ef)).expect("valid query");
+            let out = hnsw.search(&query).expect("valid query");
             times.push(t.elapsed());
             found += out.hits.iter().filter(|h| want.contains(&h.key)).count();
         }
         let recall = found as f64 / (QUERIES * K) as f64;
+        let label = match ef {
+            Some(ef) => format!("ef={ef:<4}"),
+            None => format!("default ef {default_ef}"),
+        };
         println!(
-            "hnsw ef={ef:<4}   p50 {:>9.2?}  p99 {:>9.2?}  recall@{K} {recall:.4}",
+            "hnsw {label:<16} p50 {:>9.2?}  p99 {:>9.2?}  recall@{K} {recall:.4}",
             pct(&mut times, 0.5),
             pct(&mut times, 0.99)
         );
-        let Some(peer) = &peer else {
+        let (Some(peer), Some(ef)) = (&peer, ef) else {
             continue;
         };
         let mut times = Vec::with_capacity(QUERIES);

@@ -223,6 +223,12 @@ impl Graph {
         self.levels.len()
     }
 
+    /// Links per node on the upper layers (a graph read from bytes keeps
+    /// the `m` it was built with, whatever the parameters are now).
+    pub fn m(&self) -> usize {
+        self.m
+    }
+
     /// Bytes held for links.
     pub fn link_bytes(&self) -> usize {
         self.links0.len() * 4 + self.upper.iter().map(|u| u.len() * 4 + 16).sum::<usize>()
