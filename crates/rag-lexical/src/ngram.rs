@@ -153,11 +153,7 @@ pub(crate) const SMALL_SEGMENT: u32 = 50_000;
 impl<'a> Membership<'a> {
     pub(crate) fn new(index: &'a NgramIndex, keys: &[u64]) -> Self {
         if index.passages <= SMALL_SEGMENT {
-            return Membership {
-                lists: Vec::new(),
-                none: false,
-                holders: Some((index.candidates_of(keys), 0)),
-            };
+            return Self::of_holders(index.candidates_of(keys));
         }
         Self::seeking(index, keys)
     }

@@ -346,41 +346,29 @@ impl Analyzer {
                             continue;
                         }
                         let alpha = part.chars().any(char::is_alphabetic);
-                        if part.chars().any(|c| c.is_ascii_digit()) {
+                        let (kind, text) = if part.chars().any(|c| c.is_ascii_digit()) {
                             // Parts with digits are kept whole (rad53-dependent →
                             // rad53, scm3-139 → scm3 and 139).
-                            let (ops, ope) = norm.original_range(ps, pe);
-                            sink.tokens.push(Token {
-                                text: part.to_owned(),
-                                start: ops,
-                                end: ope,
-                                position: pos,
-                                kind: if alpha {
-                                    TokenKind::Ident
-                                } else {
-                                    TokenKind::Number
-                                },
-                            });
+                            let kind = if alpha {
+                                TokenKind::Ident
+                            } else {
+                                TokenKind::Number
+                            };
+                            (kind, part.to_owned())
+                        } else if !alpha || (drop_stops && stops.en.contains(part)) {
                             continue;
-                        }
-                        if !alpha {
-                            continue;
-                        }
-                        if drop_stops && stops.en.contains(part) {
-                            continue;
-                        }
-                        let (ops, ope) = norm.original_range(ps, pe);
-                        let text = if part.is_ascii() {
-                            stemmer.stem(part).into_owned()
+                        } else if part.is_ascii() {
+                            (TokenKind::Word, stemmer.stem(part).into_owned())
                         } else {
-                            part.to_owned()
+                            (TokenKind::Word, part.to_owned())
                         };
+                        let (ops, ope) = norm.original_range(ps, pe);
                         sink.tokens.push(Token {
                             text,
                             start: ops,
                             end: ope,
                             position: pos,
-                            kind: TokenKind::Word,
+                            kind,
                         });
                     }
                 }
