@@ -594,6 +594,15 @@ pub trait StoreRecall: Send + Sync {
         path: PathKind,
         q: StoreQuery<'_>,
     ) -> Result<RankedList>;
+    /// The stored vectors of these passages of a knowledge base of a tenant
+    /// (those that have one; in no particular order). The dense path's
+    /// feedback for FAQ matching reads the vectors of its nearest entries.
+    async fn vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[crate::PassageId],
+    ) -> Result<Vec<(crate::PassageId, Vec<f32>)>>;
 }
 
 #[cfg(test)]

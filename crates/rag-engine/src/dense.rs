@@ -320,6 +320,21 @@ impl DenseIndex {
             .sum()
     }
 
+    /// The stored (unit) vector of a live passage.
+    pub fn vector_of(&self, id: PassageId) -> Option<&[f32]> {
+        self.parts
+            .iter()
+            .zip(&self.dead)
+            .rev()
+            .find_map(|(part, dead)| {
+                let ord = *part.ord_of.get(&id)?;
+                if dead.contains(&ord) {
+                    return None;
+                }
+                part.index.store().vector(ord)
+            })
+    }
+
     /// Whether no vector is live.
     pub fn is_empty(&self) -> bool {
         self.live == 0

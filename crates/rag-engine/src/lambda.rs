@@ -68,33 +68,25 @@ fn convex_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
 /// words. Chosen on banking77 and bq dev (0.25–0.4 tried; see
 /// docs/quality.md); document passages keep [`CONVEX_LAMBDA`].
 pub(crate) const CONVEX_FAQ_LAMBDA: f64 = 0.3;
-/// The dense path's best candidates looked at, and the share of them that
-/// must be FAQ entries, for [`CONVEX_FAQ_LAMBDA`].
-const FAQ_LOOK: usize = 10;
-const FAQ_SHARE: f64 = 0.8;
-
 /// The convex rule's λ after recall: the same-language split lowered to
 /// [`CONVEX_FAQ_LAMBDA`] when the question is being matched against FAQ
-/// questions. Returns λ and why.
+/// questions ([`crate::feedback::faq_matching`]). Returns λ and why.
 pub(crate) fn convex_after_recall(suggested: (f64, &str), lists: &[RankedList]) -> (f64, String) {
     let (lambda, reason) = suggested;
-    let top: Vec<_> = lists
+    let dense = lists
         .iter()
-        .filter(|l| l.path == PathKind::Dense)
-        .flat_map(|l| l.hits.iter().take(FAQ_LOOK))
-        .collect();
-    let faqs = top
-        .iter()
-        .filter(|h| matches!(h.id, rag_core::PassageId::Faq(_)))
-        .count();
-    if lambda != CONVEX_LAMBDA || top.is_empty() || (faqs as f64) < FAQ_SHARE * top.len() as f64 {
-        return (lambda, reason.to_owned());
-    }
+        .find(|l| l.path == PathKind::Dense)
+        .map(|l| l.hits.as_slice())
+        .unwrap_or_default();
+    let faqs = match crate::feedback::faq_matching(dense) {
+        Some(faqs) if lambda == CONVEX_LAMBDA => faqs,
+        _ => return (lambda, reason.to_owned()),
+    };
+    let looked = dense.len().min(crate::feedback::FAQ_LOOK);
     (
         CONVEX_FAQ_LAMBDA,
         format!(
-            "{faqs} of the dense path's best {} candidates are FAQ entries: a question matched against FAQ questions, where meaning carries more than shared words (otherwise {lambda}: {reason})",
-            top.len()
+            "{faqs} of the dense path's best {looked} candidates are FAQ entries: a question matched against FAQ questions, where meaning carries more than shared words (otherwise {lambda}: {reason})"
         ),
     )
 }

@@ -33,6 +33,7 @@ mod emit;
 mod engine;
 mod export;
 mod extractor;
+mod feedback;
 mod first_build;
 mod fusion_rule;
 mod in_place;

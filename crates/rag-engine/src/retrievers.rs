@@ -3,6 +3,7 @@
 
 use crate::embed::CachedEmbedder;
 use crate::engine::KbIndex;
+use crate::feedback;
 use async_trait::async_trait;
 use rag_core::{
     AnalyzedQuery, CoreError, PathKind, RankedList, RetrievalParams, Retriever, SearchCtx,
@@ -84,34 +85,96 @@ impl Retriever for StoreRetriever {
         } else {
             None
         };
-        let vector = if self.path == PathKind::Dense {
-            let embedder = self
-                .embedder
-                .as_ref()
-                .ok_or_else(|| dense_unavailable("no embedder is configured"))?;
-            let space = self
-                .index
-                .space
-                .as_ref()
-                .ok_or_else(|| dense_unavailable(NO_VECTORS))?;
-            same_space(space, embedder)?;
-            Some(embedder.embed_query(&query.raw).await?)
-        } else {
-            None
+        let embedder = match self.path {
+            PathKind::Dense => {
+                let embedder = self
+                    .embedder
+                    .as_ref()
+                    .ok_or_else(|| dense_unavailable("no embedder is configured"))?;
+                let space = self
+                    .index
+                    .space
+                    .as_ref()
+                    .ok_or_else(|| dense_unavailable(NO_VECTORS))?;
+                same_space(space, embedder)?;
+                Some(embedder)
+            }
+            _ => None,
         };
+        let vector = match embedder {
+            Some(e) => Some(e.embed_query(&query.raw).await?),
+            None => None,
+        };
+        let first = self
+            .store_recall(query, k, ctx, expansions.clone(), vector.as_deref())
+            .await?;
+        let (Some(embedder), Some(vector)) = (embedder, vector) else {
+            return Ok(first);
+        };
+        let Some(faqs) = feedback::faq_matching(&first.hits) else {
+            return Ok(first);
+        };
+        // The same feedback as the in-memory path, with the neighbours'
+        // vectors read from the store.
+        let mixed = feedback::both_forms(&vector, &passage_form(embedder, &query.raw).await?);
+        let nearest = self
+            .store_recall(query, feedback::FEEDBACK_ENTRIES, ctx, None, Some(&mixed))
+            .await?;
+        let ids: Vec<rag_core::PassageId> = nearest.hits.iter().map(|h| h.id).collect();
+        let stored = self.recall.vectors(&self.tenant, self.kb, &ids).await?;
+        let neighbours: Vec<&[f32]> = ids
+            .iter()
+            .filter_map(|id| stored.iter().find(|(s, _)| s == id))
+            .map(|(_, v)| v.as_slice())
+            .collect();
+        let moved = feedback::moved_towards(&mixed, &neighbours);
+        let mut list = self.store_recall(query, k, ctx, None, Some(&moved)).await?;
+        list.notes.push(feedback_note(faqs, first.hits.len()));
+        Ok(list)
+    }
+}
+
+impl StoreRetriever {
+    async fn store_recall(
+        &self,
+        query: &AnalyzedQuery,
+        k: usize,
+        ctx: &SearchCtx,
+        expansions: Option<(Vec<rag_core::QueryTerm>, Vec<String>)>,
+        vector: Option<&[f32]>,
+    ) -> Result<RankedList, CoreError> {
         let q = rag_core::StoreQuery {
             query,
             k,
             ctx,
             params: &self.params,
             expansions,
-            vector: vector.as_deref(),
+            vector,
             dense_exact: self.index.vectors < self.hnsw_threshold,
         };
         self.recall
             .recall(&self.tenant, self.kb, self.path, q)
             .await
     }
+}
+
+/// The question embedded as a passage (FAQ entries are embedded so).
+async fn passage_form(embedder: &CachedEmbedder, question: &str) -> Result<Vec<f32>, CoreError> {
+    let (mut v, _) = embedder.embed_documents(&[question.to_owned()], 1).await?;
+    v.pop().ok_or_else(|| CoreError::Component {
+        component: "embedder".into(),
+        message: "no vector".into(),
+    })
+}
+
+/// What the dense list says when feedback ran.
+fn feedback_note(faqs: usize, hits: usize) -> String {
+    format!(
+        "{faqs} of the best {} candidates are FAQ entries: the question was embedded as a query and as a passage, moved towards its {} nearest entries (weight {}), and searched again",
+        hits.min(feedback::FAQ_LOOK),
+        feedback::FEEDBACK_ENTRIES,
+        feedback::FEEDBACK_WEIGHT
+    )
 }
 
 #[async_trait]
@@ -136,29 +199,73 @@ impl Retriever for DenseRetriever {
             Some(Ok(d)) => d,
         };
         same_space(dense.space(), &self.embedder)?;
-        let vector = self.embedder.embed_query(&query.raw).await?;
-        let (index, filter) = (
-            self.index.clone(),
-            Filter::new(&ctx.filters, ctx.now, &ctx.viewer),
-        );
-        tokio::task::spawn_blocking(move || {
-            let dense = index
-                .dense
-                .as_ref()
-                .and_then(|d| d.as_ref().ok())
-                .expect("checked above");
-            dense.search(&vector, k, &filter, &index.lexical)
-        })
-        .await
-        .map_err(|e| CoreError::Component {
-            component: "dense retriever".into(),
-            message: e.to_string(),
-        })?
-        .map_err(|e| CoreError::Component {
-            component: "dense retriever".into(),
-            message: e.to_string(),
-        })
+        let filter = Filter::new(&ctx.filters, ctx.now, &ctx.viewer);
+        dense_list(&self.index, &self.embedder, &query.raw, k, filter).await
     }
+}
+
+/// The dense path's list for a question: its query vector searched; when
+/// that finds FAQ entries ([`feedback::faq_matching`]), the question is
+/// embedded as a passage too and moved towards its nearest entries, and
+/// searched again (the list says so). Neighbours come from a search under
+/// the same filter, so an entry the caller may not see never steers it.
+pub(crate) async fn dense_list(
+    index: &Arc<KbIndex>,
+    embedder: &CachedEmbedder,
+    question: &str,
+    k: usize,
+    filter: Filter,
+) -> Result<RankedList, CoreError> {
+    let vector = embedder.embed_query(question).await?;
+    let first = search_blocking(index, vector.clone(), k, &filter, None).await?;
+    let Some(faqs) = feedback::faq_matching(&first.hits) else {
+        return Ok(first);
+    };
+    let mixed = feedback::both_forms(&vector, &passage_form(embedder, question).await?);
+    let note = feedback_note(faqs, first.hits.len());
+    search_blocking(index, mixed, k, &filter, Some(note)).await
+}
+
+/// One dense search on a blocking thread. With `feedback_note`, the vector
+/// is first moved towards its nearest entries and the note is added.
+async fn search_blocking(
+    index: &Arc<KbIndex>,
+    vector: Vec<f32>,
+    k: usize,
+    filter: &Filter,
+    feedback_note: Option<String>,
+) -> Result<RankedList, CoreError> {
+    let (index, filter) = (index.clone(), filter.clone());
+    let failed = |message: String| CoreError::Component {
+        component: "dense retriever".into(),
+        message,
+    };
+    tokio::task::spawn_blocking(move || {
+        let dense = match &index.dense {
+            Some(Ok(d)) => d,
+            _ => return Err(dense_unavailable(NO_VECTORS)),
+        };
+        let search = |v: &[f32], k: usize| {
+            dense
+                .search(v, k, &filter, &index.lexical)
+                .map_err(|e| failed(e.to_string()))
+        };
+        let Some(note) = feedback_note else {
+            return search(&vector, k);
+        };
+        let nearest = search(&vector, feedback::FEEDBACK_ENTRIES)?;
+        let neighbours: Vec<&[f32]> = nearest
+            .hits
+            .iter()
+            .filter_map(|h| dense.vector_of(h.id))
+            .collect();
+        let moved = feedback::moved_towards(&vector, &neighbours);
+        let mut list = search(&moved, k)?;
+        list.notes.push(note);
+        Ok(list)
+    })
+    .await
+    .map_err(|e| failed(e.to_string()))?
 }
 
 #[async_trait]

@@ -350,18 +350,17 @@ impl Engine {
             return None;
         }
         let embedder = self.embedder()?;
-        index.dense.as_ref()?.as_ref().ok()?;
-        let vector = embedder.embed_query(&run.analyzed.raw).await.ok()?;
-        let (ix, filter) = (index.clone(), Filter::new(filters, now, viewer));
-        tokio::task::spawn_blocking(move || {
-            let dense = ix.dense.as_ref()?.as_ref().ok()?;
-            dense
-                .search(&vector, dense.len().max(1), &filter, &ix.lexical)
-                .ok()
-        })
+        let all = index.dense.as_ref()?.as_ref().ok()?.len().max(1);
+        // The same list the path made (FAQ feedback included), uncut.
+        crate::retrievers::dense_list(
+            index,
+            &embedder,
+            &run.analyzed.raw,
+            all,
+            Filter::new(filters, now, viewer),
+        )
         .await
         .ok()
-        .flatten()
     }
 }
 

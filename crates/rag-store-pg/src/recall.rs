@@ -9,7 +9,7 @@
 use crate::error::pg;
 use crate::lex;
 use crate::open::{begin, owned, PgStore};
-use crate::vector::VectorRef;
+use crate::vector::{VectorOwned, VectorRef};
 use async_trait::async_trait;
 use rag_core::{
     CoreError, Hit, KbId, PassageId, PathKind, QueryTerm, RankedList, SearchCtx, StoreQuery,
@@ -684,5 +684,31 @@ impl StoreRecall for PgStore {
         };
         tx.commit().await.map_err(pg)?;
         Ok(list)
+    }
+
+    async fn vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[PassageId],
+    ) -> Result<Vec<(PassageId, Vec<f32>)>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        let rows = tx
+            .query(
+                "SELECT passage, vector FROM vectors WHERE kb_id = $1 AND passage = ANY($2)",
+                &[&kb.0, &keys],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        rows.iter()
+            .map(|r| {
+                let v: VectorOwned = r.try_get(1).map_err(pg)?;
+                Ok((passage_id(r.get(0))?, v.0))
+            })
+            .collect()
     }
 }

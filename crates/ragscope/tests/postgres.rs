@@ -441,7 +441,7 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
         ("鱼有没有过敏原", &[]),
         ("delivery fee", &[]),
     ];
-    let mut compared = 0;
+    let (mut compared, mut fed_back) = (0, 0);
     for (q, extra) in queries {
         let (embedded, postgres) = (lists(false, q, extra), lists(true, q, extra));
         let paths = |l: &Lists| l.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
@@ -477,9 +477,19 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
             if path != "dense" {
                 // The dense note names the index that answered, which differs.
                 assert_eq!(got_notes, want_notes, "{q} {path}: notes");
+            } else {
+                // FAQ matching's feedback ran on both or neither.
+                let fed = |notes: &serde_json::Value| notes.to_string().contains("searched again");
+                assert_eq!(
+                    fed(got_notes),
+                    fed(want_notes),
+                    "{q}: {got_notes} {want_notes}"
+                );
+                fed_back += usize::from(fed(want_notes));
             }
             compared += want.len();
         }
     }
     assert!(compared > 200, "only {compared} hits compared");
+    assert!(fed_back > 0, "no query was matched against FAQ entries");
 }
