@@ -56,7 +56,8 @@ async function load(query) {
 function draw() {
   if (!data) return;
   clear(document.getElementById('map-notes'), (data.notes || []).map((n) => notice('warning', n)));
-  clear(document.getElementById('map-info'), data.model_id ? `${data.model_id} · ${data.points.length} · PCA ${(100 * data.explained[0]).toFixed(1)}% + ${(100 * data.explained[1]).toFixed(1)}%` : '');
+  const how = data.method === 'umap' ? 'UMAP' : `PCA ${(100 * data.explained[0]).toFixed(1)}% + ${(100 * data.explained[1]).toFixed(1)}%`;
+  clear(document.getElementById('map-info'), data.model_id ? `${data.model_id} · ${data.points.length} · ${how}` : '');
   const pts = data.points;
   const xs = pts.map((p) => p.x).concat(data.query ? [data.query.x] : []);
   const ys = pts.map((p) => p.y).concat(data.query ? [data.query.y] : []);

@@ -958,6 +958,10 @@ async fn embedding_map_projects_the_vectors_and_places_a_query_with_its_nearest_
     assert_eq!(s, 200, "{map}");
     let n = map["points"].as_array().unwrap().len();
     assert!(n > 100, "every passage with a vector is on the map: {n}");
+    assert_eq!(
+        map["method"], "umap",
+        "a knowledge base this size gets a UMAP layout"
+    );
     let b = Browser::launch("map").await;
     b.goto(&format!("{}/#map", server.url)).await;
     b.wait_for(

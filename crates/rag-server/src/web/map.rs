@@ -1,7 +1,9 @@
-//! The embedding map: a knowledge base's vectors projected to 2-D (cached in
-//! the application state by commit sequence), with a query placed on it.
+//! The embedding map: a knowledge base's vectors laid out in 2-D (UMAP,
+//! `umap.rs`, up to [`UMAP_UP_TO`] passages; PCA, `pca.rs`, above), cached
+//! in the application state by commit sequence, with a query placed on it.
 
 use super::pca::{dot, pca2, project, unit, MapPoint, Projection};
+use super::umap;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -91,10 +93,15 @@ async fn projection(
             mean,
             axes,
             explained,
+            method: "pca",
             vectors: rows,
             points,
         };
-        let coords: Vec<(f32, f32)> = proj.vectors.iter().map(|v| project(&proj, v)).collect();
+        let mut coords: Vec<(f32, f32)> = proj.vectors.iter().map(|v| project(&proj, v)).collect();
+        if proj.vectors.len() <= UMAP_UP_TO {
+            coords = umap::layout(&proj.vectors, &coords);
+            proj.method = "umap";
+        }
         for (pt, (x, y)) in proj.points.iter_mut().zip(coords) {
             pt.x = x;
             pt.y = y;
@@ -109,6 +116,13 @@ async fn projection(
     Ok(computed)
 }
 
+/// Passages up to which the map is a UMAP layout (neighbours kept
+/// together); above, the PCA projection, whose cost grows linearly.
+const UMAP_UP_TO: usize = 20_000;
+/// Nearest passages whose places, weighted by cosine, place a query on a
+/// UMAP layout (a layout has no formula for new points).
+const PLACE_BY: usize = 5;
+
 /// A nearest passage of the query.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MapNeighbour {
@@ -121,9 +135,10 @@ pub struct MapNeighbour {
 /// The query on the map.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MapQueryPoint {
-    /// First principal coordinate.
+    /// First coordinate: on a UMAP layout the cosine-weighted mean of its
+    /// nearest passages' places, on PCA its projection.
     pub x: f32,
-    /// Second principal coordinate.
+    /// Second coordinate.
     pub y: f32,
     /// Its nearest passages by cosine, best first.
     pub nearest: Vec<MapNeighbour>,
@@ -134,7 +149,11 @@ pub struct MapQueryPoint {
 pub struct EmbeddingMap {
     /// The embedding model of the vectors (none when the knowledge base has none).
     pub model_id: Option<String>,
-    /// Share of the variance along each axis.
+    /// How the points were placed: `umap` (neighbours kept together; up to
+    /// 20,000 passages) or `pca` (the two principal axes; larger knowledge
+    /// bases). Empty when there are no vectors.
+    pub method: String,
+    /// Share of the variance along each principal axis (PCA only; zeros for UMAP).
     pub explained: [f64; 2],
     /// Every passage with a vector.
     pub points: Vec<MapPoint>,
@@ -153,7 +172,8 @@ pub struct MapParams {
     pub k: Option<usize>,
 }
 
-/// The knowledge base's vectors projected to 2-D by PCA (cached; recomputed
+/// The knowledge base's vectors laid out in 2-D, by UMAP up to 20,000
+/// passages and by PCA above (cached; recomputed
 /// when the knowledge base changes), with an optional query placed on it.
 #[utoipa::path(get, path = "/kbs/{kb}/map", tag = "workbench", params(("kb" = String, Path), MapParams),
     responses((status = 200, body = EmbeddingMap), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
@@ -168,6 +188,7 @@ pub(super) async fn embedding_map(
     let Some(p) = projection(&state, &caller.tenant, &kb_row, &caller.viewer()).await? else {
         return Ok(Json(EmbeddingMap {
             model_id: None,
+            method: String::new(),
             explained: [0.0, 0.0],
             points: vec![],
             query: None,
@@ -195,7 +216,6 @@ pub(super) async fn embedding_map(
                         p.mean.len()
                     )),
                     Ok(v) => {
-                        let (x, y) = project(&p, &v);
                         let k = params.k.unwrap_or(5).clamp(1, 50);
                         let mut scored: Vec<(usize, f64)> = p
                             .vectors
@@ -203,7 +223,12 @@ pub(super) async fn embedding_map(
                             .enumerate()
                             .map(|(i, r)| (i, dot(r, &v)))
                             .collect();
-                        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+                        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                        let (x, y) = if p.method == "umap" {
+                            place(&p.points, &scored[..scored.len().min(PLACE_BY)])
+                        } else {
+                            project(&p, &v)
+                        };
                         let nearest = scored
                             .into_iter()
                             .take(k)
@@ -218,9 +243,31 @@ pub(super) async fn embedding_map(
     Ok(Json(EmbeddingMap {
         // The stored model id holds the provider's base URL.
         model_id: Some(crate::redact::redact_url(&p.model_id)),
-        explained: p.explained,
+        method: p.method.to_owned(),
+        explained: if p.method == "pca" {
+            p.explained
+        } else {
+            [0.0, 0.0]
+        },
         points: p.points.clone(),
         query,
         notes,
     }))
+}
+
+/// A query's place on a layout: the mean of its nearest passages' places,
+/// weighted by cosine (at least a small positive weight each).
+fn place(points: &[MapPoint], nearest: &[(usize, f64)]) -> (f32, f32) {
+    let (mut x, mut y, mut total) = (0.0f64, 0.0f64, 0.0f64);
+    for &(i, cosine) in nearest {
+        let w = cosine.max(1e-3);
+        x += w * f64::from(points[i].x);
+        y += w * f64::from(points[i].y);
+        total += w;
+    }
+    if total > 0.0 {
+        ((x / total) as f32, (y / total) as f32)
+    } else {
+        (0.0, 0.0)
+    }
 }

@@ -12,6 +12,7 @@ mod map;
 pub(crate) mod pca;
 mod session;
 mod system;
+mod umap;
 
 use crate::state::AppState;
 use axum::routing::get;

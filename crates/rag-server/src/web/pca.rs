@@ -16,6 +16,8 @@ pub(crate) struct Projection {
     pub(crate) mean: Vec<f32>,
     pub(crate) axes: [Vec<f32>; 2],
     pub(crate) explained: [f64; 2],
+    /// How the points were placed: `umap` or `pca`.
+    pub(crate) method: &'static str,
     /// Normalised vectors, for the query's nearest neighbours.
     pub(crate) vectors: Vec<Vec<f32>>,
     pub(crate) points: Vec<MapPoint>,
@@ -164,9 +166,9 @@ pub struct MapPoint {
     pub group: String,
     /// Language of the passage's text: `zh`, `en`, `mixed` or `other`.
     pub language: String,
-    /// First principal coordinate.
+    /// First coordinate on the map.
     pub x: f32,
-    /// Second principal coordinate.
+    /// Second coordinate on the map.
     pub y: f32,
 }
 
