@@ -76,13 +76,14 @@ impl Default for HnswParams {
 impl HnswParams {
     /// The search width used when a query asks for none, for a graph of
     /// `nodes`: `ef_search` up to 100,000 nodes, then growing as
-    /// `nodes^0.6` (96 becomes 166 at 250,000 and 382 at 1,000,000). A
+    /// `nodes^0.75` (96 becomes 190 at 250,000 and 540 at 1,000,000). A
     /// larger graph needs a wider walk for the same recall: on clustered
     /// 384-d vectors with the default m and ef_construction, ef 96 gives
     /// recall@10 0.99 at 300,000 nodes but 0.89 at 1,000,000, where 256 and
-    /// 512 give 0.977 and 0.992 (`examples/ann_bench.rs`, docs/speed.md).
+    /// 512 give 0.977 and 0.992 (`examples/ann_bench.rs`); through the engine
+    /// at 1,000,000, 382 (`nodes^0.6`) gave 0.9765 (docs/speed.md).
     pub fn ef_for(&self, nodes: usize) -> usize {
-        let grow = (nodes as f64 / EF_BASE_NODES).max(1.0).powf(0.6);
+        let grow = (nodes as f64 / EF_BASE_NODES).max(1.0).powf(0.75);
         ((self.ef_search as f64 * grow).round() as usize).clamp(self.ef_search, 32_768)
     }
 
@@ -509,7 +510,7 @@ mod tests {
             .map(|n| p.ef_for(*n))
             .collect();
         assert!(widths.windows(2).all(|w| w[0] < w[1]), "{widths:?}");
-        assert_eq!(p.ef_for(1_000_000), 382);
+        assert_eq!(p.ef_for(1_000_000), 540);
         assert_eq!(p.ef_for(usize::MAX), 32_768);
     }
 

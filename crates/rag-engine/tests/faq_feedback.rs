@@ -116,7 +116,7 @@ async fn stored(engine: &Engine, tenant: &TenantId) -> Vec<(PassageId, Vec<f32>)
 }
 
 /// Passages by cosine with `v`, best first (ties by id, as the engine breaks them).
-fn ranked<'a>(v: &[f32], among: &'a [(PassageId, Vec<f32>)]) -> Vec<(PassageId, f32)> {
+fn ranked(v: &[f32], among: &[(PassageId, Vec<f32>)]) -> Vec<(PassageId, f32)> {
     let mut out: Vec<(PassageId, f32)> = among.iter().map(|(id, x)| (*id, dot(v, x))).collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     out
