@@ -271,3 +271,32 @@ fn place(points: &[MapPoint], nearest: &[(usize, f64)]) -> (f32, f32) {
         (0.0, 0.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(x: f32, y: f32) -> MapPoint {
+        MapPoint {
+            id: PassageId::Faq(rag_core::FaqId::generate()),
+            kind: "faq".into(),
+            title: String::new(),
+            group: "FAQ".into(),
+            language: "en".into(),
+            x,
+            y,
+        }
+    }
+
+    #[test]
+    fn a_query_sits_among_its_nearest_passages_weighted_by_cosine() {
+        let points = vec![at(0.0, 0.0), at(4.0, 0.0), at(100.0, 100.0)];
+        // Three times the cosine: three quarters of the way to the first.
+        let (x, y) = place(&points, &[(0, 0.9), (1, 0.3)]);
+        assert!((x - 1.0).abs() < 1e-5 && y.abs() < 1e-5, "{x} {y}");
+        // A negative cosine counts as almost nothing, not as a push away.
+        let (x, _) = place(&points, &[(1, 0.5), (2, -0.8)]);
+        assert!(x > 4.0 && x < 4.5, "{x}");
+        assert_eq!(place(&points, &[]), (0.0, 0.0));
+    }
+}
