@@ -21,6 +21,13 @@ pub(crate) struct Part {
     pub(crate) ids: Vec<PassageId>,
     pub(crate) ord_of: FxHashMap<PassageId, u32>,
     pub(crate) index: VectorIndex<u32>,
+    /// Whether any of its passages is an FAQ entry (dead ones included).
+    pub(crate) faqs: bool,
+}
+
+/// Whether any of `ids` is an FAQ entry.
+pub(crate) fn any_faq(ids: &[PassageId]) -> bool {
+    ids.iter().any(|id| matches!(id, PassageId::Faq(_)))
 }
 
 /// Vectors of one knowledge base at one commit.
@@ -67,6 +74,7 @@ fn part(
         .map(|(i, id)| (*id, i as u32))
         .collect();
     Ok(Part {
+        faqs: any_faq(&ids),
         ids,
         ord_of,
         index: VectorIndex::from_flat(flat, params)?,
@@ -255,6 +263,7 @@ impl DenseIndex {
             ids: part.ids.clone(),
             ord_of: part.ord_of.clone(),
             index: VectorIndex::from_flat(part.index.store().clone(), params)?,
+            faqs: part.faqs,
         })
     }
 
@@ -318,6 +327,11 @@ impl DenseIndex {
             .iter()
             .map(|p| p.index.store().matrix_heap_bytes())
             .sum()
+    }
+
+    /// Whether the index may hold FAQ entries (a part that ever did).
+    pub fn holds_faqs(&self) -> bool {
+        self.parts.iter().any(|p| p.faqs)
     }
 
     /// The stored (unit) vector of a live passage.

@@ -180,7 +180,13 @@ impl DenseIndex {
                 .map(|(i, id)| (*id, i as u32))
                 .collect();
             counted += n - dead.len();
-            out_parts.push(Arc::new(Part { ids, ord_of, index }));
+            let faqs = crate::dense::any_faq(&ids);
+            out_parts.push(Arc::new(Part {
+                ids,
+                ord_of,
+                index,
+                faqs,
+            }));
             out_dead.push(Arc::new(dead));
         }
         if r.at != body.len() {

@@ -216,12 +216,27 @@ pub(crate) async fn dense_list(
     k: usize,
     filter: Filter,
 ) -> Result<RankedList, CoreError> {
-    let vector = embedder.embed_query(question).await?;
+    // A knowledge base with FAQ entries may need the question's passage
+    // form too: both are embedded at once (two blocking threads).
+    let holds_faqs = matches!(&index.dense, Some(Ok(d)) if d.holds_faqs());
+    let (vector, early) = if holds_faqs {
+        let (q, p) = tokio::join!(
+            embedder.embed_query(question),
+            passage_form(embedder, question)
+        );
+        (q?, Some(p?))
+    } else {
+        (embedder.embed_query(question).await?, None)
+    };
     let first = search_blocking(index, vector.clone(), k, &filter, None).await?;
     let Some(faqs) = feedback::faq_matching(&first.hits) else {
         return Ok(first);
     };
-    let mixed = feedback::both_forms(&vector, &passage_form(embedder, question).await?);
+    let passage = match early {
+        Some(p) => p,
+        None => passage_form(embedder, question).await?,
+    };
+    let mixed = feedback::both_forms(&vector, &passage);
     let note = feedback_note(faqs, first.hits.len());
     search_blocking(index, mixed, k, &filter, Some(note)).await
 }
