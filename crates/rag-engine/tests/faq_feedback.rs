@@ -2,8 +2,9 @@
 //! against FAQ entries, it is embedded as a query and as a passage, the two
 //! averaged, moved towards its two nearest entries (weight 0.5) and searched
 //! again. Checked against the same arithmetic done here over the stored
-//! vectors; neighbours come from the entries the caller may see only; a
-//! knowledge base of documents is searched with the query vector alone.
+//! vectors; neighbours come from the entries the caller may see only;
+//! why-not scores the dense path with the same vector; a knowledge base of
+//! documents is searched with the query vector alone.
 
 use async_trait::async_trait;
 use rag_core::{
@@ -268,4 +269,48 @@ async fn document_passages_are_searched_with_the_query_vector_alone() {
         list.notes
     );
     assert_same(&list, &ranked(&bag(question, false), &all));
+}
+
+#[tokio::test]
+async fn why_not_scores_the_dense_path_as_the_query_did() {
+    let (_dir, engine, tenant) = engine(&[("faq.jsonl", faq_file())]).await;
+    let all = stored(&engine, &tenant).await;
+    let question = "refund status";
+    let (v, _) = expected_vector(question, &all);
+    let want = ranked(&v, &all);
+    // An entry far down the list: its rank and score come from the same
+    // feedback vector as the query's dense list.
+    let (id, score) = want[9];
+    // Under RRF the dense path keeps only its per-path k (3), so why-not
+    // scores the dense path again for the tenth entry.
+    let mut params = RetrievalParams {
+        paths: vec![PathKind::Dense],
+        per_path_k: 3,
+        ..RetrievalParams::default()
+    };
+    params.fusion.rule = rag_core::FusionRule::Rrf;
+    let request = QueryRequest {
+        kb: "kb".into(),
+        query: question.into(),
+        params: Some(params),
+        overrides: Default::default(),
+        filters: Filters::default(),
+        generate: false,
+        conversation_id: None,
+    };
+    let w = engine
+        .why_not(&tenant, request, Viewer::Everything, &id.to_string())
+        .await
+        .unwrap();
+    let dense = w
+        .paths
+        .iter()
+        .find(|p| p.path == PathKind::Dense)
+        .expect("a dense verdict");
+    assert_eq!(dense.status, "cut_by_k", "{dense:?}");
+    assert_eq!(dense.rank, Some(10), "{dense:?}");
+    assert!(
+        (dense.score.unwrap() - score as f64).abs() < 1e-5,
+        "{dense:?} against {score}"
+    );
 }
