@@ -101,6 +101,8 @@ async fn projection(
         if proj.vectors.len() <= UMAP_UP_TO {
             coords = umap::layout(&proj.vectors, &coords);
             proj.method = "umap";
+            // A layout's axes explain no share of the variance.
+            proj.explained = [0.0, 0.0];
         }
         for (pt, (x, y)) in proj.points.iter_mut().zip(coords) {
             pt.x = x;
@@ -244,11 +246,7 @@ pub(super) async fn embedding_map(
         // The stored model id holds the provider's base URL.
         model_id: Some(crate::redact::redact_url(&p.model_id)),
         method: p.method.to_owned(),
-        explained: if p.method == "pca" {
-            p.explained
-        } else {
-            [0.0, 0.0]
-        },
+        explained: p.explained,
         points: p.points.clone(),
         query,
         notes,

@@ -15,6 +15,7 @@ pub(crate) struct Projection {
     pub(crate) model_id: String,
     pub(crate) mean: Vec<f32>,
     pub(crate) axes: [Vec<f32>; 2],
+    /// Share of the variance along each principal axis (zeros for a UMAP layout).
     pub(crate) explained: [f64; 2],
     /// How the points were placed: `umap` or `pca`.
     pub(crate) method: &'static str,

@@ -48,36 +48,35 @@ pub(crate) fn layout(rows: &[Vec<f32>], init: &[(f32, f32)]) -> Vec<(f32, f32)> 
 /// Each row's `k` nearest other rows with their cosine distances, nearest
 /// first.
 fn neighbours(rows: &[Vec<f32>], k: usize) -> Vec<Vec<(u32, f32)>> {
-    let dims = rows[0].len();
-    let found = (|| -> rag_ann::Result<Vec<Vec<(u32, f32)>>> {
-        let mut flat = FlatIndex::with_capacity(dims, rows.len())?;
-        for (i, r) in rows.iter().enumerate() {
-            flat.add(i as u32, r)?;
-        }
-        let search = |index: &dyn VectorSearcher<u32>| {
-            rows.iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let hits = index.search(&Query::new(r, k + 1))?.hits;
-                    Ok(hits
-                        .into_iter()
-                        .filter(|h| h.key as usize != i)
-                        .take(k)
-                        .map(|h| (h.key, (1.0 - h.score).max(0.0)))
-                        .collect())
-                })
-                .collect()
-        };
-        if rows.len() <= EXACT_UP_TO {
-            search(&flat)
-        } else {
-            let hnsw = HnswIndex::build(flat, HnswParams::default())?;
-            search(&hnsw)
-        }
-    })();
     // Rows of one length, unit and finite: the index accepts them. Should it
     // not, every point keeps no neighbours and the layout stays the start.
-    found.unwrap_or_else(|_| vec![Vec::new(); rows.len()])
+    nearest(rows, k).unwrap_or_else(|_| vec![Vec::new(); rows.len()])
+}
+
+fn nearest(rows: &[Vec<f32>], k: usize) -> rag_ann::Result<Vec<Vec<(u32, f32)>>> {
+    let mut flat = FlatIndex::with_capacity(rows[0].len(), rows.len())?;
+    for (i, r) in rows.iter().enumerate() {
+        flat.add(i as u32, r)?;
+    }
+    let search = |index: &dyn VectorSearcher<u32>| {
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let hits = index.search(&Query::new(r, k + 1))?.hits;
+                Ok(hits
+                    .into_iter()
+                    .filter(|h| h.key as usize != i)
+                    .take(k)
+                    .map(|h| (h.key, (1.0 - h.score).max(0.0)))
+                    .collect())
+            })
+            .collect()
+    };
+    if rows.len() <= EXACT_UP_TO {
+        search(&flat)
+    } else {
+        search(&HnswIndex::build(flat, HnswParams::default())?)
+    }
 }
 
 /// The fuzzy union of each point's membership graph: (from, to, weight),
