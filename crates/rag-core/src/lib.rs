@@ -28,6 +28,7 @@ pub mod params;
 pub mod query;
 pub mod redact;
 pub mod seams;
+pub mod sentence_vectors;
 pub mod source;
 
 pub use auth::{ApiKeyInfo, KeyStore, Role, Viewer, OPERATOR_OWNER};
@@ -46,4 +47,5 @@ pub use overrides::{Origin, Provenance, RetrievalOverrides};
 pub use params::*;
 pub use query::*;
 pub use seams::*;
+pub use sentence_vectors::SentenceVectors;
 pub use source::{FetchError, FetchedPage, Fetcher, PageOutcome, Source, SourcePage, SourceStatus};

@@ -259,6 +259,11 @@ pub enum WriteOp {
         /// The vectors.
         vectors: Vec<crate::model::PassageVector>,
     },
+    /// Store the sentence vectors of passages beside their passage vectors
+    /// (a passage of several sentences; see [`crate::SentenceVectors`]).
+    /// Each is kept only while the passage's stored vector was made from the
+    /// text of this hash; storing a new passage vector drops them.
+    PutSentenceVectors(Vec<(crate::PassageId, String, crate::SentenceVectors)>),
     /// Replace the knowledge base's settings.
     PutSettings(KbSettings),
     /// Forget every vector and the embedding space (before re-embedding with another model).
@@ -504,6 +509,16 @@ pub trait StoreRead: Send + Sync {
         tenant: &TenantId,
         kb: KbId,
     ) -> Result<Option<crate::model::EmbeddingSpace>>;
+    /// The stored sentence vectors of these passages of a knowledge base
+    /// (those that have them; in no particular order). The dense path reads
+    /// them for its best candidates only, so they are never held in memory
+    /// for a whole knowledge base.
+    async fn sentence_vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[crate::PassageId],
+    ) -> Result<Vec<(crate::PassageId, crate::SentenceVectors)>>;
     /// Recall the store runs itself (PostgreSQL), if it does; `None` (the
     /// default) leaves every path to the engine's in-memory indexes.
     fn store_recall(&self) -> Option<std::sync::Arc<dyn StoreRecall>> {

@@ -2,11 +2,11 @@
 
 use crate::chunk::ChunkParams;
 use crate::dense::DenseIndex;
-use crate::embed::{text_hash, CachedEmbedder};
+use crate::embed::CachedEmbedder;
 use crate::index_files::IndexFile;
 use rag_core::{
     CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbChanges, KbId, KbSettings,
-    KnowledgeBase, PassageVector, Reranker, Store, TenantId, UserError, WriteOp,
+    KnowledgeBase, Reranker, Store, TenantId, UserError,
 };
 use rag_lexical::LexicalIndex;
 use rag_text::Analyzer;
@@ -115,19 +115,6 @@ impl KbIndex {
     }
 }
 
-/// What a re-embedding run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ReembedReport {
-    /// Passages that needed a vector.
-    pub needed: usize,
-    /// Of those, served by the cache.
-    pub cached: usize,
-    /// Of those, computed by the model.
-    pub computed: usize,
-    /// Whether old vectors of another model were dropped first.
-    pub switched_model: bool,
-}
-
 /// Engine limits and defaults.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -141,6 +128,11 @@ pub struct EngineConfig {
     pub vectors: rag_ann::VectorIndexParams,
     /// Texts per embedding call.
     pub embed_batch: usize,
+    /// Whether document passages of several sentences are embedded
+    /// sentence by sentence too, for the dense path's rescoring
+    /// (`sentences.rs`): better dense recall for about twice the
+    /// embedding time of documents.
+    pub sentence_vectors: bool,
     /// Caps on URL sources.
     pub sources: crate::sources::SourceLimits,
     /// Where lexical indexes are kept between runs (see
@@ -169,6 +161,7 @@ impl Default for EngineConfig {
             chunk: ChunkParams::default(),
             vectors: rag_ann::VectorIndexParams::default(),
             embed_batch: 16,
+            sentence_vectors: true,
             sources: crate::sources::SourceLimits::default(),
             index_dir: None,
             graph_in_background: true,
@@ -668,86 +661,6 @@ impl Engine {
             }
             _ => Ok(()),
         }
-    }
-
-    /// Gives every searchable passage of a knowledge base a current vector
-    /// from the configured embedder: passages without one, or whose text
-    /// changed, are embedded (through the cache); when the knowledge base's
-    /// vectors come from another model they are dropped first. Writes in
-    /// batches, each atomic, so an interrupted run keeps its progress.
-    pub async fn reembed(
-        &self,
-        tenant: &TenantId,
-        kb_name: &str,
-        mut progress: impl FnMut(usize, usize) + Send,
-    ) -> Result<ReembedReport, CoreError> {
-        let embedder = self.embedder().ok_or_else(|| UserError::PathUnavailable {
-            path: "dense".into(),
-            reason: "no embedder is configured".into(),
-        })?;
-        let kb = self.kb(tenant, kb_name).await?;
-        let snapshot = self.store().snapshot(tenant, kb.id).await?;
-        let mut report = ReembedReport::default();
-        let model_id = embedder.model().model_id().to_owned();
-        let switched = snapshot
-            .space
-            .as_ref()
-            .is_some_and(|s| s.model_id != model_id);
-        if switched {
-            self.store()
-                .apply(tenant, kb.id, vec![WriteOp::ClearVectors])
-                .await?;
-            report.switched_model = true;
-        }
-        let current: std::collections::HashMap<_, _> = if switched {
-            Default::default()
-        } else {
-            snapshot
-                .vectors
-                .iter()
-                .map(|v| (v.id, v.text_hash.clone()))
-                .collect()
-        };
-        let todo: Vec<(rag_core::PassageId, String, String)> = snapshot
-            .passages
-            .iter()
-            .filter(|p| p.searchable)
-            .map(|p| (p.id, p.embedding_text()))
-            .map(|(id, text)| (id, text_hash(&text), text))
-            .filter(|(id, hash, _)| current.get(id) != Some(hash))
-            .collect();
-        report.needed = todo.len();
-        let batch = 256;
-        let mut done = 0;
-        progress(0, todo.len());
-        for part in todo.chunks(batch) {
-            let texts: Vec<String> = part.iter().map(|(_, _, t)| t.clone()).collect();
-            let (vectors, stats) = embedder
-                .embed_documents(&texts, self.inner.config.embed_batch)
-                .await?;
-            report.cached += stats.cached;
-            report.computed += stats.computed;
-            let dims = vectors.first().map_or(0, Vec::len);
-            let space = EmbeddingSpace {
-                model_id: model_id.clone(),
-                dims,
-            };
-            let vectors = part
-                .iter()
-                .zip(vectors)
-                .map(|((id, hash, _), vector)| PassageVector {
-                    id: *id,
-                    text_hash: hash.clone(),
-                    vector,
-                })
-                .collect();
-            self.store()
-                .apply(tenant, kb.id, vec![WriteOp::PutVectors { space, vectors }])
-                .await?;
-            done += part.len();
-            progress(done, todo.len());
-        }
-        Ok(report)
     }
 }
 

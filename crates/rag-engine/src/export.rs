@@ -9,8 +9,8 @@
 use crate::engine::Engine;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId,
-    KbSettings, PassageId, PassageVector, Source, SourceId, SynonymGroup, TenantId, UserError,
-    UserWord, WriteOp,
+    KbSettings, PassageId, PassageVector, SentenceVectors, Source, SourceId, SynonymGroup,
+    TenantId, UserError, UserWord, WriteOp,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -62,7 +62,25 @@ pub enum ExportLine {
         text_hash: String,
         /// The vector.
         vector: Vec<f32>,
+        /// Its passage's sentence vectors, when it has them
+        /// ([`rag_core::SentenceVectors::to_bytes`] in hex).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sentences: Option<String>,
     },
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// What an export or import moved.
@@ -199,14 +217,24 @@ impl Engine {
             out(&ExportLine::Source(s)).map_err(io)?;
         }
         if space.is_some() {
-            for v in &snapshot.vectors {
-                n.vectors += 1;
-                out(&ExportLine::Vector {
-                    id: v.id,
-                    text_hash: v.text_hash.clone(),
-                    vector: v.vector.clone(),
-                })
-                .map_err(io)?;
+            for part in snapshot.vectors.chunks(1_000) {
+                let ids: Vec<PassageId> = part.iter().map(|v| v.id).collect();
+                let sentences: HashMap<PassageId, SentenceVectors> = store
+                    .sentence_vectors(tenant, kb.id, &ids)
+                    .await?
+                    .into_iter()
+                    .collect();
+                for v in part {
+                    n.vectors += 1;
+                    let sentences = sentences.get(&v.id).map(|s| to_hex(&s.to_bytes()));
+                    out(&ExportLine::Vector {
+                        id: v.id,
+                        text_hash: v.text_hash.clone(),
+                        vector: v.vector.clone(),
+                        sentences,
+                    })
+                    .map_err(io)?;
+                }
             }
         }
         Ok(n)
@@ -250,6 +278,7 @@ impl Engine {
         let mut n = ExportCounts::default();
         let mut ops: Vec<Vec<WriteOp>> = Vec::new();
         let mut vectors: Vec<PassageVector> = Vec::new();
+        let mut sentence_rows: Vec<(PassageId, String, SentenceVectors)> = Vec::new();
         let mut sources: Vec<Source> = Vec::new();
         for line in lines {
             match line {
@@ -291,12 +320,20 @@ impl Engine {
                     id,
                     text_hash,
                     vector,
+                    sentences,
                 } => {
                     if space.is_none() {
                         return Err(bad("vectors without an embedding space in the header"));
                     }
+                    let id = remap.passage(id);
+                    if let Some(hex) = sentences {
+                        let s = from_hex(&hex)
+                            .and_then(|b| SentenceVectors::from_bytes(&b))
+                            .ok_or_else(|| bad("unreadable sentence vectors"))?;
+                        sentence_rows.push((id, text_hash.clone(), s));
+                    }
                     vectors.push(PassageVector {
-                        id: remap.passage(id),
+                        id,
                         text_hash,
                         vector,
                     });
@@ -329,6 +366,10 @@ impl Engine {
                     vectors: batch.to_vec(),
                 }]);
             }
+            // After every vector they belong beside.
+            for batch in sentence_rows.chunks(2_000) {
+                ops.push(vec![WriteOp::PutSentenceVectors(batch.to_vec())]);
+            }
         }
         // Documents one write each; the small items in batches.
         let mut batch: Vec<WriteOp> = Vec::new();
@@ -337,8 +378,12 @@ impl Engine {
             for group in ops {
                 for mut op in group {
                     fix_kb(&mut op);
-                    let big =
-                        matches!(op, WriteOp::PutDocument { .. } | WriteOp::PutVectors { .. });
+                    let big = matches!(
+                        op,
+                        WriteOp::PutDocument { .. }
+                            | WriteOp::PutVectors { .. }
+                            | WriteOp::PutSentenceVectors(_)
+                    );
                     batch.push(op);
                     if big || batch.len() >= 500 {
                         store

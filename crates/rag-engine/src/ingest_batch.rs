@@ -10,11 +10,12 @@
 //! the files that were committed (same content).
 
 use crate::chunk::{split, to_chunks};
-use crate::embed::{hex_sha256, EmbedStats};
+use crate::embed::{hex_sha256, text_hash, EmbedStats};
 use crate::engine::Engine;
 use crate::ingest::{blocking, cancelled, embedding_failure, file_stem};
 use crate::job::{IngestOptions, IngestProgress, TokenCountFn};
 use crate::pipeline::error_code;
+use crate::sentences::{embed_sentences, SentenceSource};
 use crate::{ExtractJob, IngestOutcome, IngestStatus};
 use rag_core::{
     chunk_title, now, Chunk, CoreError, DocId, Document, KnowledgeBase, PassageId, TenantId,
@@ -371,6 +372,7 @@ impl Engine {
             }));
             ranges.push(start..texts.len());
         }
+        let hashes: Vec<String> = texts.iter().map(|(_, t)| text_hash(t)).collect();
         let embedded = match self.embed_passages(tenant, kb.id, texts).await {
             Ok(v) => v,
             Err(e) if embedding_failure(&e) => {
@@ -380,6 +382,32 @@ impl Engine {
                 return Ok(());
             }
             Err(e) => return Err(e),
+        };
+        let sentences = match (&embedded, self.embedder()) {
+            (Some(_), Some(embedder)) if self.config().sentence_vectors => {
+                let sources: Vec<SentenceSource> = docs
+                    .iter()
+                    .flat_map(|d| d.chunks.iter().map(move |c| (d, c)))
+                    .zip(hashes)
+                    .map(|((d, c), text_hash)| SentenceSource {
+                        id: PassageId::Chunk(c.id),
+                        text_hash,
+                        title: chunk_title(&d.title, &c.heading_path),
+                        body: c.text.clone(),
+                    })
+                    .collect();
+                match embed_sentences(&embedder, &sources, self.config().embed_batch).await {
+                    Ok(op) => op,
+                    Err(e) if embedding_failure(&e) => {
+                        for d in &docs {
+                            batch.refuse(d.file, "embedding_failed", e.to_string());
+                        }
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            _ => None,
         };
         // Each document's share of the vectors, and its `embedded` event.
         let mut per_doc: Vec<Option<WriteOp>> = Vec::with_capacity(docs.len());
@@ -457,6 +485,8 @@ impl Engine {
             }
             stored.push((d.file, n, replaced, draft, old_drafts));
         }
+        // After every passage vector they belong beside.
+        ops.extend(sentences);
         if options.cancelled() {
             batch.cancel_open();
             return Ok(());

@@ -4,6 +4,7 @@
 use crate::embed::CachedEmbedder;
 use crate::engine::KbIndex;
 use crate::feedback;
+use crate::sentences::StoredSentences;
 use async_trait::async_trait;
 use rag_core::{
     AnalyzedQuery, CoreError, PathKind, RankedList, RetrievalParams, Retriever, SearchCtx,
@@ -24,6 +25,8 @@ pub(crate) struct LexicalRetriever {
 pub(crate) struct DenseRetriever {
     pub(crate) index: Arc<KbIndex>,
     pub(crate) embedder: CachedEmbedder,
+    /// Where its best candidates' sentence vectors are read (`None`: off).
+    pub(crate) sentences: Option<StoredSentences>,
 }
 
 /// Why the dense path has nothing to search yet.
@@ -66,6 +69,8 @@ pub(crate) struct StoreRetriever {
     pub(crate) params: RetrievalParams,
     pub(crate) embedder: Option<CachedEmbedder>,
     pub(crate) hnsw_threshold: usize,
+    /// Where the dense path's best candidates' sentence vectors are read.
+    pub(crate) sentences: Option<StoredSentences>,
 }
 
 #[async_trait]
@@ -105,14 +110,23 @@ impl Retriever for StoreRetriever {
             Some(e) => Some(e.embed_query(&query.raw).await?),
             None => None,
         };
+        // The dense path reads deeper when its best candidates are rescored
+        // by their sentences.
+        let (depth, rescoring) = match (&self.sentences, &vector) {
+            (Some(s), Some(_)) => (StoredSentences::search_k(k, k), Some(s)),
+            _ => (k, None),
+        };
         let first = self
-            .store_recall(query, k, ctx, expansions.clone(), vector.as_deref())
+            .store_recall(query, depth, ctx, expansions.clone(), vector.as_deref())
             .await?;
         let (Some(embedder), Some(vector)) = (embedder, vector) else {
             return Ok(first);
         };
         let Some(faqs) = feedback::faq_matching(&first.hits) else {
-            return Ok(first);
+            return match rescoring {
+                Some(s) => s.rescore(first, &vector, k, k).await,
+                None => Ok(first),
+            };
         };
         // The same feedback as the in-memory path, with the neighbours'
         // vectors read from the store.
@@ -128,9 +142,14 @@ impl Retriever for StoreRetriever {
             .map(|(_, v)| v.as_slice())
             .collect();
         let moved = feedback::moved_towards(&mixed, &neighbours);
-        let mut list = self.store_recall(query, k, ctx, None, Some(&moved)).await?;
+        let mut list = self
+            .store_recall(query, depth, ctx, None, Some(&moved))
+            .await?;
         list.notes.push(feedback_note(faqs, first.hits.len()));
-        Ok(list)
+        match rescoring {
+            Some(s) => s.rescore(list, &moved, k, k).await,
+            None => Ok(list),
+        }
     }
 }
 
@@ -200,7 +219,16 @@ impl Retriever for DenseRetriever {
         };
         same_space(dense.space(), &self.embedder)?;
         let filter = Filter::new(&ctx.filters, ctx.now, &ctx.viewer);
-        dense_list(&self.index, &self.embedder, &query.raw, k, filter).await
+        let sentences = self.sentences.as_ref().map(|s| (s, k));
+        dense_list(
+            &self.index,
+            &self.embedder,
+            &query.raw,
+            k,
+            filter,
+            sentences,
+        )
+        .await
     }
 }
 
@@ -209,13 +237,36 @@ impl Retriever for DenseRetriever {
 /// embedded as a passage too and moved towards its nearest entries, and
 /// searched again (the list says so). Neighbours come from a search under
 /// the same filter, so an entry the caller may not see never steers it.
+/// With `sentences` (where to read them, and the depth the path runs at),
+/// the best candidates are rescored by their sentence vectors
+/// (`sentences.rs`); `k` may be deeper than that depth (why-not).
 pub(crate) async fn dense_list(
     index: &Arc<KbIndex>,
     embedder: &CachedEmbedder,
     question: &str,
     k: usize,
     filter: Filter,
+    sentences: Option<(&StoredSentences, usize)>,
 ) -> Result<RankedList, CoreError> {
+    let searched = match sentences {
+        Some((_, depth)) => StoredSentences::search_k(k, depth),
+        None => k,
+    };
+    let (list, vector) = dense_search(index, embedder, question, searched, filter).await?;
+    match sentences {
+        Some((s, depth)) => s.rescore(list, &vector, depth, k).await,
+        None => Ok(list),
+    }
+}
+
+/// [`dense_list`] before rescoring: the list, and the vector searched.
+async fn dense_search(
+    index: &Arc<KbIndex>,
+    embedder: &CachedEmbedder,
+    question: &str,
+    k: usize,
+    filter: Filter,
+) -> Result<(RankedList, Vec<f32>), CoreError> {
     // A knowledge base with FAQ entries may need the question's passage
     // form too: both are embedded at once (two blocking threads).
     let holds_faqs = matches!(&index.dense, Some(Ok(d)) if d.holds_faqs());
@@ -229,7 +280,7 @@ pub(crate) async fn dense_list(
         (embedder.embed_query(question).await?, None)
     };
     let first = search_blocking(index, vector.clone(), k, &filter, None).await?;
-    let Some(faqs) = feedback::faq_matching(&first.hits) else {
+    let Some(faqs) = feedback::faq_matching(&first.0.hits) else {
         return Ok(first);
     };
     let passage = match early {
@@ -237,19 +288,20 @@ pub(crate) async fn dense_list(
         None => passage_form(embedder, question).await?,
     };
     let mixed = feedback::both_forms(&vector, &passage);
-    let note = feedback_note(faqs, first.hits.len());
+    let note = feedback_note(faqs, first.0.hits.len());
     search_blocking(index, mixed, k, &filter, Some(note)).await
 }
 
-/// One dense search on a blocking thread. With `feedback_note`, the vector
-/// is first moved towards its nearest entries and the note is added.
+/// One dense search on a blocking thread, and the vector searched. With
+/// `feedback_note`, the vector is first moved towards its nearest entries
+/// and the note is added.
 async fn search_blocking(
     index: &Arc<KbIndex>,
     vector: Vec<f32>,
     k: usize,
     filter: &Filter,
     feedback_note: Option<String>,
-) -> Result<RankedList, CoreError> {
+) -> Result<(RankedList, Vec<f32>), CoreError> {
     let (index, filter) = (index.clone(), filter.clone());
     let failed = |message: String| CoreError::Component {
         component: "dense retriever".into(),
@@ -266,7 +318,7 @@ async fn search_blocking(
                 .map_err(|e| failed(e.to_string()))
         };
         let Some(note) = feedback_note else {
-            return search(&vector, k);
+            return Ok((search(&vector, k)?, vector.clone()));
         };
         let nearest = search(&vector, feedback::FEEDBACK_ENTRIES)?;
         let neighbours: Vec<&[f32]> = nearest
@@ -277,7 +329,7 @@ async fn search_blocking(
         let moved = feedback::moved_towards(&vector, &neighbours);
         let mut list = search(&moved, k)?;
         list.notes.push(note);
-        Ok(list)
+        Ok((list, moved))
     })
     .await
     .map_err(|e| failed(e.to_string()))?

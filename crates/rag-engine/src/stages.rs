@@ -131,6 +131,7 @@ impl Engine {
                     params: run.params.clone(),
                     embedder: self.embedder(),
                     hnsw_threshold: self.config().vectors.hnsw_threshold,
+                    sentences: self.stored_sentences(run.tenant, run.kb.id),
                 }));
             } else if *p != PathKind::Dense {
                 retrievers.push(Arc::new(LexicalRetriever {
@@ -142,6 +143,7 @@ impl Engine {
                 retrievers.push(Arc::new(DenseRetriever {
                     index: run.index.clone(),
                     embedder,
+                    sentences: self.stored_sentences(run.tenant, run.kb.id),
                 }));
             } else {
                 // Never silently empty: the reader sees why the dense path did not run.
@@ -157,10 +159,7 @@ impl Engine {
         let k = run.params.per_path_k;
         // The convex rule normalises the dense scores against the one at rank
         // DEPTH, so that path goes at least that deep.
-        let dense_k = match run.params.fusion.rule {
-            rag_core::FusionRule::Convex => k.max(rag_fusion::convex::DEPTH),
-            rag_core::FusionRule::Rrf => k,
-        };
+        let dense_k = dense_k(&run.params);
         let runs = retrievers.iter().map(|r| {
             let ctx = &ctx;
             let k = if r.path() == PathKind::Dense {
@@ -467,5 +466,15 @@ impl Engine {
         .await;
 
         packed
+    }
+}
+
+/// How deep the dense path searches: the per-path k, and for the convex
+/// rule at least the rank its scores are normalised against.
+pub(crate) fn dense_k(params: &rag_core::RetrievalParams) -> usize {
+    let k = params.per_path_k;
+    match params.fusion.rule {
+        rag_core::FusionRule::Convex => k.max(rag_fusion::convex::DEPTH),
+        rag_core::FusionRule::Rrf => k,
     }
 }

@@ -323,7 +323,10 @@ impl Engine {
             lists: output.lists,
             events,
         };
-        let dense_full = self.dense_full(&index, &run, &filters, &viewer, now).await;
+        let filter = Filter::new(&filters, now, &viewer);
+        let dense_full = self
+            .dense_full((tenant, kb.id), &params, &index, &run, filter)
+            .await;
         let (ix, p, prm, vw) = (index.clone(), passage.clone(), params.clone(), viewer);
         let (paths, run) = tokio::task::spawn_blocking(move || {
             let v = verdicts(&ix, &p, &run, &prm, &filters, &vw, now, dense_full);
@@ -340,11 +343,11 @@ impl Engine {
     /// The dense path scored with no cut, when it ran and can be scored again.
     async fn dense_full(
         &self,
+        (tenant, kb): (&TenantId, rag_core::KbId),
+        params: &RetrievalParams,
         index: &Arc<KbIndex>,
         run: &RunFacts,
-        filters: &Filters,
-        viewer: &Viewer,
-        now: Timestamp,
+        filter: Filter,
     ) -> Option<RankedList> {
         if !run.lists.iter().any(|l| l.path == PathKind::Dense) {
             return None;
@@ -352,12 +355,17 @@ impl Engine {
         let embedder = self.embedder()?;
         let all = index.dense.as_ref()?.as_ref().ok()?.len().max(1);
         // The same list the path made (FAQ feedback included), uncut.
+        // Rescored by sentences to the depth the path ran at, as it was.
+        let sentences = self.stored_sentences(tenant, kb);
         crate::retrievers::dense_list(
             index,
             &embedder,
             &run.analyzed.raw,
             all,
-            Filter::new(filters, now, viewer),
+            filter,
+            sentences
+                .as_ref()
+                .map(|s| (s, crate::stages::dense_k(params))),
         )
         .await
         .ok()

@@ -26,6 +26,10 @@ struct Kb {
 const KB: &str = "kb";
 
 async fn kb_with(embedder: Option<Arc<dyn Embedder>>) -> Kb {
+    kb_with_config(embedder, EngineConfig::default()).await
+}
+
+async fn kb_with_config(embedder: Option<Arc<dyn Embedder>>, config: EngineConfig) -> Kb {
     let dir = tempfile::tempdir().unwrap();
     let store =
         rag_store::EmbeddedStore::open(&dir.path().join("data"), rag_store::OpenMode::ReadWrite)
@@ -37,7 +41,7 @@ async fn kb_with(embedder: Option<Arc<dyn Embedder>>) -> Kb {
             rag_store::SqliteEmbeddingCache::open(&dir.path().join("cache")).unwrap(),
         ));
     }
-    let engine = Engine::new(components, EngineConfig::default());
+    let engine = Engine::new(components, config);
     let tenant = TenantId::default_tenant();
     engine
         .create_kb(&tenant, KB, KbSettings::default())
@@ -802,7 +806,13 @@ async fn a_changed_file_replaces_its_document_and_unchanged_chunks_keep_their_ve
     let embedder = Arc::new(CountingEmbedder {
         embedded: AtomicUsize::new(0),
     });
-    let kb = kb_with(Some(embedder.clone())).await;
+    // Passage vectors only: the counts below are of passages (sentence
+    // vectors go through the same cache; `tests/sentence_vectors.rs`).
+    let passages_only = EngineConfig {
+        sentence_vectors: false,
+        ..EngineConfig::default()
+    };
+    let kb = kb_with_config(Some(embedder.clone()), passages_only).await;
     let options = small(30, 0);
     let (_, events) = kb.ingest("guide.md", MARKDOWN.as_bytes(), &options).await;
     let IngestProgress::Embedded {

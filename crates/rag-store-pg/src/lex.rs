@@ -59,6 +59,7 @@ impl Dirty {
             WriteOp::RelinkDrafts { .. }
             | WriteOp::AddSynonyms(_)
             | WriteOp::PutVectors { .. }
+            | WriteOp::PutSentenceVectors(_)
             | WriteOp::PutSettings(_)
             | WriteOp::ClearVectors
             | WriteOp::PutSource(_)

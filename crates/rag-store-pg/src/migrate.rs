@@ -43,6 +43,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "restricted",
         sql: include_str!("../migrations/0005_restricted.sql"),
     },
+    Migration {
+        version: 6,
+        name: "sentence_vectors",
+        sql: include_str!("../migrations/0006_sentence_vectors.sql"),
+    },
 ];
 
 /// The schema version this build needs.

@@ -6,8 +6,8 @@ use crate::rows::{json, read_faqs, space_of, to_kb};
 use async_trait::async_trait;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery,
-    EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, Source, StoreRead,
-    TenantId, UserError,
+    EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, PassageId,
+    SentenceVectors, Source, StoreRead, TenantId, UserError,
 };
 use std::sync::Arc;
 
@@ -322,6 +322,36 @@ impl StoreRead for PgStore {
         let out = crate::sources::read(&tx, kb).await?;
         tx.commit().await.map_err(pg)?;
         Ok(out)
+    }
+
+    async fn sentence_vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[PassageId],
+    ) -> Result<Vec<(PassageId, SentenceVectors)>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        let rows = tx
+            .query(
+                "SELECT passage, sentences FROM vectors WHERE kb_id = $1 AND passage = ANY($2) AND sentences IS NOT NULL",
+                &[&kb.0, &keys],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        // Unreadable bytes are skipped: the passage is scored by its passage
+        // vector alone.
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let id = PassageId::parse(r.get(0))?;
+                let bytes: &[u8] = r.get(1);
+                Some((id, SentenceVectors::from_bytes(bytes)?))
+            })
+            .collect())
     }
 
     async fn embedding_space(

@@ -38,5 +38,20 @@ fn the_script_runs_against_the_embedded_store() {
         "log as Public: [\"q5\", \"q2\", \"q1\"]"
     );
     assert_eq!(find("failed write"), "failed write: \"StoreError\"");
+    // Sentence vectors beside the two passage vectors of the same text; one
+    // left after the other passage vector was stored again.
+    let chunks = |label: &str| find(label).matches("Chunk(").count();
+    assert_eq!(
+        chunks("sentence vectors"),
+        2,
+        "{}",
+        find("sentence vectors")
+    );
+    assert_eq!(chunks("sentence vectors after"), 1);
+    assert!(
+        find("sentence vectors of another tenant's kb").contains("UserError"),
+        "{}",
+        find("sentence vectors of another tenant's kb")
+    );
     assert!(lines.len() > 90, "{}", lines.len());
 }

@@ -7,7 +7,7 @@ use crate::lock::DirLock;
 use crate::readers::{Readers, MAX_READERS};
 use crate::rows::sql;
 use crate::schema::{
-    FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, V3_COLUMNS, V4_COLUMNS,
+    FORMAT_VERSION, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, V3_COLUMNS, V4_COLUMNS, V5_COLUMNS,
 };
 use rag_core::{CoreError, KbId, TenantId, UserError};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
@@ -212,7 +212,7 @@ impl EmbeddedStore {
         conn.execute_batch(SCHEMA_V1)?;
         conn.execute_batch(SCHEMA_V2)?;
         conn.execute_batch(SCHEMA_V3)?;
-        for (table, column, decl) in V3_COLUMNS.iter().chain(V4_COLUMNS) {
+        for (table, column, decl) in V3_COLUMNS.iter().chain(V4_COLUMNS).chain(V5_COLUMNS) {
             let present: bool = conn.query_row(
                 &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
                 [column],

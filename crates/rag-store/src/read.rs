@@ -5,8 +5,8 @@ use crate::rows::{json_vec, kb_from_row, parse_id, read_faqs, sql, to_kb};
 use async_trait::async_trait;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery,
-    EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, StoreRead, TenantId,
-    UserError,
+    EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, PassageId,
+    SentenceVectors, StoreRead, TenantId, UserError,
 };
 use rusqlite::{params, OptionalExtension};
 
@@ -385,6 +385,42 @@ impl StoreRead for EmbeddedStore {
         self.with_read(move |c| {
             owned(c, &tenant, kb)?;
             crate::sources::read(c, kb)
+        })
+        .await
+    }
+
+    async fn sentence_vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[PassageId],
+    ) -> Result<Vec<(PassageId, SentenceVectors)>, CoreError> {
+        let (tenant, keys) = (
+            tenant.clone(),
+            ids.iter().map(|id| id.to_string()).collect::<Vec<_>>(),
+        );
+        self.with_read(move |c| {
+            owned(c, &tenant, kb)?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT sentences FROM vectors WHERE passage = ?1 AND kb_id = ?2 AND sentences IS NOT NULL",
+                )
+                .map_err(sql)?;
+            let kb_s = kb.to_string();
+            let mut out = Vec::new();
+            for key in &keys {
+                let bytes: Option<Vec<u8>> = stmt
+                    .query_row(params![key, kb_s], |r| r.get(0))
+                    .optional()
+                    .map_err(sql)?;
+                // Unreadable bytes are skipped: the passage is scored by its
+                // passage vector alone.
+                let id = PassageId::parse(key);
+                if let (Some(id), Some(s)) = (id, bytes.as_deref().and_then(SentenceVectors::from_bytes)) {
+                    out.push((id, s));
+                }
+            }
+            Ok(out)
         })
         .await
     }

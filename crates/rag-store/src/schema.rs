@@ -190,6 +190,11 @@ pub const CHANGE_LOG_COMMITS: u64 = 4096;
 /// knowledge bases from before the log: their earlier commits are unknown).
 pub(crate) const V4_COLUMNS: &[(&str, &str, &str)] = &[("kbs", "log_from", "INTEGER")];
 
+/// Columns added within format 4 (nullable, so a binary that does not know
+/// them reads and writes the store as before): the sentence vectors of a
+/// passage ([`rag_core::SentenceVectors::to_bytes`]), NULL for none.
+pub(crate) const V5_COLUMNS: &[(&str, &str, &str)] = &[("vectors", "sentences", "BLOB")];
+
 /// The embedding cache, a separate database shared across data directories.
 pub(crate) const CACHE_SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS embeddings (

@@ -314,6 +314,19 @@ fn apply_op(
                 .map_err(sql)?;
             }
         }
+        WriteOp::PutSentenceVectors(items) => {
+            // Only beside the passage vector of the same text: a vector
+            // stored since (another text) is left without them.
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE vectors SET sentences = ?1 WHERE passage = ?2 AND kb_id = ?3 AND text_hash = ?4",
+                )
+                .map_err(sql)?;
+            for (id, hash, sentences) in items {
+                stmt.execute(params![sentences.to_bytes(), id.to_string(), kb_s, hash])
+                    .map_err(sql)?;
+            }
+        }
         WriteOp::PutSource(source) => crate::sources::put(tx, kb, &source)?,
         WriteOp::DeleteSource(id) => crate::sources::delete(tx, kb, id)?,
         WriteOp::ClearVectors => {

@@ -254,6 +254,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 .then(|| dir.join("index")),
             // Every query of a run answered by the same index.
             graph_in_background: false,
+            sentence_vectors: app.config.embedder.sentence_vectors,
             ..EngineConfig::default()
         },
     );
@@ -326,8 +327,14 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             .await
             .map_err(core_err)?;
         eprintln!(
-            "embedded {} passages ({} from the cache, {} computed)",
-            report.needed, report.cached, report.computed
+            "embedded {} passages ({} from the cache, {} computed){}",
+            report.needed,
+            report.cached,
+            report.computed,
+            match report.sentences_added {
+                0 => String::new(),
+                n => format!("; sentence vectors for {n} passages stored before"),
+            }
         );
     }
     let index = engine.index(&tenant, &kb).await.map_err(core_err)?;

@@ -169,6 +169,7 @@ impl App {
                 // A server (the caller that bounds the first build) lives
                 // on after writing its index files: it reads them in place.
                 read_saved_in_place: first_build_wait.is_some(),
+                sentence_vectors: self.config.embedder.sentence_vectors,
                 ..EngineConfig::default()
             },
         ))
@@ -426,6 +427,12 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
                 },
                 started.elapsed().as_secs_f64()
             );
+            if report.sentences_added > 0 {
+                println!(
+                    "{} passages with a current vector got sentence vectors",
+                    report.sentences_added
+                );
+            }
             Ok(())
         }
         Command::Export(args) => {

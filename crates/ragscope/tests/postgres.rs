@@ -441,7 +441,7 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
         ("鱼有没有过敏原", &[]),
         ("delivery fee", &[]),
     ];
-    let (mut compared, mut fed_back) = (0, 0);
+    let (mut compared, mut fed_back, mut rescored) = (0, 0, 0);
     for (q, extra) in queries {
         let (embedded, postgres) = (lists(false, q, extra), lists(true, q, extra));
         let paths = |l: &Lists| l.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
@@ -486,10 +486,24 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
                     "{q}: {got_notes} {want_notes}"
                 );
                 fed_back += usize::from(fed(want_notes));
+                // Sentence vectors (moved over by export and import)
+                // rescored the same candidates on both.
+                let mixed = |notes: &serde_json::Value| {
+                    notes
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|n| n.as_str())
+                        .find(|n| n.contains("best sentence"))
+                        .map(str::to_owned)
+                };
+                assert_eq!(mixed(got_notes), mixed(want_notes), "{q}: sentence notes");
+                rescored += usize::from(mixed(want_notes).is_some());
             }
             compared += want.len();
         }
     }
     assert!(compared > 200, "only {compared} hits compared");
     assert!(fed_back > 0, "no query was matched against FAQ entries");
+    assert!(rescored > 0, "no dense list was rescored by sentences");
 }

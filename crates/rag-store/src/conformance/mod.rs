@@ -473,6 +473,63 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     );
     t.result("embedding space", &store.embedding_space(&a, kb.id).await);
 
+    // Sentence vectors: kept beside a passage vector of the same text only,
+    // dropped when the passage vector is stored again.
+    let sentences =
+        |x: f32| SentenceVectors::quantise(&[vec![x, 1.0, 0.0], vec![0.0, -x, 2.0]]).unwrap();
+    let (c0, c1, c2) = (
+        PassageId::Chunk(chunks1[0].id),
+        PassageId::Chunk(chunks1[1].id),
+        PassageId::Chunk(chunks2[0].id),
+    );
+    t.result(
+        "put sentence vectors",
+        &store
+            .apply(
+                &a,
+                kb.id,
+                vec![WriteOp::PutSentenceVectors(vec![
+                    (c0, "h-0.5".into(), sentences(0.5)),
+                    (c1, "another text".into(), sentences(2.0)),
+                    (c2, "h--2.25".into(), sentences(-1.0)),
+                ])],
+            )
+            .await,
+    );
+    let read_sentences = |tenant: TenantId, kb: KbId| async move {
+        store
+            .sentence_vectors(&tenant, kb, &[c0, c1, c2, PassageId::Faq(f1.id)])
+            .await
+            .map(|mut v| {
+                v.sort_by_key(|(id, _)| *id);
+                v.into_iter()
+                    .map(|(id, s)| (id, s.to_bytes()))
+                    .collect::<Vec<_>>()
+            })
+    };
+    t.result("sentence vectors", &read_sentences(a.clone(), kb.id).await);
+    t.result(
+        "sentence vectors of another tenant's kb",
+        &read_sentences(b.clone(), kb.id).await,
+    );
+    t.result(
+        "the passage vector again",
+        &store
+            .apply(
+                &a,
+                kb.id,
+                vec![WriteOp::PutVectors {
+                    space: space.clone(),
+                    vectors: vec![vec_of(c2, -2.25)],
+                }],
+            )
+            .await,
+    );
+    t.result(
+        "sentence vectors after",
+        &read_sentences(a.clone(), kb.id).await,
+    );
+
     // Reads.
     t.push("snapshot 1", store.snapshot(&a, kb.id).await.unwrap());
     t.push("documents", store.documents(&a, kb.id).await.unwrap());
