@@ -217,6 +217,8 @@ impl LexicalIndex {
                 prefix.push(sum);
             }
             let mut block = vec![0f32; lists.len()];
+            // The last range of ordinals whose blocks were added up.
+            let mut range: Option<(u32, f32)> = None;
             loop {
                 // Lists [0, first) cannot lift a passage into the top k
                 // on their own.
@@ -239,16 +241,25 @@ impl LexicalIndex {
                 }
                 // What any passage from `ord` to `upto` can score, by the
                 // blocks holding that range in every list: when out of
-                // reach, the whole range is skipped.
-                let mut upto = u32::MAX;
-                let mut reach = 0f32;
-                for l in lists.iter_mut() {
-                    let (bound, last) = l.block_bound(ord);
-                    reach += bound;
-                    if let Some(last) = last {
-                        upto = upto.min(last);
+                // reach, the whole range is skipped. The same blocks hold
+                // every ordinal of the range, so the sum is kept until a
+                // candidate lies past it.
+                let (upto, reach) = match range {
+                    Some((upto, reach)) if ord <= upto => (upto, reach),
+                    _ => {
+                        let mut upto = u32::MAX;
+                        let mut reach = 0f32;
+                        for l in lists.iter_mut() {
+                            let (bound, last) = l.block_bound(ord);
+                            reach += bound;
+                            if let Some(last) = last {
+                                upto = upto.min(last);
+                            }
+                        }
+                        range = Some((upto, reach));
+                        (upto, reach)
                     }
-                }
+                };
                 if top.out_of_reach(reach) {
                     if upto == u32::MAX {
                         break;

@@ -231,6 +231,10 @@ impl LexicalIndex {
             rest -= weights[lookup[proposing]];
             proposing += 1;
         }
+        // The most a passage can promise, and (below the 60% with a margin
+        // for the order the weights are added in) what gives up on it.
+        let reachable: f64 = lookup.iter().map(|p| weights[*p]).sum::<f64>() + everywhere;
+        let hopeless_below = min_weight - 1e-9 * key_total.abs();
         // Every passage is a candidate when the unsearchable key terms
         // reach 60% alone, or the whole query cannot be looked up.
         let scan_all = enough(everywhere) || (plan.whole_first && keys[0].is_none());
@@ -261,18 +265,16 @@ impl LexicalIndex {
             proposed.retain(|o| !dead.contains(*o));
             // What each proposed passage's n-grams promise: the weight of
             // the key terms it may hold, added in pattern order.
-            let mut members: Vec<(usize, Membership<'_>)> = (key_start..patterns.len())
-                .filter_map(|p| {
-                    let ks = keys[p].as_deref()?;
-                    Some((
-                        p,
-                        match lists.take(si, p) {
-                            Some(holders) => Membership::of_holders(holders),
-                            None => Membership::new(&seg.ngrams, ks),
-                        },
-                    ))
+            let mut members: Vec<Option<Membership<'_>>> = (0..patterns.len())
+                .map(|p| {
+                    let ks = keys[p].as_deref().filter(|_| p >= key_start)?;
+                    Some(match lists.take(si, p) {
+                        Some(holders) => Membership::of_holders(holders),
+                        None => Membership::new(&seg.ngrams, ks),
+                    })
                 })
                 .collect();
+            let mut held = vec![false; patterns.len()];
             let mut is_whole = whole.iter().peekable();
             for ord in proposed {
                 let may_be_whole = match (plan.whole_first, scan_all) {
@@ -283,13 +285,27 @@ impl LexicalIndex {
                         is_whole.peek() == Some(&&ord)
                     }
                 };
+                // The heaviest terms first: once what is left cannot reach
+                // 60%, the other lists are not sought for this passage (as
+                // MaxScore drops a candidate).
+                let mut possible = reachable;
+                let mut hopeless = false;
+                for &p in &lookup {
+                    if !may_be_whole && possible < hopeless_below {
+                        hopeless = true;
+                        break;
+                    }
+                    held[p] = members[p].as_mut().is_some_and(|m| m.holds(ord));
+                    if !held[p] {
+                        possible -= weights[p];
+                    }
+                }
+                if hopeless {
+                    continue;
+                }
                 let mut promise = 0.0;
                 for (p, w) in weights.iter().enumerate().skip(key_start) {
-                    let held = match members.iter_mut().find(|(mp, _)| *mp == p) {
-                        Some((_, m)) => m.holds(ord),
-                        None => true,
-                    };
-                    if held {
+                    if keys[p].is_none() || held[p] {
                         promise += w;
                     }
                 }
@@ -400,6 +416,93 @@ mod tests {
     use crate::index::tests::faq;
     use rag_core::{KbChanges, KbSnapshot};
     use rag_text::Analyzer;
+
+    /// Every passage read and scored: what the path returns when nothing
+    /// is capped.
+    fn scanned(index: &LexicalIndex, q: &AnalyzedQuery, k: usize) -> Vec<(rag_core::PassageId, u64)> {
+        let plan = SubstringPlan::new(q).unwrap();
+        let n = index.text_count as usize;
+        // Weights as the path computes them (from the n-gram holders).
+        let weights = {
+            let keys: Vec<Option<Vec<u64>>> = plan.patterns.iter().map(|p| ngram::keys(p)).collect();
+            let mut lists = Lists::new(index.segments.len(), plan.patterns.len());
+            let dfs: Vec<usize> = keys
+                .iter()
+                .enumerate()
+                .map(|(p, ks)| match ks {
+                    None => n,
+                    Some(ks) => index.live_candidates(ks, p, &mut lists),
+                })
+                .collect();
+            plan.weights(&dfs, n)
+        };
+        let mut scored: Vec<(Ref, f64)> = Vec::new();
+        for (si, seg) in index.segments.iter().enumerate() {
+            for ord in 0..seg.len() {
+                let text = seg.match_text.get(ord);
+                let m = plan.find(text);
+                if let Some(score) = plan.score(&weights, m, text.chars().count()) {
+                    scored.push((Ref { seg: si as u32, ord: ord as u32 }, score));
+                }
+            }
+        }
+        top_k(&mut scored, k, |r| index.meta_at(*r).id);
+        scored
+            .into_iter()
+            .map(|(r, s)| (index.meta_at(r).id, s.to_bits()))
+            .collect()
+    }
+
+    #[test]
+    fn a_large_segment_finds_what_reading_every_passage_finds() {
+        // More passages than a small segment, so n-gram lists are sought
+        // passage by passage and hopeless passages are given up early.
+        let syllables = [
+            "ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "du", "pe", "退", "配", "密",
+        ];
+        let words: Vec<String> = syllables
+            .iter()
+            .flat_map(|a| syllables.iter().map(move |b| format!("{a}{b}x")))
+            .collect();
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) as usize) % n
+        };
+        let passages: Vec<_> = (0..ngram::SMALL_SEGMENT as usize + 4_000)
+            .map(|i| {
+                let body: Vec<&str> = (0..4).map(|_| words[next(words.len())].as_str()).collect();
+                faq(&format!("q{i}"), &body.join(" "))
+            })
+            .collect();
+        let index = LexicalIndex::build(
+            &Analyzer::new(),
+            &KbSnapshot {
+                passages,
+                seq: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(index.segment_count(), 1);
+        let mut compared = 0;
+        for q in [
+            "kalox mirux tesax",
+            "nokax vidux pelox kamix",
+            "退配x 密退x",
+            "rutex sanox dukax vilox pepex",
+            "kakax",
+        ] {
+            let q = index.analyze_query(q);
+            let list = index.substring(&q, 10, &Filter::everything());
+            if list.notes.iter().any(|n| n.contains("may match")) {
+                continue;
+            }
+            let got: Vec<_> = list.hits.iter().map(|h| (h.id, h.score.to_bits())).collect();
+            assert_eq!(got, scanned(&index, &q, 10), "{}", q.raw);
+            compared += 1;
+        }
+        assert!(compared >= 3, "only {compared} queries were not capped");
+    }
 
     #[test]
     fn reads_are_capped_the_same_way_however_passages_are_segmented() {
