@@ -373,7 +373,30 @@ impl Engine {
             ranges.push(start..texts.len());
         }
         let hashes: Vec<String> = texts.iter().map(|(_, t)| text_hash(t)).collect();
-        let embedded = match self.embed_passages(tenant, kb.id, texts).await {
+        // Passage vectors, then sentence vectors beside them; a failing
+        // embedder refuses the whole batch's files.
+        let embedding = async {
+            let embedded = self.embed_passages(tenant, kb.id, texts).await?;
+            let sentences = match (&embedded, self.embedder()) {
+                (Some(_), Some(embedder)) if self.config().sentence_vectors => {
+                    let sources: Vec<SentenceSource> = docs
+                        .iter()
+                        .flat_map(|d| d.chunks.iter().map(move |c| (d, c)))
+                        .zip(hashes)
+                        .map(|((d, c), text_hash)| SentenceSource {
+                            id: PassageId::Chunk(c.id),
+                            text_hash,
+                            title: chunk_title(&d.title, &c.heading_path),
+                            body: c.text.clone(),
+                        })
+                        .collect();
+                    embed_sentences(&embedder, &sources, self.config().embed_batch).await?
+                }
+                _ => None,
+            };
+            Ok::<_, CoreError>((embedded, sentences))
+        };
+        let (embedded, sentences) = match embedding.await {
             Ok(v) => v,
             Err(e) if embedding_failure(&e) => {
                 for d in &docs {
@@ -382,32 +405,6 @@ impl Engine {
                 return Ok(());
             }
             Err(e) => return Err(e),
-        };
-        let sentences = match (&embedded, self.embedder()) {
-            (Some(_), Some(embedder)) if self.config().sentence_vectors => {
-                let sources: Vec<SentenceSource> = docs
-                    .iter()
-                    .flat_map(|d| d.chunks.iter().map(move |c| (d, c)))
-                    .zip(hashes)
-                    .map(|((d, c), text_hash)| SentenceSource {
-                        id: PassageId::Chunk(c.id),
-                        text_hash,
-                        title: chunk_title(&d.title, &c.heading_path),
-                        body: c.text.clone(),
-                    })
-                    .collect();
-                match embed_sentences(&embedder, &sources, self.config().embed_batch).await {
-                    Ok(op) => op,
-                    Err(e) if embedding_failure(&e) => {
-                        for d in &docs {
-                            batch.refuse(d.file, "embedding_failed", e.to_string());
-                        }
-                        return Ok(());
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            _ => None,
         };
         // Each document's share of the vectors, and its `embedded` event.
         let mut per_doc: Vec<Option<WriteOp>> = Vec::with_capacity(docs.len());

@@ -8,8 +8,8 @@
 
 mod support;
 
-use rag_core::{Filters, PassageId, PathKind, QueryRequest, RetrievalParams, Viewer};
-use support::{assert_same, bag, dense_list, engine, ranked, stored, unit};
+use rag_core::{Filters, PassageId};
+use support::{assert_cut_by_k, assert_same, bag, dense_list, engine, ranked, stored, unit};
 
 /// The vector the engine should search with after feedback.
 fn expected_vector(
@@ -160,34 +160,5 @@ async fn why_not_scores_the_dense_path_as_the_query_did() {
     let (id, score) = want[9];
     // Under RRF the dense path keeps only its per-path k (3), so why-not
     // scores the dense path again for the tenth entry.
-    let mut params = RetrievalParams {
-        paths: vec![PathKind::Dense],
-        per_path_k: 3,
-        ..RetrievalParams::default()
-    };
-    params.fusion.rule = rag_core::FusionRule::Rrf;
-    let request = QueryRequest {
-        kb: "kb".into(),
-        query: question.into(),
-        params: Some(params),
-        overrides: Default::default(),
-        filters: Filters::default(),
-        generate: false,
-        conversation_id: None,
-    };
-    let w = engine
-        .why_not(&tenant, request, Viewer::Everything, &id.to_string())
-        .await
-        .unwrap();
-    let dense = w
-        .paths
-        .iter()
-        .find(|p| p.path == PathKind::Dense)
-        .expect("a dense verdict");
-    assert_eq!(dense.status, "cut_by_k", "{dense:?}");
-    assert_eq!(dense.rank, Some(10), "{dense:?}");
-    assert!(
-        (dense.score.unwrap() - score as f64).abs() < 1e-5,
-        "{dense:?} against {score}"
-    );
+    assert_cut_by_k(&engine, &tenant, question, 3, (id, 10, score)).await;
 }

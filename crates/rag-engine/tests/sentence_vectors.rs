@@ -9,12 +9,9 @@
 
 mod support;
 
-use rag_core::{
-    Filters, KbSnapshot, PassageId, PathKind, QueryRequest, RetrievalParams, SentenceVectors,
-    TenantId, Viewer,
-};
+use rag_core::{Filters, KbSnapshot, PassageId, SentenceVectors, TenantId};
 use rag_engine::{Engine, EngineConfig};
-use support::{assert_same, bag, dense_list, engine, engine_with, ranked, stored};
+use support::{assert_cut_by_k, assert_same, bag, dense_list, engine, engine_with, ranked, stored};
 
 /// Three sentences per document. Half hold the question as a sentence of
 /// its own among long unrelated ones; the others are made of the
@@ -145,36 +142,7 @@ async fn why_not_ranks_a_cut_passage_by_the_same_mix() {
     let question = "refund status";
     let want = mixed(question, &all, &held);
     let (id, score) = want[5];
-    let mut params = RetrievalParams {
-        paths: vec![PathKind::Dense],
-        per_path_k: 2,
-        ..RetrievalParams::default()
-    };
-    params.fusion.rule = rag_core::FusionRule::Rrf;
-    let request = QueryRequest {
-        kb: "kb".into(),
-        query: question.into(),
-        params: Some(params),
-        overrides: Default::default(),
-        filters: Filters::default(),
-        generate: false,
-        conversation_id: None,
-    };
-    let w = engine
-        .why_not(&tenant, request, Viewer::Everything, &id.to_string())
-        .await
-        .unwrap();
-    let dense = w
-        .paths
-        .iter()
-        .find(|p| p.path == PathKind::Dense)
-        .expect("a dense verdict");
-    assert_eq!(dense.status, "cut_by_k", "{dense:?}");
-    assert_eq!(dense.rank, Some(6), "{dense:?}");
-    assert!(
-        (dense.score.unwrap() - score as f64).abs() < 1e-5,
-        "{dense:?} against {score}"
-    );
+    assert_cut_by_k(&engine, &tenant, question, 2, (id, 6, score)).await;
 }
 
 #[tokio::test]

@@ -419,12 +419,17 @@ mod tests {
 
     /// Every passage read and scored: what the path returns when nothing
     /// is capped.
-    fn scanned(index: &LexicalIndex, q: &AnalyzedQuery, k: usize) -> Vec<(rag_core::PassageId, u64)> {
+    fn scanned(
+        index: &LexicalIndex,
+        q: &AnalyzedQuery,
+        k: usize,
+    ) -> Vec<(rag_core::PassageId, u64)> {
         let plan = SubstringPlan::new(q).unwrap();
         let n = index.text_count as usize;
         // Weights as the path computes them (from the n-gram holders).
         let weights = {
-            let keys: Vec<Option<Vec<u64>>> = plan.patterns.iter().map(|p| ngram::keys(p)).collect();
+            let keys: Vec<Option<Vec<u64>>> =
+                plan.patterns.iter().map(|p| ngram::keys(p)).collect();
             let mut lists = Lists::new(index.segments.len(), plan.patterns.len());
             let dfs: Vec<usize> = keys
                 .iter()
@@ -442,7 +447,13 @@ mod tests {
                 let text = seg.match_text.get(ord);
                 let m = plan.find(text);
                 if let Some(score) = plan.score(&weights, m, text.chars().count()) {
-                    scored.push((Ref { seg: si as u32, ord: ord as u32 }, score));
+                    scored.push((
+                        Ref {
+                            seg: si as u32,
+                            ord: ord as u32,
+                        },
+                        score,
+                    ));
                 }
             }
         }
@@ -466,7 +477,9 @@ mod tests {
             .collect();
         let mut state = 7u64;
         let mut next = |n: usize| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((state >> 33) as usize) % n
         };
         let passages: Vec<_> = (0..ngram::SMALL_SEGMENT as usize + 4_000)
@@ -497,7 +510,11 @@ mod tests {
             if list.notes.iter().any(|n| n.contains("may match")) {
                 continue;
             }
-            let got: Vec<_> = list.hits.iter().map(|h| (h.id, h.score.to_bits())).collect();
+            let got: Vec<_> = list
+                .hits
+                .iter()
+                .map(|h| (h.id, h.score.to_bits()))
+                .collect();
             assert_eq!(got, scanned(&index, &q, 10), "{}", q.raw);
             compared += 1;
         }

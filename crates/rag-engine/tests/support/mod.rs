@@ -144,3 +144,45 @@ pub fn assert_same(list: &RankedList, want: &[(PassageId, f32)]) {
         );
     }
 }
+
+/// Asks why `id` is not among the dense path's first `per_path_k` under
+/// RRF (the path keeps only those, so why-not scores the path again) and
+/// checks that it was cut there at `rank` with `score`.
+pub async fn assert_cut_by_k(
+    engine: &Engine,
+    tenant: &TenantId,
+    question: &str,
+    per_path_k: usize,
+    (id, rank, score): (PassageId, u32, f32),
+) {
+    let mut params = RetrievalParams {
+        paths: vec![PathKind::Dense],
+        per_path_k,
+        ..RetrievalParams::default()
+    };
+    params.fusion.rule = rag_core::FusionRule::Rrf;
+    let request = QueryRequest {
+        kb: "kb".into(),
+        query: question.into(),
+        params: Some(params),
+        overrides: Default::default(),
+        filters: Filters::default(),
+        generate: false,
+        conversation_id: None,
+    };
+    let w = engine
+        .why_not(tenant, request, Viewer::Everything, &id.to_string())
+        .await
+        .unwrap();
+    let dense = w
+        .paths
+        .iter()
+        .find(|p| p.path == PathKind::Dense)
+        .expect("a dense verdict");
+    assert_eq!(dense.status, "cut_by_k", "{dense:?}");
+    assert_eq!(dense.rank, Some(rank), "{dense:?}");
+    assert!(
+        (dense.score.unwrap() - score as f64).abs() < 1e-5,
+        "{dense:?} against {score}"
+    );
+}
