@@ -4,12 +4,14 @@ use rag_core::{CoreError, Embedder, EmbeddingCache};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
+/// Bytes as lowercase hex.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// sha256 of bytes, as lowercase hex.
 pub(crate) fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    to_hex(&Sha256::digest(bytes))
 }
 
 pub use rag_core::text_hash;

@@ -6,6 +6,7 @@
 //! PostgreSQL is the same knowledge base; `new_ids` gives every item a fresh
 //! id instead (to copy a knowledge base inside one store).
 
+use crate::embed::to_hex;
 use crate::engine::Engine;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId,
@@ -67,10 +68,6 @@ pub enum ExportLine {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sentences: Option<String>,
     },
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn from_hex(text: &str) -> Option<Vec<u8>> {

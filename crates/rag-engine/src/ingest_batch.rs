@@ -10,7 +10,7 @@
 //! the files that were committed (same content).
 
 use crate::chunk::{split, to_chunks};
-use crate::embed::{hex_sha256, text_hash, EmbedStats};
+use crate::embed::{hex_sha256, EmbedStats};
 use crate::engine::Engine;
 use crate::ingest::{blocking, cancelled, embedding_failure, file_stem};
 use crate::job::{IngestOptions, IngestProgress, TokenCountFn};
@@ -372,20 +372,21 @@ impl Engine {
             }));
             ranges.push(start..texts.len());
         }
-        let hashes: Vec<String> = texts.iter().map(|(_, t)| text_hash(t)).collect();
         // Passage vectors, then sentence vectors beside them; a failing
         // embedder refuses the whole batch's files.
         let embedding = async {
             let embedded = self.embed_passages(tenant, kb.id, texts).await?;
             let sentences = match (&embedded, self.embedder()) {
-                (Some(_), Some(embedder)) if self.config().sentence_vectors => {
+                (Some((_, vectors, _)), Some(embedder)) if self.config().sentence_vectors => {
+                    // The passage vectors are in chunk order, with the hash
+                    // of the text each was made from.
                     let sources: Vec<SentenceSource> = docs
                         .iter()
                         .flat_map(|d| d.chunks.iter().map(move |c| (d, c)))
-                        .zip(hashes)
-                        .map(|((d, c), text_hash)| SentenceSource {
+                        .zip(vectors)
+                        .map(|((d, c), v)| SentenceSource {
                             id: PassageId::Chunk(c.id),
-                            text_hash,
+                            text_hash: v.text_hash.clone(),
                             title: chunk_title(&d.title, &c.heading_path),
                             body: c.text.clone(),
                         })

@@ -330,18 +330,7 @@ impl StoreRead for PgStore {
         kb: KbId,
         ids: &[PassageId],
     ) -> Result<Vec<(PassageId, SentenceVectors)>, CoreError> {
-        let mut conn = self.conn().await?;
-        let tx = begin(&mut conn, &tenant.0, true).await?;
-        owned(&tx, tenant, kb).await?;
-        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
-        let rows = tx
-            .query(
-                "SELECT passage, sentences FROM vectors WHERE kb_id = $1 AND passage = ANY($2) AND sentences IS NOT NULL",
-                &[&kb.0, &keys],
-            )
-            .await
-            .map_err(pg)?;
-        tx.commit().await.map_err(pg)?;
+        let rows = self.vector_rows(tenant, kb, ids, "sentences").await?;
         // Unreadable bytes are skipped: the passage is scored by its passage
         // vector alone.
         Ok(rows
@@ -375,5 +364,31 @@ impl StoreRead for PgStore {
             })
         })?;
         Ok(space_of(row.get(0), row.get(1)))
+    }
+}
+
+impl PgStore {
+    /// `passage` and `column` (`vector` or `sentences`) of the rows of
+    /// these passages of a knowledge base of a tenant that have one.
+    pub(crate) async fn vector_rows(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[PassageId],
+        column: &'static str,
+    ) -> Result<Vec<tokio_postgres::Row>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        let rows = tx
+            .query(
+                &format!("SELECT passage, {column} FROM vectors WHERE kb_id = $1 AND passage = ANY($2) AND {column} IS NOT NULL"),
+                &[&kb.0, &keys],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(rows)
     }
 }

@@ -692,18 +692,7 @@ impl StoreRecall for PgStore {
         kb: KbId,
         ids: &[PassageId],
     ) -> Result<Vec<(PassageId, Vec<f32>)>, CoreError> {
-        let mut conn = self.conn().await?;
-        let tx = begin(&mut conn, &tenant.0, true).await?;
-        owned(&tx, tenant, kb).await?;
-        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
-        let rows = tx
-            .query(
-                "SELECT passage, vector FROM vectors WHERE kb_id = $1 AND passage = ANY($2)",
-                &[&kb.0, &keys],
-            )
-            .await
-            .map_err(pg)?;
-        tx.commit().await.map_err(pg)?;
+        let rows = self.vector_rows(tenant, kb, ids, "vector").await?;
         rows.iter()
             .map(|r| {
                 let v: VectorOwned = r.try_get(1).map_err(pg)?;
