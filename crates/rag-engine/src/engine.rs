@@ -3,7 +3,6 @@
 use crate::chunk::ChunkParams;
 use crate::dense::DenseIndex;
 use crate::embed::CachedEmbedder;
-use crate::index_files::IndexFile;
 use rag_core::{
     CoreError, Embedder, EmbeddingCache, EmbeddingSpace, KbChanges, KbId, KbSettings,
     KnowledgeBase, Reranker, Store, TenantId, UserError,
@@ -151,6 +150,10 @@ pub struct EngineConfig {
     /// Whether, after writing its index files, the process reads their bulk
     /// bytes in place too (`in_place.rs`): a server, which lives on.
     pub read_saved_in_place: bool,
+    /// Commits applied in memory before the index files are written again
+    /// (a full build writes them at once). A lexical save writes only the
+    /// segments made since the last one; the dense file is written whole.
+    pub save_every_commits: u64,
 }
 
 impl Default for EngineConfig {
@@ -167,6 +170,7 @@ impl Default for EngineConfig {
             graph_in_background: true,
             first_build_wait: None,
             read_saved_in_place: false,
+            save_every_commits: 64,
         }
     }
 }
@@ -204,9 +208,6 @@ pub(crate) fn index_task_failed(e: tokio::task::JoinError) -> CoreError {
         message: e.to_string(),
     }
 }
-
-/// Commits applied in memory before the stored index is written again.
-const SAVE_EVERY_COMMITS: u64 = 64;
 
 /// Knowledge-base names: 1–64 characters, no control characters or slashes,
 /// no bidirectional-control marks (which make a name display as another),
@@ -260,8 +261,8 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&kb);
         if let Some(dir) = &self.inner.config.index_dir {
-            crate::index_files::remove(dir, kb, IndexFile::Lexical);
-            crate::index_files::remove(dir, kb, IndexFile::Dense);
+            crate::index_files::remove_lexical(dir, kb);
+            crate::index_files::remove_dense(dir, kb);
         }
     }
 
@@ -501,9 +502,9 @@ impl Engine {
         let want_dense = space.clone().filter(|_| !store_dense);
         let loaded = tokio::task::spawn_blocking(move || {
             // Mapped too: the tables are read into memory, the postings,
-            // n-gram lists and match texts stay in the file's pages.
-            let bytes = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Lexical, true)?;
-            let lex_seq = LexicalIndex::encoded_seq((*bytes).as_ref()).ok()?;
+            // n-gram lists and match texts stay in the files' pages.
+            let (manifest, lex_seq, segments) =
+                crate::index_files::open_lexical(&dir, kb_id, true)?;
             if lex_seq > seq {
                 return None;
             }
@@ -512,7 +513,7 @@ impl Engine {
                 Some(space) => {
                     // Mapped: the full-precision vectors stay on disk and
                     // only the rows searches rescore are paged in.
-                    let vec = crate::index_files::open_mapped(&dir, kb_id, IndexFile::Dense, true)?;
+                    let vec = crate::index_files::open_dense(&dir, kb_id, true)?;
                     if DenseIndex::encoded_seq((*vec).as_ref()) != Some(lex_seq) {
                         return None;
                     }
@@ -525,7 +526,7 @@ impl Engine {
                     }
                 }
             };
-            match LexicalIndex::decode_shared(&analyzer, &bytes, false) {
+            match LexicalIndex::decode_stored(&analyzer, &manifest, &segments, false) {
                 Ok(ix) => Some((ix, dense)),
                 Err(e) => {
                     tracing::warn!(kb = %kb_id, error = %e, "the stored index is not usable; building it");
@@ -568,36 +569,52 @@ impl Engine {
         {
             let mut saved = self.inner.saved.lock().unwrap_or_else(|p| p.into_inner());
             let entry = saved.entry(kb).or_insert((0, false));
-            if entry.1 || (!now && index.seq() < entry.0 + SAVE_EVERY_COMMITS) {
+            if entry.1
+                || (!now && index.seq() < entry.0 + self.inner.config.save_every_commits.max(1))
+            {
                 return;
             }
             entry.1 = true;
         }
         let (index, saved, engine) = (index.clone(), self.inner.saved.clone(), self.clone());
         let handle = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
             // The dense file first: a crash between the two leaves files
             // of different commits, which are not used together.
             let result = match (&index.dense, index.store_dense) {
                 (Some(Ok(d)), false) => d
                     .encode(index.seq())
                     .map_err(std::io::Error::other)
-                    .and_then(|b| crate::index_files::save(&dir, kb, IndexFile::Dense, &b)),
+                    .and_then(|b| {
+                        crate::index_files::save_dense(&dir, kb, &b).map(|()| b.len() as u64)
+                    }),
                 _ => {
-                    crate::index_files::remove(&dir, kb, IndexFile::Dense);
-                    Ok(())
+                    crate::index_files::remove_dense(&dir, kb);
+                    Ok(0)
                 }
             }
-            .and_then(|()| {
-                crate::index_files::save(&dir, kb, IndexFile::Lexical, &index.lexical.encode())
+            .and_then(|dense| {
+                crate::index_files::save_lexical(&dir, kb, &index.lexical).map(|l| (dense, l))
             });
-            if result.is_ok() && engine.inner.config.read_saved_in_place {
-                engine.read_saved_in_place(&dir, kb, &index);
+            if let Ok((dense, lexical)) = &result {
+                tracing::info!(
+                    kb = %kb,
+                    seq = index.seq(),
+                    segments_written = lexical.written.len(),
+                    lexical_bytes = lexical.bytes,
+                    dense_bytes = *dense,
+                    ms = started.elapsed().as_millis() as u64,
+                    "stored the index files"
+                );
+                if engine.inner.config.read_saved_in_place {
+                    engine.read_saved_in_place(&dir, kb, &index, &lexical.written);
+                }
             }
             let mut saved = saved.lock().unwrap_or_else(|p| p.into_inner());
             let entry = saved.entry(kb).or_insert((0, false));
             entry.1 = false;
             match result {
-                Ok(()) => entry.0 = entry.0.max(index.seq()),
+                Ok(_) => entry.0 = entry.0.max(index.seq()),
                 Err(e) => tracing::warn!(kb = %kb, error = %e, "cannot store the index"),
             }
         });

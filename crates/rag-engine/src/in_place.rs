@@ -7,24 +7,33 @@
 
 use crate::dense::{DenseIndex, Part};
 use crate::engine::{Engine, KbIndex};
-use crate::index_files::IndexFile;
 use rag_core::KbId;
-use rag_lexical::LexicalIndex;
+use rag_lexical::{LexicalIndex, SegmentFile};
 use std::path::Path;
 use std::sync::Arc;
 
 impl Engine {
     /// Maps the files just written for `saved` (the index they were encoded
-    /// from) and, under the knowledge base's lock, replaces in the current
-    /// index each part and segment of `saved` it still holds by the same
-    /// one read from the files. Runs on a blocking thread; any failure
-    /// leaves the index as it is.
-    pub(crate) fn read_saved_in_place(&self, dir: &Path, kb: KbId, saved: &KbIndex) {
-        let lexical = crate::index_files::open_mapped(dir, kb, IndexFile::Lexical, false).and_then(|b| {
-            LexicalIndex::decode_shared(&self.inner.analyzer, &b, false)
-                .map_err(|e| tracing::warn!(kb = %kb, error = %e, "cannot read the index file just written"))
-                .ok()
-        });
+    /// from: its dense file, and the lexical segments `written`) and, under
+    /// the knowledge base's lock, replaces in the current index each part
+    /// and segment it still holds by the same one read from the files. Runs
+    /// on a blocking thread; any failure leaves the index as it is.
+    pub(crate) fn read_saved_in_place(
+        &self,
+        dir: &Path,
+        kb: KbId,
+        saved: &KbIndex,
+        written: &[(usize, SegmentFile)],
+    ) {
+        let segments: Vec<rag_lexical::ReadSegment> = written
+            .iter()
+            .filter_map(|(_, file)| {
+                let bytes = crate::index_files::open_segment(dir, kb, *file, false)?;
+                LexicalIndex::read_segment(*file, &bytes, false)
+                    .map_err(|e| tracing::warn!(kb = %kb, error = %e, "cannot read the index file just written"))
+                    .ok()
+            })
+            .collect();
         let dense = match &saved.dense {
             Some(Ok(d)) if !saved.store_dense => self.read_dense(dir, kb, d),
             _ => None,
@@ -34,9 +43,7 @@ impl Engine {
         let Some(current) = self.cached_any(kb) else {
             return;
         };
-        let new_lexical = lexical
-            .as_ref()
-            .and_then(|read| current.lexical.with_segments_from(&saved.lexical, read));
+        let new_lexical = current.lexical.with_read_segments(&segments);
         let new_dense = match (&current.dense, &saved.dense, dense) {
             (Some(Ok(now)), Some(Ok(was)), Some(read)) => replace_parts(now, was, &read),
             _ => None,
@@ -64,7 +71,7 @@ impl Engine {
     /// graph-sized part holding its vectors on the heap.
     fn read_dense(&self, dir: &Path, kb: KbId, saved: &DenseIndex) -> Option<DenseIndex> {
         owned_graph_parts(saved).next()?;
-        let bytes = crate::index_files::open_mapped(dir, kb, IndexFile::Dense, false)?;
+        let bytes = crate::index_files::open_dense(dir, kb, false)?;
         DenseIndex::decode_shared(&bytes, &saved.space, saved.params)
             .map(|(m, _)| m)
             .map_err(

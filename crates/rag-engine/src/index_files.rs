@@ -1,59 +1,60 @@
-//! Derived indexes kept on disk next to the store, two files per knowledge
-//! base (`<index_dir>/<kb id>.lex`, the lexical index, and `<kb id>.vec`,
-//! the dense one with its graph), so a process starting over a large
-//! knowledge base reads its indexes and applies the store's change log
-//! instead of analysing every passage and building the graph again.
+//! Derived indexes kept on disk next to the store, so a process starting
+//! over a large knowledge base reads its indexes and applies the store's
+//! change log instead of analysing every passage and building the graph
+//! again. Per knowledge base:
+//!
+//! - `<index_dir>/<kb id>.lexd/`, the lexical index: one file per segment
+//!   (`<name>.seg`, written once and never changed) and a `manifest`
+//!   listing them in order with the commit, the dead passages, the
+//!   dictionary, the synonyms and the facts (`rag_lexical::persist`).
+//!   Storing a later commit writes only the segments made since (a write's
+//!   small segment, a merge's result) and a new manifest; segments no
+//!   manifest lists any more are deleted after it.
+//! - `<index_dir>/<kb id>.vec`, the dense index with its graph, one file.
 //!
 //! The store stays the source of truth: a missing, unreadable, damaged or
 //! newer-than-the-store file is ignored (and the index built from a
-//! snapshot), so deleting these files loses nothing. A file is written to a
-//! temporary name, synced and renamed over the old one, so a crash at any
-//! point leaves the old file or the new one (failpoints
-//! `index.save.before_rename` and `index.save.after_rename`).
+//! snapshot), so deleting these files loses nothing. Every file is written
+//! to a temporary name, synced and renamed into place, segments before the
+//! manifest that lists them, so a crash at any point leaves the old
+//! manifest with its segments or the new one with its own (failpoints
+//! `index.save.segment`, `index.save.before_rename` and
+//! `index.save.after_rename`).
 
 use rag_core::{failpoint, KbId};
+use rag_lexical::{LexicalIndex, SegmentFile, SharedBytes};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Which index a file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum IndexFile {
-    /// The lexical index.
-    Lexical,
-    /// The dense index.
-    Dense,
+fn dense_path(dir: &Path, kb: KbId) -> PathBuf {
+    dir.join(format!("{kb}.vec"))
 }
 
-impl IndexFile {
-    fn ext(self) -> &'static str {
-        match self {
-            IndexFile::Lexical => "lex",
-            IndexFile::Dense => "vec",
-        }
-    }
-}
-
-fn path(dir: &Path, kb: KbId, file: IndexFile) -> PathBuf {
-    dir.join(format!("{kb}.{}", file.ext()))
-}
-
-/// The stored bytes of a knowledge base's index, the file mapped into
+/// The stored dense index of a knowledge base, the file mapped into
 /// memory rather than read ([`crate::mapped`]), if there is a sound file.
 /// With `check`, its trailing checksum is verified first; without, the
 /// caller has just written it.
-pub(crate) fn open_mapped(
-    dir: &Path,
+pub(crate) fn open_dense(dir: &Path, kb: KbId, check: bool) -> Option<SharedBytes> {
+    let trailer = check.then_some(crate::mapped::Trailer::Fnv64);
+    map_file(&dense_path(dir, kb), trailer, kb, false)
+}
+
+/// A file mapped into memory, if it is there and sound; `required` when
+/// its absence is a fault (a segment a manifest lists) worth a warning.
+fn map_file(
+    path: &Path,
+    check: Option<crate::mapped::Trailer>,
     kb: KbId,
-    file: IndexFile,
-    check: bool,
-) -> Option<rag_ann::SharedBytes> {
-    let trailer = match file {
-        IndexFile::Lexical => crate::mapped::Trailer::Crc32,
-        IndexFile::Dense => crate::mapped::Trailer::Fnv64,
-    };
-    match crate::mapped::open(&path(dir, kb, file), check.then_some(trailer)) {
+    required: bool,
+) -> Option<SharedBytes> {
+    match crate::mapped::open(path, check) {
         Ok(bytes) => Some(bytes),
-        Err(crate::mapped::OpenError::Missing) => None,
+        Err(crate::mapped::OpenError::Missing) => {
+            if required {
+                tracing::warn!(kb = %kb, "a file of the stored index is missing; building it");
+            }
+            None
+        }
         Err(crate::mapped::OpenError::Damaged) => {
             tracing::warn!(kb = %kb, "the stored index is damaged; building it");
             None
@@ -65,20 +66,175 @@ pub(crate) fn open_mapped(
     }
 }
 
-/// Replaces the stored index of a knowledge base, atomically.
-pub(crate) fn save(dir: &Path, kb: KbId, file: IndexFile, bytes: &[u8]) -> std::io::Result<()> {
+/// Replaces the stored dense index of a knowledge base, atomically.
+pub(crate) fn save_dense(dir: &Path, kb: KbId, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let target = path(dir, kb, file);
+    let target = dense_path(dir, kb);
     // Temporary files of a process that died before its rename.
-    let prefix = format!("{kb}.{}.tmp-", file.ext());
+    remove_temporaries(dir, &format!("{kb}.vec.tmp-"));
+    let temp = dir.join(format!("{kb}.vec.tmp-{}", std::process::id()));
+    write_synced(&temp, bytes, |temp| replace(temp, &target, dir))
+}
+
+/// The directory of a knowledge base's lexical index.
+fn lexical_dir(dir: &Path, kb: KbId) -> PathBuf {
+    dir.join(format!("{kb}.lexd"))
+}
+
+const MANIFEST: &str = "manifest";
+
+fn segment_path(dir: &Path, name: u128) -> PathBuf {
+    dir.join(format!("{name:032x}.seg"))
+}
+
+/// What storing a lexical index wrote.
+#[derive(Debug, Default)]
+pub(crate) struct LexicalSave {
+    /// The segments written (their places in the index, and their files).
+    pub written: Vec<(usize, SegmentFile)>,
+    /// Bytes written, the manifest's included.
+    pub bytes: u64,
+}
+
+/// Stores a knowledge base's lexical index: the files of the segments not
+/// stored yet, then a manifest listing all of them, then deletes the
+/// segment files no manifest lists.
+pub(crate) fn save_lexical(
+    dir: &Path,
+    kb: KbId,
+    index: &LexicalIndex,
+) -> std::io::Result<LexicalSave> {
+    let ldir = lexical_dir(dir, kb);
+    std::fs::create_dir_all(&ldir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&ldir, std::fs::Permissions::from_mode(0o700));
+    }
+    remove_temporaries(&ldir, "tmp-");
+    let mut saved = LexicalSave::default();
+    for i in 0..index.segment_count() {
+        let stored = index.segment_file(i);
+        if let Some(file) = stored {
+            let on_disk = std::fs::metadata(segment_path(&ldir, file.name)).map(|m| m.len());
+            if on_disk.ok() == Some(file.len) {
+                continue;
+            }
+        }
+        let bytes = index.encode_segment(i);
+        let name = stored.map_or_else(|| uuid::Uuid::now_v7().as_u128(), |f| f.name);
+        let file = SegmentFile::of(name, &bytes)
+            .ok_or_else(|| std::io::Error::other("an empty segment file"))?;
+        // A segment stored before whose file is gone is written again
+        // under its name only if it encodes to the same bytes.
+        if !index.set_segment_file(i, file) {
+            return Err(std::io::Error::other(format!(
+                "the file of segment {i} is missing"
+            )));
+        }
+        let temp = ldir.join(format!("tmp-{}-{name:032x}", std::process::id()));
+        write_synced(&temp, &bytes, |temp| {
+            std::fs::rename(temp, segment_path(&ldir, name))
+        })?;
+        saved.written.push((i, file));
+        saved.bytes += file.len;
+        if failpoint::hit("index.save.segment") {
+            return Err(std::io::Error::other("failpoint index.save.segment"));
+        }
+    }
+    let manifest = index
+        .encode_manifest()
+        .ok_or_else(|| std::io::Error::other("a segment without its file"))?;
+    let temp = ldir.join(format!("tmp-{}-{MANIFEST}", std::process::id()));
+    write_synced(&temp, &manifest, |temp| {
+        replace(temp, &ldir.join(MANIFEST), &ldir)
+    })?;
+    // Segments of earlier manifests, and the single file of earlier
+    // versions.
+    let listed: std::collections::HashSet<PathBuf> = (0..index.segment_count())
+        .filter_map(|i| index.segment_file(i))
+        .map(|f| segment_path(&ldir, f.name))
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(&ldir) {
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().is_some_and(|x| x == "seg") && !listed.contains(&path) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+    let _ = std::fs::remove_file(dir.join(format!("{kb}.lex")));
+    saved.bytes += manifest.len() as u64;
+    Ok(saved)
+}
+
+/// A knowledge base's stored lexical index, if there is a sound one: its
+/// manifest's bytes and commit, and its segment files mapped into memory,
+/// in the manifest's order. With `check`, each segment file's checksum is
+/// verified (the manifest's always is).
+pub(crate) fn open_lexical(
+    dir: &Path,
+    kb: KbId,
+    check: bool,
+) -> Option<(Vec<u8>, u64, Vec<SharedBytes>)> {
+    let ldir = lexical_dir(dir, kb);
+    let manifest = match std::fs::read(ldir.join(MANIFEST)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!(kb = %kb, error = %e, "cannot read the stored index; building it");
+            return None;
+        }
+    };
+    let listed = match LexicalIndex::read_manifest(&manifest) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!(kb = %kb, error = %e, "the stored index is not usable; building it");
+            return None;
+        }
+    };
+    let mut segments = Vec::with_capacity(listed.segments.len());
+    for file in &listed.segments {
+        segments.push(open_segment(dir, kb, *file, check)?);
+    }
+    Some((manifest, listed.seq, segments))
+}
+
+/// One stored segment's file, mapped into memory.
+pub(crate) fn open_segment(
+    dir: &Path,
+    kb: KbId,
+    file: SegmentFile,
+    check: bool,
+) -> Option<SharedBytes> {
+    let path = segment_path(&lexical_dir(dir, kb), file.name);
+    map_file(
+        &path,
+        check.then_some(crate::mapped::Trailer::Crc32),
+        kb,
+        true,
+    )
+}
+
+/// Deletes the files in `dir` whose names start with `prefix`: temporary
+/// files of a process that died before its rename.
+fn remove_temporaries(dir: &Path, prefix: &str) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
+            if e.file_name().to_string_lossy().starts_with(prefix) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
     }
-    let temp = dir.join(format!("{prefix}{}", std::process::id()));
+}
+
+/// Writes `bytes` to `temp` (readable by the owner only) and syncs them,
+/// then calls `place` with it; `temp` is removed on any failure.
+fn write_synced(
+    temp: &Path,
+    bytes: &[u8],
+    place: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let result = (|| {
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
@@ -87,26 +243,37 @@ pub(crate) fn save(dir: &Path, kb: KbId, file: IndexFile, bytes: &[u8]) -> std::
             use std::os::unix::fs::OpenOptionsExt;
             options.mode(0o600);
         }
-        let mut f = options.open(&temp)?;
+        let mut f = options.open(temp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        if failpoint::hit("index.save.before_rename") {
-            return Err(std::io::Error::other("failpoint index.save.before_rename"));
-        }
-        std::fs::rename(&temp, &target)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        failpoint::hit("index.save.after_rename");
-        Ok(())
+        place(temp)
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+        let _ = std::fs::remove_file(temp);
     }
     result
 }
 
-/// Forgets one stored index of a knowledge base.
-pub(crate) fn remove(dir: &Path, kb: KbId, file: IndexFile) {
-    let _ = std::fs::remove_file(path(dir, kb, file));
+/// Renames `temp` over `target` in `dir` and syncs the directory.
+fn replace(temp: &Path, target: &Path, dir: &Path) -> std::io::Result<()> {
+    if failpoint::hit("index.save.before_rename") {
+        return Err(std::io::Error::other("failpoint index.save.before_rename"));
+    }
+    std::fs::rename(temp, target)?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    failpoint::hit("index.save.after_rename");
+    Ok(())
+}
+
+/// Forgets the stored lexical index of a knowledge base.
+pub(crate) fn remove_lexical(dir: &Path, kb: KbId) {
+    let _ = std::fs::remove_dir_all(lexical_dir(dir, kb));
+    let _ = std::fs::remove_file(dir.join(format!("{kb}.lex")));
+}
+
+/// Forgets the stored dense index of a knowledge base.
+pub(crate) fn remove_dense(dir: &Path, kb: KbId) {
+    let _ = std::fs::remove_file(dense_path(dir, kb));
 }

@@ -5,7 +5,7 @@
 //!
 //! This module holds the engine's only `unsafe` code: the call that maps a
 //! file. Mapping is sound only while nobody changes the file's bytes; the
-//! engine never writes an index file in place (`index_files::save` writes a
+//! engine never writes an index file in place (`index_files` writes a
 //! new file and renames it over the old one, which leaves an existing
 //! mapping on the old, unchanged inode), and the files are created
 //! readable and writable by their owner only.

@@ -274,6 +274,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let config = || EngineConfig {
         index_dir: Some(dir.path().join("index")),
         read_saved_in_place: true,
+        save_every_commits: 1,
         ..EngineConfig::default()
     };
     let lexical =
@@ -305,12 +306,59 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let swapped = first.index(&tenant, &kb).await.unwrap();
     assert_eq!(swapped.seq(), built.seq());
     assert!(swapped.lexical.shared_bytes() > 0);
-    assert_eq!(swapped.lexical.encode(), built.lexical.encode());
+    let encoded = |ix: &rag_lexical::LexicalIndex| {
+        (0..ix.segment_count())
+            .map(|i| (ix.encode_segment(i), ix.segment_file(i)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(encoded(&swapped.lexical), encoded(&built.lexical));
     drop((built, swapped));
-    let file = dir.path().join("index").join(format!("{}.lex", kb.id));
-    assert!(file.exists());
+    let lexd = dir.path().join("index").join(format!("{}.lexd", kb.id));
+    let segment_files = || {
+        let mut names: Vec<String> = std::fs::read_dir(&lexd)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".seg"))
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(lexd.join("manifest").exists());
+    let first_files = segment_files();
+    assert_eq!(first_files.len(), 1);
+    let first_segment = lexd.join(&first_files[0]);
+    let modified = |p: &std::path::Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let first_written = modified(&first_segment);
     first.create_faq(&tenant, "kb", refund_faq()).await.unwrap();
     let live = first.index(&tenant, &kb).await.unwrap();
+    first.flush_index_files().await;
+    // Storing the write added its segment's file; the first segment's file
+    // was not written again.
+    let files = segment_files();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.contains(&first_files[0]));
+    assert_eq!(modified(&first_segment), first_written);
+    // A segment whose passages are all gone goes, with its file.
+    let faq = first
+        .create_faq(
+            &tenant,
+            "kb",
+            NewFaq {
+                question: "临时问题".into(),
+                ..refund_faq()
+            },
+        )
+        .await
+        .unwrap();
+    first.index(&tenant, &kb).await.unwrap();
+    first.flush_index_files().await;
+    assert_eq!(segment_files().len(), 3);
+    first.delete_faq(&tenant, "kb", faq.id).await.unwrap();
+    drop(live);
+    let live = first.index(&tenant, &kb).await.unwrap();
+    first.flush_index_files().await;
+    assert_eq!(segment_files(), files);
+    assert_eq!(modified(&first_segment), first_written);
 
     // A second process reads the file, applies the one write, and answers
     // as a build from scratch would.
@@ -338,6 +386,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     );
 
     // A damaged file is ignored: the index is built from the store.
+    let file = first_segment;
     let mut bytes = std::fs::read(&file).unwrap();
     bytes.truncate(bytes.len() / 2);
     replace_file(&file, &bytes);

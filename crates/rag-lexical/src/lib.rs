@@ -61,5 +61,5 @@ pub use filter::Filter;
 pub use fuzzy::{han_windows, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
 pub use highlight::highlight;
 pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms};
-pub use persist::DecodeError;
+pub use persist::{DecodeError, Manifest, ReadSegment, SegmentFile};
 pub use substring::{SubstringMatch, SubstringPlan, MIN_COVERAGE};

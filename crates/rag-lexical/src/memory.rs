@@ -62,32 +62,25 @@ impl LexicalIndex {
         parts
     }
 
-    /// This index with each segment of `saved` that it still holds replaced
-    /// by the same segment of `read`, the index decoded from the bytes
-    /// `saved` was encoded to (with its bulk bytes read in place), so that
-    /// the heap copies of those bytes are released; `None` when `read` is
-    /// not of `saved` or no segment was replaced.
-    pub fn with_segments_from(
-        &self,
-        saved: &LexicalIndex,
-        read: &LexicalIndex,
-    ) -> Option<LexicalIndex> {
-        if saved.seq() != read.seq() || saved.segments.len() != read.segments.len() {
-            return None;
-        }
+    /// This index with each segment it holds that was stored in the file
+    /// a segment of `read` was read from replaced by that one (its bulk
+    /// bytes read in place), so that the heap copies of those bytes are
+    /// released; `None` when no segment was replaced.
+    pub fn with_read_segments(&self, read: &[crate::ReadSegment]) -> Option<LexicalIndex> {
         let mut next = self.clone();
         let mut replaced = false;
-        for (old, new) in saved.segments.iter().zip(&read.segments) {
-            if old.len() != new.len() || old.terms.len() != new.terms.len() {
-                return None;
-            }
-            if let Some(at) = next
-                .segments
-                .iter()
-                .position(|s| std::sync::Arc::ptr_eq(s, old))
-            {
-                next.segments[at] = new.clone();
-                replaced = true;
+        for new in read {
+            let file = new.0.stored.get();
+            for seg in next.segments.iter_mut() {
+                if file.is_some()
+                    && seg.stored.get() == file
+                    && seg.len() == new.0.len()
+                    && seg.terms.len() == new.0.terms.len()
+                    && !std::sync::Arc::ptr_eq(seg, &new.0)
+                {
+                    *seg = new.0.clone();
+                    replaced = true;
+                }
             }
         }
         replaced.then_some(next)
@@ -157,9 +150,19 @@ mod tests {
         let analyzer = rag_text::Analyzer::new();
         let built = crate::LexicalIndex::build(&analyzer, &snapshot);
         assert_eq!(built.shared_bytes(), 0);
-        let bytes = built.encode();
+        let bytes = built.encode_segment(0);
+        let file = crate::SegmentFile::of(7, &bytes).unwrap();
+        assert!(built.set_segment_file(0, file));
+        assert!(!built.set_segment_file(0, crate::SegmentFile { name: 8, ..file }));
         let shared: crate::SharedBytes = std::sync::Arc::new(bytes.clone());
-        let read = crate::LexicalIndex::decode_shared(&analyzer, &shared, true).unwrap();
+        let manifest = built.encode_manifest().unwrap();
+        let read = crate::LexicalIndex::decode_stored(
+            &analyzer,
+            &manifest,
+            std::slice::from_ref(&shared),
+            true,
+        )
+        .unwrap();
         let heap = |ix: &crate::LexicalIndex, part: &str| {
             ix.heap_parts().iter().find(|p| p.0 == part).unwrap().1
         };
@@ -186,13 +189,38 @@ mod tests {
             );
         }
         // The encoding of what was read is the encoding of what was built.
-        assert_eq!(read.encode(), bytes);
-        // The built index can take the read segments: same answers, bulk
-        // bytes in place.
-        let swapped = built.with_segments_from(&built, &read).unwrap();
+        assert_eq!(read.encode_segment(0), bytes);
+        assert_eq!(read.encode_manifest().unwrap(), manifest);
+        // The built index can take the segment read on its own: same
+        // answers, bulk bytes in place.
+        let one = crate::LexicalIndex::read_segment(file, &shared, true).unwrap();
+        let swapped = built
+            .with_read_segments(std::slice::from_ref(&one))
+            .unwrap();
         assert_eq!(swapped.shared_bytes(), read.shared_bytes());
-        assert_eq!(swapped.encode(), bytes);
-        let other = crate::LexicalIndex::build(&analyzer, &KbSnapshot::default());
-        assert!(other.with_segments_from(&built, &read).is_none());
+        assert_eq!(swapped.encode_segment(0), bytes);
+        assert!(swapped
+            .with_read_segments(std::slice::from_ref(&one))
+            .is_none());
+        let other = crate::LexicalIndex::build(&analyzer, &snapshot);
+        assert!(
+            other.with_read_segments(&[one]).is_none(),
+            "not stored in that file"
+        );
+        assert!(crate::LexicalIndex::read_segment(
+            crate::SegmentFile { name: 8, ..file },
+            &shared,
+            true
+        )
+        .is_ok());
+        assert!(crate::LexicalIndex::read_segment(
+            crate::SegmentFile {
+                crc: file.crc ^ 1,
+                ..file
+            },
+            &shared,
+            true
+        )
+        .is_err());
     }
 }

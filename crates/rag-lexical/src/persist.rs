@@ -1,22 +1,33 @@
-//! The index as bytes, so that a process starting over a large knowledge
+//! The index as files, so that a process starting over a large knowledge
 //! base reads its index instead of analysing every passage again.
 //!
-//! Pure encoding and decoding (no I/O: the engine writes and reads the
-//! files). The bytes carry a magic, this format's version, the analyzer's
-//! version and the commit sequence; [`LexicalIndex::decode`] refuses bytes
-//! of another format or analyzer, and any truncated or inconsistent input,
-//! with an error rather than a panic: the file is outside input too.
+//! A stored index is one file per segment (`persist_segment.rs`) and a
+//! manifest: the commit sequence, the user dictionary, the synonym groups,
+//! the facts, and the segments in order, each as its file's name, length
+//! and checksum with the ordinals of its dead passages. Segments never
+//! change, so storing a later commit writes only the segments made since
+//! (a write's small segment, a merge's result) and a new manifest, not the
+//! whole index again.
+//!
+//! Pure encoding and decoding (no I/O: the engine names, writes and reads
+//! the files). Every file carries a magic, this format's version, the
+//! analyzer's version and a CRC-32 at its end; decoding refuses files of
+//! another format or analyzer, a segment that is not the one the manifest
+//! names, and any truncated or inconsistent input, with an error rather
+//! than a panic: the files are outside input too.
 
 use crate::blob::SharedBytes;
-use crate::index::LexicalIndex;
-use crate::persist_segment::{decode_segments, encode_segment, split_segment};
+use crate::index::{Dead, LexicalIndex};
+use crate::persist_segment::{decode_segments, segment_file, split_segment_file};
+use crate::segment::Segment;
 use crate::synonyms::SynonymTable;
 use rag_core::{ChunkId, DocId, FactId, FaqId, Passage, PassageId, SynonymGroup, UserWord};
 use rag_text::Analyzer;
+use std::sync::Arc;
 
-const MAGIC: &[u8; 4] = b"RSLX";
-/// Bumped whenever the layout below changes.
-const FORMAT: u32 = 5;
+const MANIFEST_MAGIC: &[u8; 4] = b"RSLM";
+/// Bumped whenever the layout of either file changes.
+const FORMAT: u32 = 6;
 
 /// Why bytes are not an index this build can use.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -273,14 +284,132 @@ impl<'a> Rd<'a> {
     }
 }
 
+/// The file of one stored segment: the name the engine gave it, and the
+/// file's length and checksum (its last four bytes), by which the manifest
+/// knows the file is the segment it lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SegmentFile {
+    pub name: u128,
+    pub len: u64,
+    pub crc: u32,
+}
+
+impl SegmentFile {
+    /// The file of `bytes` (a segment file's) under `name`.
+    pub fn of(name: u128, bytes: &[u8]) -> Option<Self> {
+        let crc = bytes.len().checked_sub(4).map(|at| &bytes[at..])?;
+        Some(SegmentFile {
+            name,
+            len: bytes.len() as u64,
+            crc: u32::from_le_bytes(crc.try_into().ok()?),
+        })
+    }
+}
+
+/// What a manifest lists, read before any segment is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub seq: u64,
+    pub segments: Vec<SegmentFile>,
+}
+
+/// A segment read from its file on its own, to take the place of the same
+/// segment held in memory ([`LexicalIndex::with_read_segments`]).
+#[derive(Debug, Clone)]
+pub struct ReadSegment(pub(crate) Arc<Segment>);
+
+pub(crate) fn write_header(w: &mut W<'_>, magic: &[u8; 4]) {
+    w.0.extend_from_slice(magic);
+    w.u32(FORMAT);
+    w.u32(rag_text::ANALYZER_VERSION);
+}
+
+pub(crate) fn header(r: &mut Rd<'_>, magic: &[u8; 4]) -> R<()> {
+    if r.take(4).ok() != Some(magic.as_slice()) {
+        return Err(DecodeError::Version("no index magic".into()));
+    }
+    let format = r.u32()?;
+    if format != FORMAT {
+        return Err(DecodeError::Version(format!(
+            "format {format}, expected {FORMAT}"
+        )));
+    }
+    let analyzer = r.u32()?;
+    if analyzer != rag_text::ANALYZER_VERSION {
+        return Err(DecodeError::Version(format!(
+            "analyzer {analyzer}, expected {}",
+            rag_text::ANALYZER_VERSION
+        )));
+    }
+    Ok(())
+}
+
+/// A manifest's body after its header and checksum were checked, and its
+/// commit sequence.
+fn manifest_body(bytes: &[u8]) -> R<(u64, Rd<'_>)> {
+    let Some(body_len) = bytes.len().checked_sub(4) else {
+        return Err(DecodeError::Corrupt("truncated"));
+    };
+    let (body, crc) = bytes.split_at(body_len);
+    let mut r = Rd { b: body };
+    header(&mut r, MANIFEST_MAGIC)?;
+    if crc32fast::hash(body).to_le_bytes() != crc {
+        return Err(DecodeError::Corrupt("checksum"));
+    }
+    let seq = r.u64()?;
+    Ok((seq, r))
+}
+
+/// The manifest's segment list: each file with its passage count and
+/// dead ordinals.
+fn read_segment_list(r: &mut Rd<'_>) -> R<Vec<(SegmentFile, usize, Dead)>> {
+    let mut out = Vec::new();
+    for _ in 0..r.len(36)? {
+        let name = u128::from_le_bytes(
+            r.take(16)?
+                .try_into()
+                .map_err(|_| DecodeError::Corrupt("segment name"))?,
+        );
+        let len = r.u64()?;
+        let crc = r.u32()?;
+        let n = r.u64()?;
+        let mut dead = Dead::default();
+        for o in r.u32s()? {
+            if u64::from(o) >= n {
+                return Err(DecodeError::Corrupt("dead ordinal"));
+            }
+            dead.insert(o);
+        }
+        let n = usize::try_from(n).map_err(|_| DecodeError::Corrupt("segment size"))?;
+        out.push((SegmentFile { name, len, crc }, n, dead));
+    }
+    Ok(out)
+}
+
 impl LexicalIndex {
-    /// The index as bytes (see [`LexicalIndex::decode`]).
-    pub fn encode(&self) -> Vec<u8> {
+    /// The file bytes of segment `i` (of [`LexicalIndex::segment_count`]).
+    pub fn encode_segment(&self, i: usize) -> Vec<u8> {
+        segment_file(&self.segments[i])
+    }
+
+    /// The file segment `i` was written to or read from, if any.
+    pub fn segment_file(&self, i: usize) -> Option<SegmentFile> {
+        self.segments[i].stored.get().copied()
+    }
+
+    /// Records that segment `i` is stored in `file` (made from the bytes of
+    /// [`LexicalIndex::encode_segment`]). A segment is stored once: `false`
+    /// when it already names another file.
+    pub fn set_segment_file(&self, i: usize, file: SegmentFile) -> bool {
+        *self.segments[i].stored.get_or_init(|| file) == file
+    }
+
+    /// The manifest of this commit, once every segment names its file
+    /// (`None` before).
+    pub fn encode_manifest(&self) -> Option<Vec<u8>> {
         let mut out = Vec::new();
         let mut w = W(&mut out);
-        w.0.extend_from_slice(MAGIC);
-        w.u32(FORMAT);
-        w.u32(rag_text::ANALYZER_VERSION);
+        write_header(&mut w, MANIFEST_MAGIC);
         w.u64(self.seq());
         w.len(self.user_words().len());
         for u in self.user_words() {
@@ -297,54 +426,54 @@ impl LexicalIndex {
         }
         w.len(self.segments.len());
         for (seg, dead) in self.segments.iter().zip(&self.dead) {
-            encode_segment(&mut w, seg, dead);
+            let file = seg.stored.get()?;
+            w.0.extend_from_slice(&file.name.to_le_bytes());
+            w.u64(file.len);
+            w.u32(file.crc);
+            w.u64(seg.len() as u64);
+            w.u32s(&dead.iter().collect::<Vec<u32>>());
         }
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_le_bytes());
-        out
+        Some(out)
     }
 
-    /// The commit sequence of encoded bytes, if they are an index of this
-    /// format and analyzer.
-    pub fn encoded_seq(bytes: &[u8]) -> Result<u64, DecodeError> {
-        let mut r = Rd { b: bytes };
-        header(&mut r)
+    /// What a manifest lists, when it is a sound one of this format and
+    /// analyzer.
+    pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, DecodeError> {
+        let (seq, mut r) = manifest_body(bytes)?;
+        for _ in 0..r.len(9)? {
+            r.str()?;
+            r.opt_i64()?;
+        }
+        for _ in 0..r.len(8)? {
+            r.strs()?;
+        }
+        for _ in 0..r.len(16)? {
+            r.passage()?;
+        }
+        let segments = read_segment_list(&mut r)?
+            .into_iter()
+            .map(|s| s.0)
+            .collect();
+        Ok(Manifest { seq, segments })
     }
 
-    /// An index from [`LexicalIndex::encode`]'s bytes, with `analyzer` (the
-    /// base analyzer, without user words) as a fresh build would use. The
-    /// index holds a copy of the bytes.
-    pub fn decode(analyzer: &Analyzer, bytes: &[u8]) -> Result<LexicalIndex, DecodeError> {
-        let shared: SharedBytes = std::sync::Arc::new(bytes.to_vec());
-        Self::decode_shared(analyzer, &shared, true)
-    }
-
-    /// An index from [`LexicalIndex::encode`]'s bytes shared by the caller
-    /// (a memory-mapped file): the tables are read into memory, and the
-    /// bulk bytes (postings, n-gram lists, match texts) are read in place,
-    /// so only the pages queries touch become resident. With `verify`
-    /// false the caller has checked the checksum already (reading it
-    /// through a mapping would make every page resident).
-    pub fn decode_shared(
+    /// An index from a manifest and its segments' files, in the manifest's
+    /// order, shared by the caller (memory-mapped files), with `analyzer`
+    /// (the base analyzer, without user words) as a fresh build would use:
+    /// the tables are read into memory, and the bulk bytes (postings,
+    /// n-gram lists, match texts, passage texts) are read in place, so only
+    /// the pages queries touch become resident. With `verify` false the
+    /// caller has checked the segment files' checksums already (reading
+    /// them through a mapping would make every page resident).
+    pub fn decode_stored(
         analyzer: &Analyzer,
-        shared: &SharedBytes,
+        manifest: &[u8],
+        segments: &[SharedBytes],
         verify: bool,
     ) -> Result<LexicalIndex, DecodeError> {
-        let bytes = (**shared).as_ref();
-        let mut r = Rd { b: bytes };
-        let seq = header(&mut r)?;
-        // Everything after the header is covered by the checksum at the end:
-        // a damaged file is refused here, before any of it is parsed.
-        let Some(body_len) = bytes.len().checked_sub(4) else {
-            return Err(DecodeError::Corrupt("truncated"));
-        };
-        let (body, crc) = bytes.split_at(body_len);
-        if verify && crc32fast::hash(body).to_le_bytes() != crc {
-            return Err(DecodeError::Corrupt("checksum"));
-        }
-        let mut r = Rd {
-            b: body.get(bytes.len() - r.b.len()..).unwrap_or_default(),
-        };
+        let (seq, mut r) = manifest_body(manifest)?;
         let mut user_words = Vec::new();
         for _ in 0..r.len(9)? {
             let word = r.str()?;
@@ -362,15 +491,31 @@ impl LexicalIndex {
         if facts.windows(2).any(|w| w[0].id >= w[1].id) {
             return Err(DecodeError::Corrupt("fact order"));
         }
-        let mut raw = Vec::new();
-        for _ in 0..r.len(8)? {
-            raw.push(split_segment(&mut r, bytes)?);
-        }
+        let listed = read_segment_list(&mut r)?;
         if !r.b.is_empty() {
             return Err(DecodeError::Corrupt("trailing bytes"));
         }
+        if listed.len() != segments.len() {
+            return Err(DecodeError::Corrupt("segment count"));
+        }
+        let mut raw = Vec::with_capacity(segments.len());
+        for ((file, _, _), shared) in listed.iter().zip(segments) {
+            let bytes = (**shared).as_ref();
+            if SegmentFile::of(file.name, bytes) != Some(*file) {
+                return Err(DecodeError::Corrupt("not the segment the manifest lists"));
+            }
+            raw.push((split_segment_file(bytes, verify)?, shared));
+        }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        let segments = decode_segments(raw, shared, threads)?;
+        let decoded = decode_segments(raw, threads)?;
+        let mut parts = Vec::with_capacity(decoded.len());
+        for (seg, (file, n, dead)) in decoded.into_iter().zip(listed) {
+            if seg.len() != n {
+                return Err(DecodeError::Corrupt("segment size"));
+            }
+            let _ = seg.stored.set(file);
+            parts.push((seg, dead));
+        }
         let analyzer_words = analyzer.with_user_words(
             user_words
                 .iter()
@@ -384,28 +529,32 @@ impl LexicalIndex {
             synonyms,
             table,
             facts,
-            segments,
+            parts,
             seq,
         ))
     }
-}
 
-fn header(r: &mut Rd<'_>) -> R<u64> {
-    if r.take(4).ok() != Some(MAGIC.as_slice()) {
-        return Err(DecodeError::Version("no index magic".into()));
+    /// The commit sequence of a manifest, if it is one of this format and
+    /// analyzer.
+    pub fn manifest_seq(bytes: &[u8]) -> Result<u64, DecodeError> {
+        manifest_body(bytes).map(|(seq, _)| seq)
     }
-    let format = r.u32()?;
-    if format != FORMAT {
-        return Err(DecodeError::Version(format!(
-            "format {format}, expected {FORMAT}"
-        )));
+
+    /// One segment read from its file (shared by the caller), to replace
+    /// the same segment held in memory.
+    pub fn read_segment(
+        file: SegmentFile,
+        bytes: &SharedBytes,
+        verify: bool,
+    ) -> Result<ReadSegment, DecodeError> {
+        if SegmentFile::of(file.name, (**bytes).as_ref()) != Some(file) {
+            return Err(DecodeError::Corrupt("not the segment named"));
+        }
+        let raw = split_segment_file((**bytes).as_ref(), verify)?;
+        let seg = decode_segments(vec![(raw, bytes)], 1)?
+            .pop()
+            .ok_or(DecodeError::Corrupt("segment"))?;
+        let _ = seg.stored.set(file);
+        Ok(ReadSegment(Arc::new(seg)))
     }
-    let analyzer = r.u32()?;
-    if analyzer != rag_text::ANALYZER_VERSION {
-        return Err(DecodeError::Version(format!(
-            "analyzer {analyzer}, expected {}",
-            rag_text::ANALYZER_VERSION
-        )));
-    }
-    r.u64()
 }

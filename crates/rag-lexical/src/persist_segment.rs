@@ -1,11 +1,13 @@
-//! One segment of the index file (see `persist.rs` for the whole file).
+//! One segment's file (see `persist.rs` for the manifest that lists them).
 //!
-//! A segment is its passage and term counts, three sections of tables and
-//! six of bulk bytes, each after its length so that a reader can split
-//! them without parsing (and parse the tables in parallel):
+//! A segment file is a magic, the format and analyzer versions, the
+//! segment, and a CRC-32 of everything before it. The segment is its
+//! passage and term counts, three sections of tables and six of bulk
+//! bytes, each after its length so that a reader can split them without
+//! parsing (and parse the tables in parallel):
 //!
 //! 1. passages: each passage with its field lengths, the byte length of
-//!    its match text, its scripts and its dead flag;
+//!    its match text and its scripts;
 //! 2. terms: text, kind, counts and the byte length of its postings;
 //! 3. the n-gram table (keys ascending, each list's entry count and byte
 //!    length) and the typo tables;
@@ -20,7 +22,8 @@
 //!    order (`lists.rs`).
 //!
 //! Passage records (1.) carry an empty title and body and the byte lengths
-//! of both, which are in 7. The last six sections are never parsed when
+//! of both, which are in 7. A segment never changes once written: which of
+//! its passages are dead is the manifest's. The last six sections are never parsed when
 //! read: the segment refers to them
 //! where they lie in the caller's shared bytes ([`crate::blob`]), so a
 //! memory-mapped file's bulk bytes are paged in only as queries touch
@@ -28,10 +31,10 @@
 
 use crate::blob::{Blob, SharedBytes, Texts};
 use crate::fuzzy::FuzzyVocab;
-use crate::index::{Dead, FIELDS};
+use crate::index::FIELDS;
 use crate::lists::PostingLists;
 use crate::ngram::NgramIndex;
-use crate::persist::{DecodeError, Rd, R, W};
+use crate::persist::{header, DecodeError, Rd, R, W};
 use crate::segment::{Script, Segment, Term};
 use rag_core::{Passage, PassageId, TokenKind};
 use rustc_hash::FxHashMap;
@@ -60,8 +63,22 @@ fn section(w: &mut W<'_>, section: impl FnOnce(&mut W<'_>)) {
     w.0.extend_from_slice(&bytes);
 }
 
+/// Magic of a segment file.
+pub(crate) const SEGMENT_MAGIC: &[u8; 4] = b"RSLS";
+
+/// A segment's file bytes (layout in the module docs).
+pub(crate) fn segment_file(seg: &Segment) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut w = W(&mut out);
+    crate::persist::write_header(&mut w, SEGMENT_MAGIC);
+    encode_segment(&mut w, seg);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// Writes a segment (layout in the module docs).
-pub(crate) fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
+fn encode_segment(w: &mut W<'_>, seg: &Segment) {
     w.len(seg.passages.len());
     w.len(seg.terms.len());
     section(w, |w| {
@@ -81,7 +98,6 @@ pub(crate) fn encode_segment(w: &mut W<'_>, seg: &Segment, dead: &Dead) {
             w.len(text_len);
             w.u32(seg.scripts[o].han);
             w.u32(seg.scripts[o].latin);
-            w.u8(u8::from(dead.contains(o as u32)));
         }
     });
     section(w, |w| {
@@ -157,7 +173,6 @@ struct PassagePart {
     /// Byte lengths of each passage's title and body.
     title_body_lengths: Vec<usize>,
     scripts: Vec<Script>,
-    dead: Dead,
 }
 
 fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
@@ -168,7 +183,6 @@ fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
         text_lengths: Vec::with_capacity(n),
         title_body_lengths: Vec::with_capacity(2 * n),
         scripts: Vec::with_capacity(n),
-        dead: Dead::default(),
     };
     part.ord_of.reserve(n);
     for o in 0..n {
@@ -195,9 +209,6 @@ fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
             han: r.u32()?,
             latin: r.u32()?,
         });
-        if r.flag()? {
-            part.dead.insert(o as u32);
-        }
     }
     if !r.b.is_empty() {
         return Err(DecodeError::Corrupt("passages section"));
@@ -335,9 +346,28 @@ pub(crate) struct RawSegment<'a> {
     bulk: [(usize, usize); 6],
 }
 
-/// Splits the next segment of `r`, whose bytes lie in `all` (the shared
+/// Splits a segment file's bytes (`all`); with `verify`, its checksum is
+/// checked first (without, the caller has checked it).
+pub(crate) fn split_segment_file(all: &[u8], verify: bool) -> R<RawSegment<'_>> {
+    let Some(body_len) = all.len().checked_sub(4) else {
+        return Err(DecodeError::Corrupt("truncated"));
+    };
+    let (body, crc) = all.split_at(body_len);
+    let mut r = Rd { b: body };
+    header(&mut r, SEGMENT_MAGIC)?;
+    if verify && crc32fast::hash(body).to_le_bytes() != crc {
+        return Err(DecodeError::Corrupt("checksum"));
+    }
+    let raw = split_segment(&mut r, all)?;
+    if !r.b.is_empty() {
+        return Err(DecodeError::Corrupt("trailing bytes"));
+    }
+    Ok(raw)
+}
+
+/// Splits the segment of `r`, whose bytes lie in `all` (the shared
 /// bytes, for the bulk sections' offsets).
-pub(crate) fn split_segment<'a>(r: &mut Rd<'a>, all: &[u8]) -> R<RawSegment<'a>> {
+fn split_segment<'a>(r: &mut Rd<'a>, all: &[u8]) -> R<RawSegment<'a>> {
     let n = r.len(16)?;
     let terms = r.len(11)?;
     let mut sections: [&[u8]; 3] = [&[]; 3];
@@ -362,13 +392,13 @@ pub(crate) fn split_segment<'a>(r: &mut Rd<'a>, all: &[u8]) -> R<RawSegment<'a>>
 }
 
 /// Decodes the segments' sections on up to `threads` threads (each section
-/// is independent of the others once split).
+/// is independent of the others once split); each segment's bulk sections
+/// are read in place from the shared bytes it was split from.
 pub(crate) fn decode_segments(
-    raw: Vec<RawSegment<'_>>,
-    shared: &SharedBytes,
+    raw: Vec<(RawSegment<'_>, &SharedBytes)>,
     threads: usize,
-) -> R<Vec<(Segment, Dead)>> {
-    let blob = |(start, len): (usize, usize)| {
+) -> R<Vec<Segment>> {
+    let blob = |shared: &SharedBytes, (start, len): (usize, usize)| {
         Blob::shared(shared, start, len).ok_or(DecodeError::Corrupt("section bounds"))
     };
     enum Part {
@@ -380,7 +410,7 @@ pub(crate) fn decode_segments(
         .flat_map(|s| (0..3).map(move |k| (s, k)))
         .collect();
     let run = |&(s, k): &(usize, usize)| -> R<Part> {
-        let seg = &raw[s];
+        let (seg, shared) = &raw[s];
         let r = Rd { b: seg.sections[k] };
         Ok(match k {
             0 => Part::Passages(decode_passages(r, seg.n)?),
@@ -395,14 +425,14 @@ pub(crate) fn decode_segments(
                 r,
                 seg.terms,
                 seg.n,
-                blob(seg.bulk[2])?,
-                blob(seg.bulk[5])?,
+                blob(shared, seg.bulk[2])?,
+                blob(shared, seg.bulk[5])?,
             )?),
         })
     };
     // Largest sections first, each to the thread with the least bytes.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    let size = |j: usize| raw[jobs[j].0].sections[jobs[j].1].len();
+    let size = |j: usize| raw[jobs[j].0].0.sections[jobs[j].1].len();
     order.sort_by_key(|&j| std::cmp::Reverse(size(j)));
     let threads = threads.clamp(1, jobs.len().max(1));
     let mut groups: Vec<Vec<usize>> = vec![Vec::new(); threads];
@@ -436,28 +466,28 @@ pub(crate) fn decode_segments(
         };
         let (vocab, terms) = t;
         let (ngrams, fuzzy) = g;
-        let bulk = raw[out.len()].bulk;
+        let (seg, shared) = &raw[out.len()];
+        let bulk = seg.bulk;
+        let blob = |b| blob(shared, b);
         let match_text = Texts::from_lengths(&p.text_lengths, blob(bulk[0])?)
             .ok_or(DecodeError::Corrupt("match texts"))?;
         let texts = Texts::from_lengths(&p.title_body_lengths, blob(bulk[3])?)
             .ok_or(DecodeError::Corrupt("passage texts"))?;
-        out.push((
-            Segment {
-                passages: p.passages,
-                texts: Some(texts),
-                ord_of: p.ord_of,
-                vocab,
-                terms,
-                posting_bytes: blob(bulk[1])?,
-                skips: blob(bulk[4])?,
-                lengths: p.lengths,
-                match_text,
-                scripts: p.scripts,
-                ngrams,
-                fuzzy,
-            },
-            p.dead,
-        ));
+        out.push(Segment {
+            passages: p.passages,
+            texts: Some(texts),
+            ord_of: p.ord_of,
+            vocab,
+            terms,
+            posting_bytes: blob(bulk[1])?,
+            skips: blob(bulk[4])?,
+            lengths: p.lengths,
+            match_text,
+            scripts: p.scripts,
+            ngrams,
+            fuzzy,
+            stored: std::sync::OnceLock::new(),
+        });
     }
     Ok(out)
 }

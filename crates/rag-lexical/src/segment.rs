@@ -79,6 +79,9 @@ pub(crate) struct Segment {
     pub scripts: Vec<Script>,
     pub ngrams: NgramIndex,
     pub fuzzy: FuzzyVocab,
+    /// The file holding this segment, once it was written to one or read
+    /// from one (`persist.rs`).
+    pub stored: std::sync::OnceLock<crate::persist::SegmentFile>,
 }
 
 /// Text (title and body bytes) analysed per batch while building.

@@ -10,10 +10,12 @@ use rag_core::{
     Bm25Params, ChunkId, DocId, FactId, FaqId, FieldMode, KbChanges, KbSnapshot, Passage,
     PassageId, RankedList, SynonymGroup, UserWord, Viewer,
 };
-use rag_lexical::{Filter, LexicalIndex};
+use rag_lexical::{Filter, LexicalIndex, SegmentFile, SharedBytes};
 use rag_text::Analyzer;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 
 const WORDS: &[&str] = &[
     "refund",
@@ -328,16 +330,79 @@ proptest! {
             }
         }
         // Written and read back, it answers the same too.
-        let bytes = index.encode();
-        prop_assert_eq!(LexicalIndex::encoded_seq(&bytes), Ok(model.seq));
-        let read = LexicalIndex::decode(analyzer(), &bytes).unwrap();
+        let (manifest, files) = store(&index);
+        prop_assert_eq!(LexicalIndex::manifest_seq(&manifest), Ok(model.seq));
+        let read = load(&manifest, &files).unwrap();
         let fresh = LexicalIndex::build(analyzer(), &model.snapshot());
         same_answers(&read, &fresh)?;
+        // A later commit keeps the files of the segments it did not touch:
+        // only the segment it wrote, or a merge's, needs one.
+        let (later, report) = read.apply(&model.commit(&[Op::Delete(0), Op::Put { slot: 0, words: vec![1], owner: false, searchable: true }]));
+        let unstored = (0..later.segment_count()).filter(|i| later.segment_file(*i).is_none()).count();
+        prop_assert!(unstored == 1 || (report.merged > 0 && unstored >= 1), "{} segments to store, {:?}", unstored, report);
+        let names = |ix: &LexicalIndex| (0..ix.segment_count()).map(|i| ix.segment_file(i).map(|f| f.name)).collect::<Vec<_>>();
+        let before = names(&read);
+        let (manifest, again) = store(&later);
+        prop_assert_eq!(names(&later).iter().filter(|n| !before.contains(n)).count(), unstored);
+        same_answers(&load(&manifest, &again).unwrap(), &LexicalIndex::build(analyzer(), &model.snapshot()))?;
+    }
+}
+
+/// `index` stored: its manifest, and its segments' files in the
+/// manifest's order. A segment is written once, as the engine does: one
+/// stored before keeps its file (kept in `DISK`).
+fn store(index: &LexicalIndex) -> (Vec<u8>, Vec<Vec<u8>>) {
+    static DISK: Mutex<BTreeMap<u128, Vec<u8>>> = Mutex::new(BTreeMap::new());
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let mut disk = DISK.lock().unwrap();
+    let files: Vec<Vec<u8>> = (0..index.segment_count())
+        .map(|i| match index.segment_file(i) {
+            Some(file) => disk[&file.name].clone(),
+            None => {
+                let bytes = index.encode_segment(i);
+                let name = u128::from(NEXT.fetch_add(1, Ordering::Relaxed))
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
+                assert!(index.set_segment_file(i, SegmentFile::of(name, &bytes).unwrap()));
+                disk.insert(name, bytes.clone());
+                bytes
+            }
+        })
+        .collect();
+    (index.encode_manifest().unwrap(), files)
+}
+
+fn load(manifest: &[u8], files: &[Vec<u8>]) -> Result<LexicalIndex, rag_lexical::DecodeError> {
+    let shared: Vec<SharedBytes> = files
+        .iter()
+        .map(|f| Arc::new(f.clone()) as SharedBytes)
+        .collect();
+    LexicalIndex::decode_stored(analyzer(), manifest, &shared, true)
+}
+
+/// `bytes` with their last four bytes made their CRC-32 again.
+fn recheck(mut bytes: Vec<u8>) -> Vec<u8> {
+    let body = bytes.len() - 4;
+    let crc = crc32fast::hash(&bytes[..body]);
+    bytes[body..].copy_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+/// Every path answers (whatever it answers) without panicking.
+fn answers_every_path(ix: &LexicalIndex) {
+    for q in QUERIES {
+        let q = ix.analyze_query(q);
+        let f = Filter::everything();
+        let params = Bm25Params::default();
+        let _ = ix.bm25(&q, 10, &params, &f);
+        let _ = ix.fuzzy(&q, 10, 0.3, &params, &f);
+        let _ = ix.synonym(&q, 10, &params, &f);
+        let _ = ix.substring(&q, 10, &f);
+        let _ = ix.facts(&q, 10);
     }
 }
 
 #[test]
-fn damaged_index_bytes_are_an_error_not_a_panic() {
+fn damaged_index_files_are_an_error_not_a_panic() {
     let mut model = Model::default();
     let ops: Vec<Op> = (0..10)
         .map(|slot| Op::Put {
@@ -358,59 +423,102 @@ fn damaged_index_bytes_are_an_error_not_a_panic() {
         .collect();
     model.commit(&ops);
     let index = LexicalIndex::build(analyzer(), &model.snapshot());
-    let index = index.apply(&model.commit(&[Op::Delete(2)])).0;
-    let bytes = index.encode();
-    for cut in 0..bytes.len() {
+    let index = index
+        .apply(&model.commit(&[
+            Op::Delete(2),
+            Op::Put {
+                slot: 11,
+                words: vec![4, 5],
+                owner: false,
+                searchable: true,
+            },
+        ]))
+        .0;
+    let (manifest, files) = store(&index);
+    assert_eq!(files.len(), 2);
+    assert!(load(&manifest, &files).is_ok());
+    for cut in 0..manifest.len() {
         assert!(
-            LexicalIndex::decode(analyzer(), &bytes[..cut]).is_err(),
-            "prefix {cut}"
+            load(&manifest[..cut], &files).is_err(),
+            "manifest prefix {cut}"
         );
     }
+    for (s, file) in files.iter().enumerate() {
+        for cut in 0..file.len() {
+            let mut cut_files = files.clone();
+            cut_files[s].truncate(cut);
+            assert!(
+                load(&manifest, &cut_files).is_err(),
+                "segment {s} prefix {cut}"
+            );
+        }
+    }
+    // Segments missing, swapped or of another index.
+    assert!(load(&manifest, &files[..1]).is_err());
+    assert!(load(&manifest, &[files[1].clone(), files[0].clone()]).is_err());
     // Flipped bytes: whatever they decode to, decoding returns.
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for _ in 0..2000 {
+    let mut next = |n: usize| {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-        let mut damaged = bytes.clone();
-        let at = (state >> 33) as usize % damaged.len();
-        damaged[at] ^= 1 << ((state >> 20) % 8);
-        let _ = LexicalIndex::decode(analyzer(), &damaged);
+        ((state >> 33) as usize % n, (state >> 20) % 8)
+    };
+    for _ in 0..2000 {
+        let (mut m, mut f) = (manifest.clone(), files.clone());
+        let (which, _) = next(3);
+        let target = if which == 0 {
+            &mut m
+        } else {
+            &mut f[which - 1]
+        };
+        let (at, bit) = next(target.len());
+        target[at] ^= 1 << bit;
+        let _ = load(&m, &f);
     }
-    // Crafted bytes: flips with the checksum made to match again, so the
-    // structure itself is what stands between the bytes and a panic.
-    // Whatever decodes must answer every path without panicking.
-    let body = bytes.len() - 4;
+    // Crafted bytes: flips with the checksums made to match again (the
+    // segment's, and the manifest's record of it), so the structure itself
+    // is what stands between the bytes and a panic. Whatever decodes must
+    // answer every path without panicking.
     let mut decoded = 0;
     for _ in 0..2000 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-        let mut crafted = bytes.clone();
-        let at = 24 + (state >> 33) as usize % (body - 24);
-        crafted[at] ^= 1 << ((state >> 20) % 8);
-        let crc = crc32fast::hash(&crafted[..body]);
-        crafted[body..].copy_from_slice(&crc.to_le_bytes());
-        if let Ok(ix) = LexicalIndex::decode(analyzer(), &crafted) {
+        let (which, _) = next(3);
+        let (m, f) = if which == 0 {
+            let mut m = manifest.clone();
+            let (at, bit) = next(m.len() - 16);
+            m[12 + at] ^= 1 << bit;
+            (recheck(m), files.clone())
+        } else {
+            let s = which - 1;
+            let mut f = files.clone();
+            let (at, bit) = next(f[s].len() - 16);
+            f[s][12 + at] ^= 1 << bit;
+            f[s] = recheck(std::mem::take(&mut f[s]));
+            // The manifest names the segment by its old checksum: swap in the new one.
+            let (old, new) = (&files[s][files[s].len() - 4..], &f[s][f[s].len() - 4..]);
+            let mut m = manifest.clone();
+            let name = index.segment_file(s).unwrap().name.to_le_bytes();
+            let at = m.windows(16).position(|w| w == name).unwrap() + 16 + 8;
+            assert_eq!(&m[at..at + 4], old);
+            m[at..at + 4].copy_from_slice(new);
+            (recheck(m), f)
+        };
+        if let Ok(ix) = load(&m, &f) {
             decoded += 1;
-            for q in QUERIES {
-                let q = ix.analyze_query(q);
-                let f = Filter::everything();
-                let params = Bm25Params::default();
-                let _ = ix.bm25(&q, 10, &params, &f);
-                let _ = ix.fuzzy(&q, 10, 0.3, &params, &f);
-                let _ = ix.synonym(&q, 10, &params, &f);
-                let _ = ix.substring(&q, 10, &f);
-                let _ = ix.facts(&q, 10);
-            }
+            answers_every_path(&ix);
         }
     }
     assert!(
         decoded > 0,
         "some crafted files decode (flips inside texts and postings)"
     );
-    let mut other = bytes.clone();
+    let mut other = manifest.clone();
     other[4] ^= 0xff;
     assert!(matches!(
-        LexicalIndex::decode(analyzer(), &other),
+        load(&other, &files),
         Err(rag_lexical::DecodeError::Version(_))
     ));
+    let mut other = files.clone();
+    other[0][4] ^= 0xff;
+    assert!(load(&manifest, &other).is_err());
 }
 
 #[test]

@@ -155,7 +155,11 @@ fn killed_while_storing_the_index_leaves_the_old_or_the_new_file() {
     c.args(["ingest", "--kb", "kb1"]).arg(&f);
     ok(c);
     let index_dir = data.join("index");
-    for point in ["index.save.before_rename", "index.save.after_rename"] {
+    for point in [
+        "index.save.segment",
+        "index.save.before_rename",
+        "index.save.after_rename",
+    ] {
         let _ = std::fs::remove_dir_all(&index_dir);
         // The first query builds the index and dies while storing it.
         let mut c = cmd(&data);
@@ -167,16 +171,27 @@ fn killed_while_storing_the_index_leaves_the_old_or_the_new_file() {
             String::from_utf8_lossy(&out.stderr).contains(&format!("failpoint {point} aborting")),
             "{point}"
         );
-        let stored: Vec<_> = std::fs::read_dir(&index_dir)
+        // A manifest only once renamed into place, and every segment it
+        // lists beside it.
+        let manifests: Vec<_> = std::fs::read_dir(&index_dir)
             .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n.ends_with(".lex"))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "lexd"))
+            .filter(|p| p.join("manifest").exists())
             .collect();
         assert_eq!(
-            stored.len(),
+            manifests.len(),
             usize::from(point.ends_with("after_rename")),
             "{point}"
         );
+        for lexd in &manifests {
+            let manifest = std::fs::read(lexd.join("manifest")).unwrap();
+            let listed = rag_lexical::LexicalIndex::read_manifest(&manifest).unwrap();
+            for f in listed.segments {
+                let bytes = std::fs::read(lexd.join(format!("{:032x}.seg", f.name))).unwrap();
+                assert_eq!(bytes.len() as u64, f.len, "{point}");
+            }
+        }
         // The next process answers, from the file or from the store.
         let s = sources(&query_events(&data, "kb1", "發票", &[]));
         assert!(s[0].0.contains("发票"), "{point}: {s:?}");
