@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The scale issue's 100k check, step by step, with each step's time:
 #   eval (load + index) → kb list → serve → first query → one FAQ write →
-#   next query → the server's VmRSS.
+#   next query → the server's VmRSS → 64 more writes, after which the server
+#   stores its index files again (what that save wrote, from its log line).
 # usage: bench/scale/check-100k.sh [N] (default 100000); needs a release build
 # (cargo build --release -p ragscope) and the evaluation data.
 set -euo pipefail
@@ -24,7 +25,7 @@ t=$(ms)
 echo "kb list: $(( $(ms) - t )) ms"
 PORT=$((20000 + RANDOM % 20000))
 t=$(ms)
-RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$D" serve --open > "$WORK/serve.log" 2>&1 &
+RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$D" --log-level rag_engine=info serve --open > "$WORK/serve.log" 2>&1 &
 PID=$!
 until curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null; do
   kill -0 "$PID" 2>/dev/null || { cat "$WORK/serve.log"; exit 1; }
@@ -61,5 +62,19 @@ times.sort()
 print(f"{len(times)} more queries: p50 {times[len(times)//2]:.1f} ms, p99 {times[int(len(times)*0.99)]:.1f} ms")
 PY
 echo "server VmRSS after them: $(rss)"
+# 64 more FAQ writes, each followed by a query (which brings the index up
+# to date): the server then stores its index files again.
+for i in $(seq 1 64); do
+  curl -s -o /dev/null -X POST -H 'content-type: application/json' \
+    "http://127.0.0.1:$PORT/api/v1/kbs/eval-corpus/faqs" \
+    -d "{\"question\": \"Question $i about refunds?\", \"answer\": \"Answer $i.\"}"
+  q "question $i about refunds" > /dev/null
+done
+for _ in $(seq 1 300); do
+  grep -q 'stored the index files' "$WORK/serve.log" && break
+  sleep 0.1
+done
+echo "index files stored again after 65 writes:"
+grep 'stored the index files' "$WORK/serve.log" | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^.*stored the index files/ /' || echo "  (not yet)"
 du -sh "$D/index" | awk '{print "index files: " $1}'
 du -sh "$D" | awk '{print "data directory: " $1}'

@@ -19,7 +19,11 @@
 //! manifest that lists them, so a crash at any point leaves the old
 //! manifest with its segments or the new one with its own (failpoints
 //! `index.save.segment`, `index.save.before_rename` and
-//! `index.save.after_rename`).
+//! `index.save.after_rename`). Several processes may use one index
+//! directory (a server and a command-line query): a save holds an exclusive
+//! lock on the knowledge base's `LOCK` file, and a reader a shared one
+//! while it reads the manifest and maps the segments it lists, so no save
+//! deletes a segment another process's manifest still lists.
 
 use rag_core::{failpoint, KbId};
 use rag_lexical::{LexicalIndex, SegmentFile, SharedBytes};
@@ -111,6 +115,8 @@ pub(crate) fn save_lexical(
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&ldir, std::fs::Permissions::from_mode(0o700));
     }
+    let lock = lock_file(&ldir)?;
+    fs4::fs_std::FileExt::lock_exclusive(&lock)?;
     remove_temporaries(&ldir, "tmp-");
     let mut saved = LexicalSave::default();
     for i in 0..index.segment_count() {
@@ -178,6 +184,19 @@ pub(crate) fn open_lexical(
     check: bool,
 ) -> Option<(Vec<u8>, u64, Vec<SharedBytes>)> {
     let ldir = lexical_dir(dir, kb);
+    if !ldir.exists() {
+        return None;
+    }
+    let lock = match lock_file(&ldir).and_then(|f| {
+        fs4::fs_std::FileExt::lock_shared(&f)?;
+        Ok(f)
+    }) {
+        Ok(lock) => lock,
+        Err(e) => {
+            tracing::warn!(kb = %kb, error = %e, "cannot lock the stored index; building it");
+            return None;
+        }
+    };
     let manifest = match std::fs::read(ldir.join(MANIFEST)) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
@@ -197,7 +216,21 @@ pub(crate) fn open_lexical(
     for file in &listed.segments {
         segments.push(open_segment(dir, kb, *file, check)?);
     }
+    drop(lock);
     Some((manifest, listed.seq, segments))
+}
+
+/// The lock file of a knowledge base's lexical index directory (released
+/// when dropped, or when the process dies).
+fn lock_file(ldir: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(ldir.join("LOCK"))
 }
 
 /// One stored segment's file, mapped into memory.
