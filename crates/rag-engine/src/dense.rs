@@ -82,8 +82,10 @@ fn part(
 }
 
 impl DenseIndex {
-    /// Builds the index from the snapshot's vectors; stale vectors (made from
-    /// a text that has since changed) are left out and counted as missing.
+    /// Builds the index from the snapshot's vectors (its passages are not
+    /// read: they are those of `lexical`, the index built from the same
+    /// snapshot, which may have taken them); stale vectors (made from a
+    /// text that has since changed) are left out and counted as missing.
     pub fn build(
         snapshot: &KbSnapshot,
         lexical: &LexicalIndex,
@@ -94,18 +96,17 @@ impl DenseIndex {
             snapshot.vectors.iter().map(|v| (v.id, v)).collect();
         let mut items = Vec::new();
         let mut total = 0;
-        for p in snapshot
-            .passages
-            .iter()
-            .filter(|p| p.searchable && lexical.passage_meta(p.id).is_some())
-        {
+        for meta in lexical.passage_metas().filter(|p| p.searchable) {
             total += 1;
-            if let Some(v) = fresh.get(&p.id) {
-                if v.text_hash == crate::embed::text_hash(&p.embedding_text()) {
-                    items.push((p.id, v.vector.as_slice()));
+            if let Some(v) = fresh.get(&meta.id) {
+                let text = lexical.passage(meta.id).map(|p| p.embedding_text());
+                if text.is_some_and(|t| v.text_hash == crate::embed::text_hash(&t)) {
+                    items.push((meta.id, v.vector.as_slice()));
                 }
             }
         }
+        // An order that does not depend on the store's or the index's.
+        items.sort_unstable_by_key(|(id, _)| *id);
         let live = items.len();
         // Exact for now: the engine builds the graph of a large part in the
         // background ([`DenseIndex::graph_pending`]) or, when asked to, at once.

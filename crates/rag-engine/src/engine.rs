@@ -368,7 +368,7 @@ impl Engine {
             }
         }
         // A store that searches vectors itself sends only their number.
-        let (snapshot, vector_count) = self.store().index_snapshot(tenant, kb.id).await?;
+        let (mut snapshot, vector_count) = self.store().index_snapshot(tenant, kb.id).await?;
         let analyzer = self.inner.analyzer.clone();
         let vector_params = self.inner.config.vectors;
         let store_dense = self.store_dense();
@@ -376,7 +376,9 @@ impl Engine {
         let index = tokio::task::spawn_blocking(move || {
             // A build that never ends, for the first-build tests.
             rag_core::failpoint::hit("index.build");
-            let lexical = LexicalIndex::build(&analyzer, &snapshot);
+            // The passages move into the index: the dense build below
+            // reads only the snapshot's vectors.
+            let lexical = LexicalIndex::build_taking(&analyzer, &mut snapshot);
             let dense = if store_dense {
                 None
             } else {

@@ -182,24 +182,34 @@ pub(crate) fn analyse(analyzer: &Analyzer, p: &Passage) -> PassageTerms {
 impl LexicalIndex {
     /// Builds the index of a snapshot. Analysis runs on all available cores.
     pub fn build(analyzer: &Analyzer, snapshot: &KbSnapshot) -> Self {
-        Self::build_in_batches(analyzer, snapshot, ANALYSIS_BATCH_BYTES)
+        Self::build_in_batches(
+            analyzer,
+            snapshot.passages.clone(),
+            snapshot,
+            ANALYSIS_BATCH_BYTES,
+        )
     }
 
-    fn build_in_batches(analyzer: &Analyzer, snapshot: &KbSnapshot, batch_bytes: usize) -> Self {
+    /// [`LexicalIndex::build`], taking the snapshot's passages (and leaving
+    /// `snapshot.passages` empty) instead of copying them: a large
+    /// knowledge base's text is not held twice while its index is built.
+    pub fn build_taking(analyzer: &Analyzer, snapshot: &mut KbSnapshot) -> Self {
+        let passages = std::mem::take(&mut snapshot.passages);
+        Self::build_in_batches(analyzer, passages, snapshot, ANALYSIS_BATCH_BYTES)
+    }
+
+    fn build_in_batches(
+        analyzer: &Analyzer,
+        passages: Vec<Passage>,
+        snapshot: &KbSnapshot,
+        batch_bytes: usize,
+    ) -> Self {
         let base_analyzer = analyzer.clone();
         let analyzer = with_words(analyzer, &snapshot.user_words);
-        let text: Vec<Passage> = snapshot
-            .passages
-            .iter()
-            .filter(|p| is_text(p))
-            .cloned()
-            .collect();
-        let mut facts: Vec<Passage> = snapshot
-            .passages
-            .iter()
-            .filter(|p| p.kind() == PassageKind::Fact)
-            .cloned()
-            .collect();
+        let (mut facts, text): (Vec<Passage>, Vec<Passage>) = passages
+            .into_iter()
+            .filter(|p| p.kind() == PassageKind::Fact || is_text(p))
+            .partition(|p| p.kind() == PassageKind::Fact);
         facts.sort_by_key(|p| p.id);
         let segment = Segment::build(&analyzer, text, batch_bytes);
         let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);

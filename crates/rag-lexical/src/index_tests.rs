@@ -112,8 +112,9 @@ fn batched_build_equals_one_batch() {
         ..Default::default()
     };
     let analyzer = Analyzer::new();
-    let one = LexicalIndex::build_in_batches(&analyzer, &snapshot, usize::MAX);
-    let many = LexicalIndex::build_in_batches(&analyzer, &snapshot, 64);
+    let one =
+        LexicalIndex::build_in_batches(&analyzer, snapshot.passages.clone(), &snapshot, usize::MAX);
+    let many = LexicalIndex::build_in_batches(&analyzer, snapshot.passages.clone(), &snapshot, 64);
     assert_eq!(one.vocabulary_size(), many.vocabulary_size());
     assert_eq!(one.segments[0].lengths, many.segments[0].lengths);
     assert_eq!(one.segments[0].match_text, many.segments[0].match_text);

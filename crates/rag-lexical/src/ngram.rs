@@ -8,7 +8,7 @@
 //! pattern (exact for patterns of up to three characters), which the substring
 //! path then verifies.
 
-use crate::lists::{intersect, List, PostingLists};
+use crate::lists::{intersect, GrowingList, List, PostingLists};
 use rustc_hash::FxHashMap;
 
 /// The n-gram index.
@@ -42,7 +42,9 @@ impl NgramIndex {
     }
 
     pub(crate) fn build<'t>(texts: impl IntoIterator<Item = &'t str>) -> Self {
-        let mut postings: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        // Lists are kept compressed as they grow: a build over millions
+        // of passages holds every one of them at once.
+        let mut postings: FxHashMap<u64, GrowingList> = FxHashMap::default();
         let mut keys: Vec<u64> = Vec::new();
         let mut passages = 0u32;
         for (ord, text) in texts.into_iter().enumerate() {
@@ -67,7 +69,7 @@ impl NgramIndex {
             }
         }
         NgramIndex {
-            postings: PostingLists::from_lists(postings.into_iter().collect()),
+            postings: PostingLists::from_growing(postings),
             passages,
         }
     }
