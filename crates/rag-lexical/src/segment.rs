@@ -91,8 +91,10 @@ pub(crate) const ANALYSIS_BATCH_BYTES: usize = 1 << 20;
 struct Builder {
     seg: Segment,
     local: FxHashMap<u32, [u16; FIELDS]>,
-    /// Postings per term id, compressed into the segment when it is finished.
-    pending: Vec<Vec<Posting>>,
+    /// Postings per term id, compressed as they come (a build of millions
+    /// of passages holds them all until it finishes), with each list's
+    /// last ordinal.
+    pending: Vec<(Vec<u8>, Option<u32>)>,
 }
 
 impl Builder {
@@ -127,7 +129,7 @@ impl Builder {
             word_df: 0,
             skip_start: 0,
         });
-        self.pending.push(Vec::new());
+        self.pending.push((Vec::new(), None));
         id
     }
 
@@ -151,7 +153,9 @@ impl Builder {
             term.word_df += 1;
         }
         term.count += 1;
-        self.pending[id as usize].push(p);
+        let (bytes, last) = &mut self.pending[id as usize];
+        crate::postings::put(bytes, *last, &p);
+        *last = Some(p.ord);
     }
 
     fn add_analysed(&mut self, passage: Passage, a: PassageTerms) {
@@ -186,12 +190,15 @@ impl Builder {
         let mut bytes = Vec::new();
         let mut skips = Vec::new();
         let mut ends = Vec::new();
-        for (term, list) in self
+        for (term, (pending, _)) in self
             .seg
             .terms
             .iter_mut()
             .zip(std::mem::take(&mut self.pending))
         {
+            let list: Vec<Posting> = Postings::new(&pending, u32::MAX).collect();
+            debug_assert_eq!(list.len(), term.count as usize);
+            drop(pending);
             term.start = bytes.len();
             term.skip_start = skips.len();
             ends.clear();
