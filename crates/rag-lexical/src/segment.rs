@@ -186,9 +186,13 @@ impl Builder {
     }
 
     fn finish(mut self) -> Segment {
-        // The segment is immutable from here on: compress the postings.
-        let mut bytes = Vec::new();
+        // The segment is immutable from here on: its postings go into one
+        // buffer, as they were written, and lists of more than one block
+        // get their skip entries.
+        let total = self.pending.iter().map(|(b, _)| b.len()).sum();
+        let mut bytes = Vec::with_capacity(total);
         let mut skips = Vec::new();
+        let mut list = Vec::new();
         let mut ends = Vec::new();
         for (term, (pending, _)) in self
             .seg
@@ -196,19 +200,22 @@ impl Builder {
             .iter_mut()
             .zip(std::mem::take(&mut self.pending))
         {
-            let list: Vec<Posting> = Postings::new(&pending, u32::MAX).collect();
-            debug_assert_eq!(list.len(), term.count as usize);
-            drop(pending);
             term.start = bytes.len();
             term.skip_start = skips.len();
-            ends.clear();
-            let mut prev = None;
-            for p in &list {
-                crate::postings::put(&mut bytes, prev, p);
-                prev = Some(p.ord);
-                ends.push(bytes.len() - term.start);
-            }
+            bytes.extend_from_slice(&pending);
             term.end = bytes.len();
+            if crate::skip::blocks(term.count) == 0 {
+                continue;
+            }
+            list.clear();
+            ends.clear();
+            let (mut at, mut prev) = (0usize, None);
+            while let Some(p) = crate::postings::get(&pending, &mut at, prev) {
+                list.push(p);
+                ends.push(at);
+                prev = Some(p.ord);
+            }
+            debug_assert_eq!(list.len(), term.count as usize);
             crate::skip::write_entries(&mut skips, &list, &ends, &self.seg.lengths);
         }
         bytes.shrink_to_fit();
