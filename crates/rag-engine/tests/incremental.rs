@@ -359,16 +359,52 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     first.flush_index_files().await;
     assert_eq!(segment_files(), files);
     assert_eq!(modified(&first_segment), first_written);
+    // A segment file lost while the process runs is written again, under
+    // its name and with the same bytes, by the next save.
+    let first_bytes = std::fs::read(&first_segment).unwrap();
+    std::fs::remove_file(&first_segment).unwrap();
+    first
+        .create_faq(
+            &tenant,
+            "kb",
+            NewFaq {
+                question: "发票怎么开".into(),
+                ..refund_faq()
+            },
+        )
+        .await
+        .unwrap();
+    drop(live);
+    let live = first.index(&tenant, &kb).await.unwrap();
+    first.flush_index_files().await;
+    assert_eq!(std::fs::read(&first_segment).unwrap(), first_bytes);
+    // One more write that this process does not index (nor store).
+    first
+        .create_faq(
+            &tenant,
+            "kb",
+            NewFaq {
+                question: "营业时间".into(),
+                ..refund_faq()
+            },
+        )
+        .await
+        .unwrap();
+    drop(live);
 
-    // A second process reads the file, applies the one write, and answers
+    // A second process reads the files, applies the one write, and answers
     // as a build from scratch would.
     let second = lexical(store.clone());
     let read = second.index(&tenant, &kb).await.unwrap();
+    let live = Engine::new(Components::lexical(store.clone()), EngineConfig::default())
+        .index(&tenant, &kb)
+        .await
+        .unwrap();
     assert_eq!(read.seq(), live.seq());
     assert_eq!(
         read.lexical.segment_count(),
-        2,
-        "read from the file and caught up, not built from a snapshot"
+        4,
+        "read from the files (three segments) and caught up, not built from a snapshot"
     );
     // Its postings, n-gram lists and match texts are read in place from
     // the mapped file, not copied.

@@ -120,18 +120,27 @@ fn encode_segment(w: &mut W<'_>, seg: &Segment) {
             w.len(count as usize);
             w.len(bytes.len());
         }
-        w.len(fuzzy.0.len());
-        for (k, list) in fuzzy.0 {
+        // The typo tables are hash maps: written in key order, so that a
+        // segment's bytes depend on its content only (a segment read back
+        // encodes to the bytes it was read from).
+        let mut trigrams: Vec<_> = fuzzy.0.iter().collect();
+        trigrams.sort_unstable_by_key(|(k, _)| **k);
+        w.len(trigrams.len());
+        for (k, list) in trigrams {
             w.u64(*k);
             w.u32s(list);
         }
-        w.len(fuzzy.1.len());
-        for (id, n) in fuzzy.1 {
+        let mut lengths: Vec<_> = fuzzy.1.iter().collect();
+        lengths.sort_unstable_by_key(|(id, _)| **id);
+        w.len(lengths.len());
+        for (id, n) in lengths {
             w.u32(*id);
             w.u32(u32::from(*n));
         }
-        w.len(fuzzy.2.len());
-        for (k, list) in fuzzy.2 {
+        let mut pinyin: Vec<_> = fuzzy.2.iter().collect();
+        pinyin.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        w.len(pinyin.len());
+        for (k, list) in pinyin {
             w.str(k);
             w.u32s(list);
         }

@@ -335,6 +335,12 @@ proptest! {
         let read = load(&manifest, &files).unwrap();
         let fresh = LexicalIndex::build(analyzer(), &model.snapshot());
         same_answers(&read, &fresh)?;
+        // A segment's bytes depend on its content only: read back, it
+        // encodes to the bytes it was read from (so a lost file can be
+        // written again under its name).
+        for (i, file) in files.iter().enumerate() {
+            prop_assert_eq!(&read.encode_segment(i), file);
+        }
         // A later commit keeps the files of the segments it did not touch:
         // only the segment it wrote, or a merge's, needs one.
         let (later, report) = read.apply(&model.commit(&[Op::Delete(0), Op::Put { slot: 0, words: vec![1], owner: false, searchable: true }]));
