@@ -361,8 +361,9 @@ fn manifest_body(bytes: &[u8]) -> R<(u64, Rd<'_>)> {
 }
 
 /// The manifest's segment list: each file with its passage count and
-/// dead ordinals.
-fn read_segment_list(r: &mut Rd<'_>) -> R<Vec<(SegmentFile, usize, Dead)>> {
+/// dead ordinals (ascending; checked against the count, and made a bitmap,
+/// only once the segment is read, so a crafted count allocates nothing).
+fn read_segment_list(r: &mut Rd<'_>) -> R<Vec<(SegmentFile, u64, Vec<u32>)>> {
     let mut out = Vec::new();
     for _ in 0..r.len(36)? {
         let name = u128::from_le_bytes(
@@ -373,14 +374,7 @@ fn read_segment_list(r: &mut Rd<'_>) -> R<Vec<(SegmentFile, usize, Dead)>> {
         let len = r.u64()?;
         let crc = r.u32()?;
         let n = r.u64()?;
-        let mut dead = Dead::default();
-        for o in r.u32s()? {
-            if u64::from(o) >= n {
-                return Err(DecodeError::Corrupt("dead ordinal"));
-            }
-            dead.insert(o);
-        }
-        let n = usize::try_from(n).map_err(|_| DecodeError::Corrupt("segment size"))?;
+        let dead = r.u32s()?;
         out.push((SegmentFile { name, len, crc }, n, dead));
     }
     Ok(out)
@@ -509,9 +503,13 @@ impl LexicalIndex {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
         let decoded = decode_segments(raw, threads)?;
         let mut parts = Vec::with_capacity(decoded.len());
-        for (seg, (file, n, dead)) in decoded.into_iter().zip(listed) {
-            if seg.len() != n {
+        for (seg, (file, n, ords)) in decoded.into_iter().zip(listed) {
+            if seg.len() as u64 != n || ords.last().is_some_and(|o| u64::from(*o) >= n) {
                 return Err(DecodeError::Corrupt("segment size"));
+            }
+            let mut dead = Dead::default();
+            for o in ords {
+                dead.insert(o);
             }
             let _ = seg.stored.set(file);
             parts.push((seg, dead));

@@ -525,6 +525,15 @@ fn damaged_index_files_are_an_error_not_a_panic() {
     let mut other = files.clone();
     other[0][4] ^= 0xff;
     assert!(load(&manifest, &other).is_err());
+    // A manifest whose passage count is not the segment's (with its
+    // checksum made to match) is refused.
+    let name = index.segment_file(0).unwrap().name.to_le_bytes();
+    let at = manifest.windows(16).position(|w| w == name).unwrap() + 16 + 8 + 4;
+    for n in [0u64, 1 << 40, u64::MAX] {
+        let mut m = manifest.clone();
+        m[at..at + 8].copy_from_slice(&n.to_le_bytes());
+        assert!(load(&recheck(m), &files).is_err(), "{n}");
+    }
 }
 
 #[test]
