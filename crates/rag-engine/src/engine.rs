@@ -505,8 +505,8 @@ impl Engine {
         let loaded = tokio::task::spawn_blocking(move || {
             // Mapped too: the tables are read into memory, the postings,
             // n-gram lists and match texts stay in the files' pages.
-            let (manifest, lex_seq, segments) =
-                crate::index_files::open_lexical(&dir, kb_id, true)?;
+            let (manifest, segments) = crate::index_files::open_lexical(&dir, kb_id, true)?;
+            let lex_seq = manifest.seq;
             if lex_seq > seq {
                 return None;
             }
@@ -528,7 +528,7 @@ impl Engine {
                     }
                 }
             };
-            match LexicalIndex::decode_stored(&analyzer, &manifest, &segments, false) {
+            match LexicalIndex::decode_manifest(&analyzer, manifest, &segments, false) {
                 Ok(ix) => Some((ix, dense)),
                 Err(e) => {
                     tracing::warn!(kb = %kb_id, error = %e, "the stored index is not usable; building it");

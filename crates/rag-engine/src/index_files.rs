@@ -175,14 +175,14 @@ pub(crate) fn save_lexical(
 }
 
 /// A knowledge base's stored lexical index, if there is a sound one: its
-/// manifest's bytes and commit, and its segment files mapped into memory,
-/// in the manifest's order. With `check`, each segment file's checksum is
+/// manifest, and its segment files mapped into memory, in the manifest's
+/// order. With `check`, each segment file's checksum is
 /// verified (the manifest's always is).
 pub(crate) fn open_lexical(
     dir: &Path,
     kb: KbId,
     check: bool,
-) -> Option<(Vec<u8>, u64, Vec<SharedBytes>)> {
+) -> Option<(rag_lexical::Manifest, Vec<SharedBytes>)> {
     let ldir = lexical_dir(dir, kb);
     if !ldir.exists() {
         return None;
@@ -217,7 +217,7 @@ pub(crate) fn open_lexical(
         segments.push(open_segment(dir, kb, *file, check)?);
     }
     drop(lock);
-    Some((manifest, listed.seq, segments))
+    Some((listed, segments))
 }
 
 /// The lock file of a knowledge base's lexical index directory (released

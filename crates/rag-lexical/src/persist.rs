@@ -306,11 +306,20 @@ impl SegmentFile {
     }
 }
 
-/// What a manifest lists, read before any segment is opened.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A manifest, read before any segment is opened: its commit and the
+/// files of its segments, in order (and, for
+/// [`LexicalIndex::decode_manifest`], the rest of what it holds).
+#[derive(Debug, Clone)]
 pub struct Manifest {
     pub seq: u64,
     pub segments: Vec<SegmentFile>,
+    user_words: Vec<UserWord>,
+    synonyms: Vec<SynonymGroup>,
+    facts: Vec<Passage>,
+    /// Per segment: its passage count and dead ordinals (ascending; checked
+    /// against the count, and made a bitmap, only once the segment is read,
+    /// so a crafted count allocates nothing).
+    dead: Vec<(u64, Vec<u32>)>,
 }
 
 /// A segment read from its file on its own, to take the place of the same
@@ -358,26 +367,6 @@ fn manifest_body(bytes: &[u8]) -> R<(u64, Rd<'_>)> {
     }
     let seq = r.u64()?;
     Ok((seq, r))
-}
-
-/// The manifest's segment list: each file with its passage count and
-/// dead ordinals (ascending; checked against the count, and made a bitmap,
-/// only once the segment is read, so a crafted count allocates nothing).
-fn read_segment_list(r: &mut Rd<'_>) -> R<Vec<(SegmentFile, u64, Vec<u32>)>> {
-    let mut out = Vec::new();
-    for _ in 0..r.len(36)? {
-        let name = u128::from_le_bytes(
-            r.take(16)?
-                .try_into()
-                .map_err(|_| DecodeError::Corrupt("segment name"))?,
-        );
-        let len = r.u64()?;
-        let crc = r.u32()?;
-        let n = r.u64()?;
-        let dead = r.u32s()?;
-        out.push((SegmentFile { name, len, crc }, n, dead));
-    }
-    Ok(out)
 }
 
 impl LexicalIndex {
@@ -432,42 +421,10 @@ impl LexicalIndex {
         Some(out)
     }
 
-    /// What a manifest lists, when it is a sound one of this format and
+    /// A manifest's content, when it is a sound one of this format and
     /// analyzer.
     pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, DecodeError> {
         let (seq, mut r) = manifest_body(bytes)?;
-        for _ in 0..r.len(9)? {
-            r.str()?;
-            r.opt_i64()?;
-        }
-        for _ in 0..r.len(8)? {
-            r.strs()?;
-        }
-        for _ in 0..r.len(16)? {
-            r.passage()?;
-        }
-        let segments = read_segment_list(&mut r)?
-            .into_iter()
-            .map(|s| s.0)
-            .collect();
-        Ok(Manifest { seq, segments })
-    }
-
-    /// An index from a manifest and its segments' files, in the manifest's
-    /// order, shared by the caller (memory-mapped files), with `analyzer`
-    /// (the base analyzer, without user words) as a fresh build would use:
-    /// the tables are read into memory, and the bulk bytes (postings,
-    /// n-gram lists, match texts, passage texts) are read in place, so only
-    /// the pages queries touch become resident. With `verify` false the
-    /// caller has checked the segment files' checksums already (reading
-    /// them through a mapping would make every page resident).
-    pub fn decode_stored(
-        analyzer: &Analyzer,
-        manifest: &[u8],
-        segments: &[SharedBytes],
-        verify: bool,
-    ) -> Result<LexicalIndex, DecodeError> {
-        let (seq, mut r) = manifest_body(manifest)?;
         let mut user_words = Vec::new();
         for _ in 0..r.len(9)? {
             let word = r.str()?;
@@ -485,15 +442,60 @@ impl LexicalIndex {
         if facts.windows(2).any(|w| w[0].id >= w[1].id) {
             return Err(DecodeError::Corrupt("fact order"));
         }
-        let listed = read_segment_list(&mut r)?;
+        let (mut segments, mut dead) = (Vec::new(), Vec::new());
+        for _ in 0..r.len(36)? {
+            let name = u128::from_le_bytes(
+                r.take(16)?
+                    .try_into()
+                    .map_err(|_| DecodeError::Corrupt("segment name"))?,
+            );
+            let len = r.u64()?;
+            let crc = r.u32()?;
+            segments.push(SegmentFile { name, len, crc });
+            dead.push((r.u64()?, r.u32s()?));
+        }
         if !r.b.is_empty() {
             return Err(DecodeError::Corrupt("trailing bytes"));
         }
-        if listed.len() != segments.len() {
+        Ok(Manifest {
+            seq,
+            segments,
+            user_words,
+            synonyms,
+            facts,
+            dead,
+        })
+    }
+
+    /// [`LexicalIndex::decode_manifest`] of a manifest's bytes.
+    pub fn decode_stored(
+        analyzer: &Analyzer,
+        manifest: &[u8],
+        segments: &[SharedBytes],
+        verify: bool,
+    ) -> Result<LexicalIndex, DecodeError> {
+        Self::decode_manifest(analyzer, Self::read_manifest(manifest)?, segments, verify)
+    }
+
+    /// An index from a manifest and its segments' files, in the manifest's
+    /// order, shared by the caller (memory-mapped files), with `analyzer`
+    /// (the base analyzer, without user words) as a fresh build would use:
+    /// the tables are read into memory, and the bulk bytes (postings,
+    /// n-gram lists, match texts, passage texts) are read in place, so only
+    /// the pages queries touch become resident. With `verify` false the
+    /// caller has checked the segment files' checksums already (reading
+    /// them through a mapping would make every page resident).
+    pub fn decode_manifest(
+        analyzer: &Analyzer,
+        manifest: Manifest,
+        segments: &[SharedBytes],
+        verify: bool,
+    ) -> Result<LexicalIndex, DecodeError> {
+        if manifest.segments.len() != segments.len() {
             return Err(DecodeError::Corrupt("segment count"));
         }
         let mut raw = Vec::with_capacity(segments.len());
-        for ((file, _, _), shared) in listed.iter().zip(segments) {
+        for (file, shared) in manifest.segments.iter().zip(segments) {
             let bytes = (**shared).as_ref();
             if SegmentFile::of(file.name, bytes) != Some(*file) {
                 return Err(DecodeError::Corrupt("not the segment the manifest lists"));
@@ -503,7 +505,11 @@ impl LexicalIndex {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
         let decoded = decode_segments(raw, threads)?;
         let mut parts = Vec::with_capacity(decoded.len());
-        for (seg, (file, n, ords)) in decoded.into_iter().zip(listed) {
+        for ((seg, file), (n, ords)) in decoded
+            .into_iter()
+            .zip(manifest.segments)
+            .zip(manifest.dead)
+        {
             if seg.len() as u64 != n || ords.last().is_some_and(|o| u64::from(*o) >= n) {
                 return Err(DecodeError::Corrupt("segment size"));
             }
@@ -514,6 +520,13 @@ impl LexicalIndex {
             let _ = seg.stored.set(file);
             parts.push((seg, dead));
         }
+        let Manifest {
+            seq,
+            user_words,
+            synonyms,
+            facts,
+            ..
+        } = manifest;
         let analyzer_words = analyzer.with_user_words(
             user_words
                 .iter()
@@ -530,12 +543,6 @@ impl LexicalIndex {
             parts,
             seq,
         ))
-    }
-
-    /// The commit sequence of a manifest, if it is one of this format and
-    /// analyzer.
-    pub fn manifest_seq(bytes: &[u8]) -> Result<u64, DecodeError> {
-        manifest_body(bytes).map(|(seq, _)| seq)
     }
 
     /// One segment read from its file (shared by the caller), to replace
