@@ -154,6 +154,11 @@ pub struct EngineConfig {
     /// (a full build writes them at once). A lexical save writes only the
     /// segments made since the last one; the dense file is written whole.
     pub save_every_commits: u64,
+    /// Passages per segment of a full build that writes its segments out
+    /// as it goes (with `index_dir` set, for a knowledge base larger than
+    /// one segment: `segmented_build.rs`). Smaller segments hold less in
+    /// memory while building; more of them cost queries a little more.
+    pub segment_passages: usize,
 }
 
 impl Default for EngineConfig {
@@ -171,6 +176,7 @@ impl Default for EngineConfig {
             first_build_wait: None,
             read_saved_in_place: false,
             save_every_commits: 64,
+            segment_passages: rag_lexical::SEGMENT_PASSAGES,
         }
     }
 }
@@ -373,12 +379,15 @@ impl Engine {
         let vector_params = self.inner.config.vectors;
         let store_dense = self.store_dense();
         let background = self.inner.config.graph_in_background;
+        let files = self.inner.config.index_dir.clone().map(|dir| (dir, kb.id));
+        let per_segment = self.inner.config.segment_passages;
         let index = tokio::task::spawn_blocking(move || {
             // A build that never ends, for the first-build tests.
             rag_core::failpoint::hit("index.build");
             // The passages move into the index: the dense build below
             // reads only the snapshot's vectors.
-            let lexical = LexicalIndex::build_taking(&analyzer, &mut snapshot);
+            let lexical =
+                crate::segmented_build::build_lexical(&analyzer, &mut snapshot, files, per_segment);
             let dense = if store_dense {
                 None
             } else {
@@ -596,7 +605,7 @@ impl Engine {
                 }
             }
             .and_then(|dense| {
-                crate::index_files::save_lexical(&dir, kb, &index.lexical).map(|l| (dense, l))
+                crate::index_files::save_lexical(&dir, kb, &index.lexical, None).map(|l| (dense, l))
             });
             if let Ok((dense, lexical)) = &result {
                 tracing::info!(

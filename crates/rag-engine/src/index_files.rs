@@ -100,24 +100,121 @@ pub(crate) struct LexicalSave {
     pub bytes: u64,
 }
 
+/// Segment files a full build writes before any manifest lists them
+/// (`segmented_build.rs`): a directory of their own in the knowledge
+/// base's, `build-<name>/`, locked while the build runs so that no save
+/// deletes it. The save at the end of the build moves its files into
+/// place; a save finding the directory of a build whose process died (its
+/// lock free) deletes it.
+pub(crate) struct BuildDir {
+    path: PathBuf,
+    /// Held exclusively while the build runs.
+    _lock: std::fs::File,
+}
+
+const BUILD_PREFIX: &str = "build-";
+
+impl BuildDir {
+    /// A new build directory for a knowledge base's segments.
+    pub(crate) fn create(dir: &Path, kb: KbId) -> std::io::Result<BuildDir> {
+        let ldir = lexical_dir(dir, kb);
+        create_private_dir(&ldir)?;
+        let path = ldir.join(format!(
+            "{BUILD_PREFIX}{:032x}",
+            uuid::Uuid::now_v7().as_u128()
+        ));
+        create_private_dir(&path)?;
+        let lock = lock_file(&path)?;
+        fs4::fs_std::FileExt::lock_exclusive(&lock)?;
+        Ok(BuildDir { path, _lock: lock })
+    }
+
+    /// Writes segment `i` of `index` to its file (synced) and reads it
+    /// back in place: the segment to keep instead of the one on the heap.
+    pub(crate) fn spill(
+        &self,
+        index: &LexicalIndex,
+        i: usize,
+    ) -> std::io::Result<rag_lexical::ReadSegment> {
+        let bytes = index.encode_segment(i);
+        let name = uuid::Uuid::now_v7().as_u128();
+        let file = SegmentFile::of(name, &bytes)
+            .ok_or_else(|| std::io::Error::other("an empty segment file"))?;
+        if !index.set_segment_file(i, file) {
+            return Err(std::io::Error::other("the segment is stored already"));
+        }
+        let path = segment_path(&self.path, name);
+        let temp = self
+            .path
+            .join(format!("tmp-{}-{name:032x}", std::process::id()));
+        write_synced(&temp, &bytes, |temp| std::fs::rename(temp, &path))?;
+        drop(bytes);
+        let mapped = crate::mapped::open(&path, None).map_err(|e| match e {
+            crate::mapped::OpenError::Io(e) => e,
+            _ => std::io::Error::other("a segment just written is gone"),
+        })?;
+        rag_lexical::LexicalIndex::read_segment(file, &mapped, false).map_err(std::io::Error::other)
+    }
+}
+
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
+    }
+    Ok(())
+}
+
+/// Moves a build's segment files into the knowledge base's directory and
+/// deletes the build directories of builds that ended without a save
+/// (their lock is free: the process died). The caller holds the
+/// knowledge base's lock.
+fn adopt_builds(ldir: &Path, adopt: Option<&BuildDir>) -> std::io::Result<()> {
+    if let Some(build) = adopt {
+        for e in std::fs::read_dir(&build.path)?.flatten() {
+            let path = e.path();
+            if path.extension().is_some_and(|x| x == "seg") {
+                std::fs::rename(&path, ldir.join(e.file_name()))?;
+            }
+        }
+        if let Ok(d) = std::fs::File::open(ldir) {
+            let _ = d.sync_all();
+        }
+        let _ = std::fs::remove_dir_all(&build.path);
+    }
+    for e in std::fs::read_dir(ldir)?.flatten() {
+        let path = e.path();
+        if !e.file_name().to_string_lossy().starts_with(BUILD_PREFIX) || !path.is_dir() {
+            continue;
+        }
+        let Ok(lock) = lock_file(&path) else {
+            continue;
+        };
+        if fs4::fs_std::FileExt::try_lock_exclusive(&lock).is_ok_and(|locked| locked) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+    Ok(())
+}
+
 /// Stores a knowledge base's lexical index: the files of the segments not
-/// stored yet, then a manifest listing all of them, then deletes the
-/// segment files no manifest lists.
+/// stored yet (moved from `adopt`, a build's directory, when it wrote
+/// them), then a manifest listing all of them, then deletes the segment
+/// files no manifest lists.
 pub(crate) fn save_lexical(
     dir: &Path,
     kb: KbId,
     index: &LexicalIndex,
+    adopt: Option<&BuildDir>,
 ) -> std::io::Result<LexicalSave> {
     let ldir = lexical_dir(dir, kb);
-    std::fs::create_dir_all(&ldir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&ldir, std::fs::Permissions::from_mode(0o700));
-    }
+    create_private_dir(&ldir)?;
     let lock = lock_file(&ldir)?;
     fs4::fs_std::FileExt::lock_exclusive(&lock)?;
     remove_temporaries(&ldir, "tmp-");
+    adopt_builds(&ldir, adopt)?;
     let mut saved = LexicalSave::default();
     for i in 0..index.segment_count() {
         let stored = index.segment_file(i);

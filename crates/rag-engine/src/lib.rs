@@ -49,6 +49,7 @@ pub mod parse;
 pub mod pipeline;
 mod reembed;
 mod retrievers;
+mod segmented_build;
 mod sentences;
 mod sources;
 mod stages;

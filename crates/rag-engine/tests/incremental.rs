@@ -555,3 +555,85 @@ async fn the_dense_index_and_its_graph_are_read_back_not_rebuilt() {
     );
     same_lists(&third, &fresh, &tenant).await;
 }
+
+#[tokio::test]
+async fn a_large_build_writes_its_segments_as_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn rag_core::Store> = Arc::new(
+        rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap(),
+    );
+    let config = || EngineConfig {
+        index_dir: Some(dir.path().join("index")),
+        read_saved_in_place: true,
+        save_every_commits: 1,
+        segment_passages: 5,
+        ..EngineConfig::default()
+    };
+    let lexical =
+        |store: Arc<dyn rag_core::Store>| Engine::new(Components::lexical(store), config());
+    let tenant = TenantId::default_tenant();
+    let first = lexical(store.clone());
+    first
+        .create_kb(&tenant, "kb", KbSettings::default())
+        .await
+        .unwrap();
+    for i in 0..23 {
+        first
+            .ingest(
+                &tenant,
+                "kb",
+                &format!("n{i}.md"),
+                format!("Refunds take {i} days. 退款需要 {i} 天。").into_bytes(),
+            )
+            .await
+            .unwrap();
+    }
+    let kb = first.kb(&tenant, "kb").await.unwrap();
+    let lexd = dir.path().join("index").join(format!("{}.lexd", kb.id));
+    // A build directory of a process that died half-way (its lock is free).
+    let orphan = lexd.join("build-0000000000000000000000000000dead");
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::write(orphan.join("0000000000000000000000000000beef.seg"), b"x").unwrap();
+    let built = first.index(&tenant, &kb).await.unwrap();
+    // Five segments, each read in place from its file as soon as it was
+    // built, and stored with a manifest before the first answer.
+    assert_eq!(built.lexical.segment_count(), 5);
+    assert!((0..5).all(|i| built.lexical.segment_file(i).is_some()));
+    assert!(built.lexical.shared_bytes() > 0);
+    let names = |d: &std::path::Path| {
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        n.sort();
+        n
+    };
+    let files = names(&lexd);
+    assert_eq!(
+        files.iter().filter(|n| n.ends_with(".seg")).count(),
+        5,
+        "{files:?}"
+    );
+    assert!(files.contains(&"manifest".to_owned()));
+    assert!(!files.iter().any(|n| n.starts_with("build-")), "{files:?}");
+    let fresh = Engine::new(Components::lexical(store.clone()), EngineConfig::default());
+    same_lists(&first, &fresh, &tenant).await;
+    first.flush_index_files().await;
+    // The save after the build had nothing more to write.
+    assert_eq!(names(&lexd), files);
+
+    // A write goes into a segment of its own; the big ones are not merged.
+    first.create_faq(&tenant, "kb", refund_faq()).await.unwrap();
+    let live = first.index(&tenant, &kb).await.unwrap();
+    assert_eq!(live.lexical.segment_count(), 6);
+    let fresh = Engine::new(Components::lexical(store.clone()), EngineConfig::default());
+    same_lists(&first, &fresh, &tenant).await;
+    first.flush_index_files().await;
+
+    // A second process reads the six files.
+    let second = lexical(store.clone());
+    let read = second.index(&tenant, &kb).await.unwrap();
+    assert_eq!(read.seq(), live.seq());
+    assert_eq!(read.lexical.segment_count(), 6);
+    same_lists(&second, &fresh, &tenant).await;
+}

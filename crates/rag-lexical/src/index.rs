@@ -22,6 +22,11 @@ pub(crate) const GRAMS: usize = 3;
 /// Segments of one size class merged into one (a size class spans a factor
 /// of this too).
 const MERGE_FACTOR: usize = 8;
+/// The most live passages a merge may gather into one segment, and the
+/// size of the segments a full build writes out one by one
+/// ([`LexicalIndex::build_segmented`]): a merge never rebuilds a segment
+/// larger than a build would hold in memory.
+pub const SEGMENT_PASSAGES: usize = 1 << 17;
 
 /// The dead passages of one segment: a bit per ordinal.
 #[derive(Debug, Clone, Default)]
@@ -124,7 +129,7 @@ pub struct LexicalIndex {
     /// the whole vocabulary).
     owned: usize,
     /// The language most of the text is written in.
-    language: rag_core::Language,
+    pub(crate) language: rag_core::Language,
     seq: u64,
 }
 
@@ -204,6 +209,21 @@ impl LexicalIndex {
         snapshot: &KbSnapshot,
         batch_bytes: usize,
     ) -> Self {
+        let (mut index, text) = Self::empty_for(analyzer, passages, snapshot);
+        let segment = Segment::build(&index.analyzer, text, batch_bytes);
+        index.push_segment(segment);
+        index.language = index.corpus_language();
+        index
+    }
+
+    /// An index of a snapshot's facts, dictionary and synonyms without any
+    /// text passage yet, and the text passages of `passages` to build its
+    /// segments from.
+    pub(crate) fn empty_for(
+        analyzer: &Analyzer,
+        passages: Vec<Passage>,
+        snapshot: &KbSnapshot,
+    ) -> (Self, Vec<Passage>) {
         let base_analyzer = analyzer.clone();
         let analyzer = with_words(analyzer, &snapshot.user_words);
         let (mut facts, text): (Vec<Passage>, Vec<Passage>) = passages
@@ -211,7 +231,6 @@ impl LexicalIndex {
             .filter(|p| p.kind() == PassageKind::Fact || is_text(p))
             .partition(|p| p.kind() == PassageKind::Fact);
         facts.sort_by_key(|p| p.id);
-        let segment = Segment::build(&analyzer, text, batch_bytes);
         let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
         let mut index = LexicalIndex {
             base_analyzer,
@@ -230,9 +249,7 @@ impl LexicalIndex {
             seq: snapshot.seq,
         };
         index.owned = index.facts.iter().filter(|p| p.owner.is_some()).count();
-        index.push_segment(segment);
-        index.language = index.corpus_language();
-        index
+        (index, text)
     }
 
     /// The index after `changes` (a later commit of the same knowledge
@@ -302,7 +319,7 @@ impl LexicalIndex {
             let segment = Segment::build(&next.analyzer, text, ANALYSIS_BATCH_BYTES);
             next.push_segment(segment);
         }
-        report.merged = next.merge_segments();
+        report.merged = next.merge_segments(SEGMENT_PASSAGES);
         next.language = next.corpus_language();
         report.segments = next.segments.len();
         (next, report)
@@ -363,7 +380,7 @@ impl LexicalIndex {
         &self.synonym_groups
     }
 
-    fn push_segment(&mut self, segment: Segment) {
+    pub(crate) fn push_segment(&mut self, segment: Segment) {
         for (o, p) in segment.passages.iter().enumerate() {
             for (t, l) in self.totals.iter_mut().zip(&segment.lengths[o]) {
                 *t += u64::from(*l);
@@ -409,9 +426,10 @@ impl LexicalIndex {
     }
 
     /// Merges segments of one size class once there are
-    /// [`MERGE_FACTOR`] of them, compacts segments that are mostly dead and
-    /// drops empty ones; returns the passages copied.
-    fn merge_segments(&mut self) -> usize {
+    /// [`MERGE_FACTOR`] of them (the smallest first, as many as `cap` live
+    /// passages hold), compacts segments that are mostly dead and drops
+    /// empty ones; returns the passages copied.
+    pub(crate) fn merge_segments(&mut self, cap: usize) -> usize {
         let mut copied = 0;
         loop {
             // Segments with nothing live go.
@@ -436,10 +454,26 @@ impl LexicalIndex {
             };
             let mut group: Option<Vec<usize>> = None;
             for c in 0..16 {
-                let members: Vec<usize> = (0..self.segments.len())
+                let mut members: Vec<usize> = (0..self.segments.len())
                     .filter(|&i| class(live(i)) == c)
                     .collect();
-                if members.len() >= MERGE_FACTOR {
+                if members.len() < MERGE_FACTOR {
+                    continue;
+                }
+                members.sort_by_key(|&i| (live(i), i));
+                let mut total = 0;
+                let fits = members
+                    .iter()
+                    .take_while(|&&i| {
+                        total += live(i);
+                        total <= cap
+                    })
+                    .count();
+                if fits >= 2 {
+                    members.truncate(fits);
+                    // Merged in place of the first: segment order is
+                    // that of their ordinals.
+                    members.sort_unstable();
                     group = Some(members);
                     break;
                 }
@@ -714,7 +748,7 @@ impl LexicalIndex {
 
     /// The language of the live text from its Han characters and Latin
     /// letters (a Chinese character weighs about as much as four letters).
-    fn corpus_language(&self) -> rag_core::Language {
+    pub(crate) fn corpus_language(&self) -> rag_core::Language {
         let (han, latin) = self.script;
         let latin = latin / 4;
         match (han, latin) {

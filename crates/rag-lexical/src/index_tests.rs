@@ -168,3 +168,45 @@ fn chinese_stop_words_score_but_never_find_a_passage_alone() {
     );
     assert_eq!(alone.hits.len(), 2, "{alone:?}");
 }
+
+#[test]
+fn merges_never_gather_more_than_the_cap() {
+    let passages: Vec<Passage> = (0..40)
+        .map(|i| {
+            faq(
+                &format!("question {i} refund"),
+                &format!("answer {}", i % 5),
+            )
+        })
+        .collect();
+    let snapshot = KbSnapshot {
+        passages,
+        ..Default::default()
+    };
+    let analyzer = Analyzer::new();
+    let mut taken = snapshot.clone();
+    let mut index =
+        LexicalIndex::build_segmented(&analyzer, &mut taken, 1, |_, _| Ok::<_, ()>(None)).unwrap();
+    assert_eq!(index.segments.len(), 40);
+    let copied = index.merge_segments(3);
+    assert!(copied > 0, "small segments still merge");
+    assert!(index.segments.iter().all(|s| s.len() <= 3));
+    // Of one size class, as many as fit are merged: what is left cannot
+    // pair up under the cap.
+    let ones = index.segments.iter().filter(|s| s.len() == 1).count();
+    assert!(ones < MERGE_FACTOR, "{ones} one-passage segments left");
+    let whole = LexicalIndex::build(&analyzer, &snapshot);
+    let q = whole.analyze_query("refund answer 3");
+    let key = |ix: &LexicalIndex| {
+        ix.bm25(&q, 50, &Bm25Params::default(), &Filter::everything())
+            .hits
+            .iter()
+            .map(|h| (h.id, h.score.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(key(&index), key(&whole));
+    // A segment at the cap is never merged with another.
+    let before = index.segments.len();
+    assert_eq!(index.merge_segments(3), 0);
+    assert_eq!(index.segments.len(), before);
+}

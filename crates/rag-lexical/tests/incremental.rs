@@ -354,6 +354,47 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A build in bounded segments, each written out and read back in
+    /// place as soon as it is built, answers as a one-segment build, and
+    /// so does it after later writes.
+    #[test]
+    fn a_build_in_segments_answers_as_one_segment(
+        initial in prop::collection::vec(op(), 0..40),
+        per_segment in 1usize..12,
+        commits in prop::collection::vec(prop::collection::vec(op(), 1..4), 0..8),
+    ) {
+        let mut model = Model::default();
+        model.commit(&initial);
+        let mut snapshot = model.snapshot();
+        let mut spilled = 0usize;
+        let built = LexicalIndex::build_segmented(analyzer(), &mut snapshot, per_segment, |ix, i| {
+            prop_assert_eq!(i + 1, ix.segment_count());
+            let (_, files) = store(ix);
+            let file = ix.segment_file(i).unwrap();
+            spilled += 1;
+            let bytes: SharedBytes = Arc::new(files[i].clone());
+            Ok(Some(LexicalIndex::read_segment(file, &bytes, true).unwrap()))
+        })?;
+        prop_assert!(snapshot.passages.is_empty(), "the passages are taken");
+        prop_assert_eq!(spilled, built.segment_count());
+        let text = model.snapshot().passages.iter().filter(|p| !matches!(p.id, PassageId::Fact(_))).count();
+        prop_assert!(built.segment_count() <= text.div_ceil(per_segment).max(1));
+        // Every segment is the one read back (it names its file).
+        prop_assert!((0..built.segment_count()).all(|i| built.segment_file(i).is_some()));
+        same_answers(&built, &LexicalIndex::build(analyzer(), &model.snapshot()))?;
+        let mut index = built;
+        for ops in &commits {
+            index = index.apply(&model.commit(ops)).0;
+        }
+        same_answers(&index, &LexicalIndex::build(analyzer(), &model.snapshot()))?;
+        let (manifest, files) = store(&index);
+        same_answers(&load(&manifest, &files).unwrap(), &index)?;
+    }
+}
+
 /// `index` stored: its manifest, and its segments' files in the
 /// manifest's order. A segment is written once, as the engine does: one
 /// stored before keeps its file (kept in `DISK`).

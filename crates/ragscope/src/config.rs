@@ -34,6 +34,27 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     /// Fetching URL sources.
     pub sources: SourcesConfig,
+    /// The derived indexes kept next to the embedded store.
+    pub index: IndexConfig,
+}
+
+/// The derived indexes kept next to the embedded store (`<data_dir>/index`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Passages per lexical segment of a full build, each written to its
+    /// file and read back in place before the next is built; merges never
+    /// gather more. Smaller holds less memory while building, larger
+    /// answers a little faster.
+    pub segment_passages: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            segment_passages: rag_lexical::SEGMENT_PASSAGES,
+        }
+    }
 }
 
 /// Fetching URL sources.
@@ -286,6 +307,7 @@ impl Default for Config {
             providers: ProvidersConfig::default(),
             embedder: EmbedderConfig::default(),
             sources: SourcesConfig::default(),
+            index: IndexConfig::default(),
         }
     }
 }
@@ -421,6 +443,9 @@ impl Config {
             "auto" | "e5" | "bert" | "openai" | "none"
         ) {
             anyhow::bail!("configuration: embedder.kind must be \"auto\", \"e5\", \"bert\", \"openai\" or \"none\"");
+        }
+        if self.index.segment_passages == 0 {
+            anyhow::bail!("configuration: index.segment_passages must be positive");
         }
         if self.tenant.trim().is_empty() {
             anyhow::bail!("configuration: tenant must not be empty");

@@ -170,6 +170,7 @@ impl App {
                 // on after writing its index files: it reads them in place.
                 read_saved_in_place: first_build_wait.is_some(),
                 sentence_vectors: self.config.embedder.sentence_vectors,
+                segment_passages: self.config.index.segment_passages,
                 ..EngineConfig::default()
             },
         ))

@@ -204,3 +204,81 @@ fn killed_while_storing_the_index_leaves_the_old_or_the_new_file() {
     let s = sources(&query_events(&data, "kb1", "营业时间", &[]));
     assert!(s[0].0.contains("营业时间"), "{s:?}");
 }
+
+#[test]
+fn killed_while_building_in_segments_leaves_the_old_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.args(["kb", "create", "kb1"]);
+    ok(c);
+    let f = dir.path().join("faq.csv");
+    std::fs::write(
+        &f,
+        "question,answer\n发票怎么开,下单时填写抬头即可\n营业时间,每天 16:00 开门\n怎么退款,在订单页申请\n运费多少,满 30 元免运费\n",
+    )
+    .unwrap();
+    let mut c = cmd(&data);
+    c.args(["ingest", "--kb", "kb1"]).arg(&f);
+    ok(c);
+    let index_dir = data.join("index");
+    let _ = std::fs::remove_dir_all(&index_dir);
+    // One passage a segment: the build writes four segment files, and
+    // dies after the first.
+    let mut c = cmd(&data);
+    c.args(["query", "--kb", "kb1", "--json", "发票"])
+        .env("RAGSCOPE_INDEX__SEGMENT_PASSAGES", "1")
+        .env("RAGSCOPE_FAILPOINTS", "index.build.spilled=abort");
+    let out = c.output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("failpoint index.build.spilled aborting"));
+    let lexd = std::fs::read_dir(&index_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "lexd"))
+        .expect("the knowledge base's index directory");
+    let names = |d: &std::path::Path| -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        n.sort();
+        n
+    };
+    // No manifest: nothing of the half-made build is used; its one
+    // segment is in its build directory.
+    let left = names(&lexd);
+    assert!(!left.contains(&"manifest".to_owned()), "{left:?}");
+    let builds: Vec<&String> = left.iter().filter(|n| n.starts_with("build-")).collect();
+    assert_eq!(builds.len(), 1, "{left:?}");
+    let segs = names(&lexd.join(builds[0]));
+    assert_eq!(
+        segs.iter().filter(|n| n.ends_with(".seg")).count(),
+        1,
+        "{segs:?}"
+    );
+    // The next process builds again, answers, and stores four segments and
+    // a manifest; the dead build's directory is gone.
+    let mut c = cmd(&data);
+    c.args(["query", "--kb", "kb1", "--json", "營業時間"])
+        .env("RAGSCOPE_INDEX__SEGMENT_PASSAGES", "1");
+    let r = ok(c);
+    let events: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let s = sources(&events);
+    assert!(s[0].0.contains("营业时间"), "{s:?}");
+    let now = names(&lexd);
+    assert!(now.contains(&"manifest".to_owned()), "{now:?}");
+    assert!(!now.iter().any(|n| n.starts_with("build-")), "{now:?}");
+    assert_eq!(
+        now.iter().filter(|n| n.ends_with(".seg")).count(),
+        4,
+        "{now:?}"
+    );
+    // And a process with the default segment size reads those files.
+    let s = sources(&query_events(&data, "kb1", "怎么退款", &[]));
+    assert!(s[0].0.contains("退款"), "{s:?}");
+}
