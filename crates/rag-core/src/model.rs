@@ -491,6 +491,21 @@ pub struct KbSnapshot {
     pub vectors: Vec<PassageVector>,
 }
 
+/// A snapshot sent in parts, so that a large knowledge base's text is never
+/// held whole ([`crate::StoreRead::index_snapshot_streamed`]): first the
+/// snapshot without its text passages, then those in batches, then `End`.
+/// A stream that stops before `End` is incomplete and must not be used.
+#[derive(Debug)]
+pub enum SnapshotPart {
+    /// The snapshot with its facts, dictionary, synonyms and vectors, and
+    /// none of its text passages.
+    Head(KbSnapshot),
+    /// Text passages (chunks and FAQ entries) of the same commit.
+    Passages(Vec<Passage>),
+    /// Every passage was sent.
+    End,
+}
+
 /// What changed in a knowledge base after a given commit: enough to bring
 /// indexes built at that commit up to [`KbChanges::seq`] by touching only
 /// what the writes touched.

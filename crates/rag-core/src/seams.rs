@@ -428,6 +428,40 @@ pub trait StoreRead: Send + Sync {
         let vectors = snapshot.vectors.len();
         Ok((snapshot, vectors))
     }
+    /// [`StoreRead::index_snapshot`] sent in parts to `parts` (whose
+    /// receiver runs elsewhere, on another thread): the head, the text
+    /// passages in batches of about `batch`, then [`SnapshotPart::End`];
+    /// returns the number of stored vectors. Every part is read in one
+    /// transaction, so they match the head's commit. A store that reads
+    /// rows one by one holds one batch at a time; by default the whole
+    /// snapshot is read, then sent. A receiver gone is an error.
+    async fn index_snapshot_streamed(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        batch: usize,
+        parts: std::sync::mpsc::SyncSender<crate::model::SnapshotPart>,
+    ) -> Result<usize> {
+        let (mut snapshot, vectors) = self.index_snapshot(tenant, kb).await?;
+        let all = std::mem::take(&mut snapshot.passages);
+        let (facts, text): (Vec<_>, Vec<_>) = all
+            .into_iter()
+            .partition(|p| p.kind() == crate::model::PassageKind::Fact);
+        snapshot.passages = facts;
+        let gone = |_| crate::CoreError::Store("the snapshot's receiver is gone".into());
+        parts
+            .send(crate::model::SnapshotPart::Head(snapshot))
+            .map_err(gone)?;
+        let mut text = text.into_iter().peekable();
+        while text.peek().is_some() {
+            let part: Vec<_> = text.by_ref().take(batch.max(1)).collect();
+            parts
+                .send(crate::model::SnapshotPart::Passages(part))
+                .map_err(gone)?;
+        }
+        parts.send(crate::model::SnapshotPart::End).map_err(gone)?;
+        Ok(vectors)
+    }
     /// What changed after commit `since` (exclusive) up to the current
     /// commit, or `None` when the store cannot tell (it keeps no change
     /// log, or `since` is older than what it keeps): the caller then builds

@@ -373,21 +373,40 @@ impl Engine {
                 }
             }
         }
-        // A store that searches vectors itself sends only their number.
-        let (mut snapshot, vector_count) = self.store().index_snapshot(tenant, kb.id).await?;
         let analyzer = self.inner.analyzer.clone();
         let vector_params = self.inner.config.vectors;
         let store_dense = self.store_dense();
         let background = self.inner.config.graph_in_background;
-        let files = self.inner.config.index_dir.clone().map(|dir| (dir, kb.id));
-        let per_segment = self.inner.config.segment_passages;
+        // A store that searches vectors itself sends only their number.
+        let (snapshot, vector_count, lexical) = match self.inner.config.index_dir.clone() {
+            // Streamed into segments written as they are built.
+            Some(dir) => {
+                let per_segment = self.inner.config.segment_passages;
+                crate::segmented_build::build_streamed(
+                    self.store().clone(),
+                    tenant,
+                    kb.id,
+                    analyzer,
+                    dir,
+                    per_segment,
+                )
+                .await?
+            }
+            None => {
+                let (mut snapshot, vectors) = self.store().index_snapshot(tenant, kb.id).await?;
+                tokio::task::spawn_blocking(move || {
+                    // A build that never ends, for the first-build tests.
+                    rag_core::failpoint::hit("index.build");
+                    // The passages move into the index: the dense build
+                    // reads only the snapshot's vectors.
+                    let lexical = LexicalIndex::build_taking(&analyzer, &mut snapshot);
+                    (snapshot, vectors, lexical)
+                })
+                .await
+                .map_err(index_task_failed)?
+            }
+        };
         let index = tokio::task::spawn_blocking(move || {
-            // A build that never ends, for the first-build tests.
-            rag_core::failpoint::hit("index.build");
-            // The passages move into the index: the dense build below
-            // reads only the snapshot's vectors.
-            let lexical =
-                crate::segmented_build::build_lexical(&analyzer, &mut snapshot, files, per_segment);
             let dense = if store_dense {
                 None
             } else {

@@ -157,6 +157,14 @@ impl BuildDir {
     }
 }
 
+impl Drop for BuildDir {
+    /// A build that ends without its save (its stream ended early) leaves
+    /// nothing behind; after the save the directory is gone already.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
 fn create_private_dir(path: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(path)?;
     #[cfg(unix)]

@@ -1,65 +1,124 @@
-//! A full build of a large knowledge base's lexical index that never holds
-//! the whole index on the heap: with index files kept, the index is built
-//! in segments of [`crate::EngineConfig::segment_passages`] passages, and
-//! each is written to its file (in a build directory of its own,
+//! A full build of a knowledge base's lexical index that never holds the
+//! whole index, nor the whole text, in memory. With index files kept, the
+//! store streams the snapshot ([`rag_core::StoreRead::index_snapshot_streamed`],
+//! one read transaction) into a build in segments of
+//! [`crate::EngineConfig::segment_passages`] passages; once there is more
+//! than one, each is written to its file (in a build directory of its own,
 //! `index_files::BuildDir`) and read back in place before the next one is
 //! built. The build ends by storing the manifest, which moves the files
 //! into place. A build killed half-way leaves the previous files as they
-//! were and a build directory that the next save deletes.
+//! were and a build directory that the next save deletes; a stream that
+//! ends early (the store failed) is dropped with its directory.
 //!
 //! A write that cannot be made (a full disk, say) keeps that segment and
 //! the rest on the heap, as a build without index files does.
 
+use crate::engine::index_task_failed;
 use crate::index_files::{save_lexical, BuildDir};
-use rag_core::{failpoint, KbId, KbSnapshot};
+use rag_core::{failpoint, CoreError, KbId, KbSnapshot, SnapshotPart, Store, TenantId};
 use rag_lexical::LexicalIndex;
 use rag_text::Analyzer;
 use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 
-/// The lexical index of `snapshot` (whose passages are taken), written to
-/// `files` (the index directory and the knowledge base) segment by segment
-/// as it is built when it holds more than one segment's passages.
-pub(crate) fn build_lexical(
-    analyzer: &Analyzer,
-    snapshot: &mut KbSnapshot,
-    files: Option<(PathBuf, KbId)>,
+/// Passages per part of the streamed snapshot.
+const STREAM_BATCH: usize = 4096;
+
+/// The snapshot's head (without its text passages), the number of stored
+/// vectors, and the lexical index, built from the store's stream and
+/// stored in `dir` as it is built.
+pub(crate) async fn build_streamed(
+    store: Arc<dyn Store>,
+    tenant: &TenantId,
+    kb: KbId,
+    analyzer: Analyzer,
+    dir: PathBuf,
     per_segment: usize,
-) -> LexicalIndex {
-    let Some((dir, kb)) = files.filter(|_| snapshot.passages.len() > per_segment) else {
-        return LexicalIndex::build_taking(analyzer, snapshot);
+) -> Result<(KbSnapshot, usize, LexicalIndex), CoreError> {
+    let (parts, received) = std::sync::mpsc::sync_channel::<SnapshotPart>(1);
+    let build = tokio::task::spawn_blocking(move || {
+        // A build that never ends, for the first-build tests.
+        failpoint::hit("index.build");
+        build_from_parts(&analyzer, received, dir, kb, per_segment)
+    });
+    let read = store
+        .index_snapshot_streamed(tenant, kb, STREAM_BATCH, parts)
+        .await;
+    let built = build.await.map_err(index_task_failed)?;
+    let vectors = read?;
+    let (head, lexical) =
+        built.ok_or_else(|| CoreError::Store("the snapshot's stream ended early".into()))?;
+    Ok((head, vectors, lexical))
+}
+
+/// The build of [`build_streamed`] on its own thread: `None` when the
+/// stream did not end with [`SnapshotPart::End`].
+fn build_from_parts(
+    analyzer: &Analyzer,
+    received: Receiver<SnapshotPart>,
+    dir: PathBuf,
+    kb: KbId,
+    per_segment: usize,
+) -> Option<(KbSnapshot, LexicalIndex)> {
+    let Ok(SnapshotPart::Head(mut head)) = received.recv() else {
+        return None;
     };
-    let mut build = match BuildDir::create(&dir, kb) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            tracing::warn!(kb = %kb, error = %e, "cannot write index segments while building; building in memory");
+    let ended = std::cell::Cell::new(false);
+    let parts = std::iter::from_fn(|| match received.recv() {
+        Ok(SnapshotPart::Passages(p)) => Some(p),
+        Ok(SnapshotPart::End) => {
+            ended.set(true);
             None
         }
-    };
-    let started = std::time::Instant::now();
-    let mut spilled = 0usize;
-    let result = LexicalIndex::build_segmented(analyzer, snapshot, per_segment, |index, i| {
-        let Some(b) = &build else {
-            return Ok(None);
-        };
-        match b.spill(index, i) {
-            Ok(read) => {
-                spilled += 1;
-                // A kill here leaves a build directory and no manifest of it.
-                failpoint::hit("index.build.spilled");
-                Ok(Some(read))
-            }
-            Err(e) => {
-                tracing::warn!(kb = %kb, error = %e, "cannot write an index segment while building; building the rest in memory");
-                build = None;
-                Ok::<_, std::convert::Infallible>(None)
-            }
-        }
+        Ok(SnapshotPart::Head(_)) | Err(_) => None,
     });
+    let started = std::time::Instant::now();
+    // Made at the first segment written (a knowledge base of one segment
+    // is stored by the save after the build, as before).
+    let mut build: Option<BuildDir> = None;
+    let mut failed = false;
+    let mut spilled = 0usize;
+    let result = LexicalIndex::build_streamed(
+        analyzer,
+        &mut head,
+        parts,
+        per_segment,
+        |index, i| {
+            if failed {
+                return Ok(None);
+            }
+            let written = match &build {
+                Some(b) => b.spill(index, i),
+                None => BuildDir::create(&dir, kb).and_then(|b| {
+                    let read = b.spill(index, i);
+                    build = Some(b);
+                    read
+                }),
+            };
+            match written {
+                Ok(read) => {
+                    spilled += 1;
+                    // A kill here leaves a build directory and no manifest of it.
+                    failpoint::hit("index.build.spilled");
+                    Ok(Some(read))
+                }
+                Err(e) => {
+                    tracing::warn!(kb = %kb, error = %e, "cannot write an index segment while building; building the rest in memory");
+                    failed = true;
+                    Ok::<_, std::convert::Infallible>(None)
+                }
+            }
+        },
+    );
     let index = match result {
         Ok(index) => index,
         Err(never) => match never {},
     };
-    if let Some(b) = &build {
+    if !ended.get() {
+        return None;
+    }
+    if let Some(b) = build.as_ref().filter(|_| !failed) {
         match save_lexical(&dir, kb, &index, Some(b)) {
             Ok(saved) => tracing::info!(
                 kb = %kb,
@@ -73,5 +132,5 @@ pub(crate) fn build_lexical(
             Err(e) => tracing::warn!(kb = %kb, error = %e, "cannot store the index"),
         }
     }
-    index
+    Some((head, index))
 }

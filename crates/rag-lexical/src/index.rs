@@ -127,7 +127,7 @@ pub struct LexicalIndex {
     script: (u64, u64),
     /// Live passages restricted to an owner (when none, every viewer sees
     /// the whole vocabulary).
-    owned: usize,
+    pub(crate) owned: usize,
     /// The language most of the text is written in.
     pub(crate) language: rag_core::Language,
     seq: u64,
@@ -226,10 +226,12 @@ impl LexicalIndex {
     ) -> (Self, Vec<Passage>) {
         let base_analyzer = analyzer.clone();
         let analyzer = with_words(analyzer, &snapshot.user_words);
-        let (mut facts, text): (Vec<Passage>, Vec<Passage>) = passages
-            .into_iter()
-            .filter(|p| p.kind() == PassageKind::Fact || is_text(p))
-            .partition(|p| p.kind() == PassageKind::Fact);
+        // In place: a large snapshot's list is not copied.
+        let mut text = passages;
+        let mut facts: Vec<Passage> = text
+            .extract_if(.., |p| p.kind() == PassageKind::Fact)
+            .collect();
+        text.retain(is_text);
         facts.sort_by_key(|p| p.id);
         let synonyms = SynonymTable::build(&analyzer, &snapshot.synonyms);
         let mut index = LexicalIndex {
@@ -761,7 +763,7 @@ impl LexicalIndex {
 }
 
 /// Whether a passage belongs in the text index (searchable chunks and FAQ entries).
-fn is_text(p: &Passage) -> bool {
+pub(crate) fn is_text(p: &Passage) -> bool {
     p.kind() != PassageKind::Fact && p.searchable
 }
 

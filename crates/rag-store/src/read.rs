@@ -136,6 +136,16 @@ impl StoreRead for EmbeddedStore {
         crate::snapshot::snapshot(self, tenant, kb).await
     }
 
+    async fn index_snapshot_streamed(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        batch: usize,
+        parts: std::sync::mpsc::SyncSender<rag_core::SnapshotPart>,
+    ) -> Result<usize, CoreError> {
+        crate::snapshot::index_snapshot_streamed(self, tenant, kb, batch, parts).await
+    }
+
     async fn changes_since(
         &self,
         tenant: &TenantId,

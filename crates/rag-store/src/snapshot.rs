@@ -7,9 +7,11 @@ use crate::rows::{
     FACT_COLUMNS,
 };
 use rag_core::{
-    CoreError, EmbeddingSpace, KbId, KbSnapshot, Passage, SynonymGroup, TenantId, UserWord,
+    CoreError, EmbeddingSpace, KbId, KbSnapshot, Passage, SnapshotPart, SynonymGroup, TenantId,
+    UserWord,
 };
 use rusqlite::Connection;
+use std::sync::mpsc::SyncSender;
 
 /// [`rag_core::StoreRead::snapshot`].
 pub(crate) async fn snapshot(
@@ -27,26 +29,81 @@ pub(crate) async fn snapshot(
         .await
 }
 
+/// [`rag_core::StoreRead::index_snapshot_streamed`]: one read transaction,
+/// the chunks sent `batch` at a time as their rows are read.
+pub(crate) async fn index_snapshot_streamed(
+    store: &EmbeddedStore,
+    tenant: &TenantId,
+    kb: KbId,
+    batch: usize,
+    parts: SyncSender<SnapshotPart>,
+) -> Result<usize, CoreError> {
+    let tenant = tenant.clone();
+    store
+        .with_read(move |c| {
+            owned(c, &tenant, kb)?;
+            stream_snapshot(c, kb, batch.max(1), &parts)
+        })
+        .await
+}
+
 fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
+    let mut snapshot = head(conn, kb)?;
+    let mut passages = Vec::new();
+    each_chunk(conn, kb, |p| {
+        passages.push(p);
+        Ok(())
+    })?;
+    passages.extend(read_faqs(conn, kb)?.into_iter().map(Passage::from));
+    passages.append(&mut snapshot.passages);
+    snapshot.passages = passages;
+    Ok(snapshot)
+}
+
+fn stream_snapshot(
+    conn: &Connection,
+    kb: KbId,
+    batch: usize,
+    parts: &SyncSender<SnapshotPart>,
+) -> Result<usize, CoreError> {
+    let send = |part: SnapshotPart| {
+        parts
+            .send(part)
+            .map_err(|_| CoreError::Store("the snapshot's receiver is gone".into()))
+    };
+    let head = head(conn, kb)?;
+    let vectors = head.vectors.len();
+    send(SnapshotPart::Head(head))?;
+    let mut part = Vec::with_capacity(batch);
+    let mut add = |p: Passage| {
+        part.push(p);
+        if part.len() >= batch {
+            send(SnapshotPart::Passages(std::mem::replace(
+                &mut part,
+                Vec::with_capacity(batch),
+            )))?;
+        }
+        Ok(())
+    };
+    each_chunk(conn, kb, &mut add)?;
+    for faq in read_faqs(conn, kb)? {
+        add(Passage::from(faq))?;
+    }
+    if !part.is_empty() {
+        send(SnapshotPart::Passages(part))?;
+    }
+    send(SnapshotPart::End)?;
+    Ok(vectors)
+}
+
+/// A snapshot without its text passages: the commit, the facts (as
+/// passages), the vectors, the dictionary and the synonyms.
+fn head(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
     let kb_s = kb.to_string();
     let seq: i64 = conn
         .query_row("SELECT seq FROM kbs WHERE id = ?1", [&kb_s], |r| r.get(0))
         .map_err(sql)?;
     let mut passages = Vec::new();
-
-    let mut stmt = conn
-        .prepare(&format!(
-            "SELECT {CHUNK_PASSAGE_COLUMNS}
-             FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = ?1 ORDER BY d.created_at, d.id, c.ordinal"
-        ))
-        .map_err(sql)?;
-    let mut rows = stmt.query([&kb_s]).map_err(sql)?;
-    while let Some(r) = rows.next().map_err(sql)? {
-        passages.push(chunk_passage(r)?);
-    }
-
-    passages.extend(read_faqs(conn, kb)?.into_iter().map(Passage::from));
-
     let mut stmt = conn
         .prepare(&format!(
             "SELECT {FACT_COLUMNS} FROM facts WHERE kb_id = ?1 ORDER BY id"
@@ -73,6 +130,25 @@ fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
         space: read_space(conn, kb)?,
         vectors,
     })
+}
+
+/// Every chunk of a knowledge base as a passage, in document order.
+fn each_chunk(
+    conn: &Connection,
+    kb: KbId,
+    mut f: impl FnMut(Passage) -> Result<(), CoreError>,
+) -> Result<(), CoreError> {
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT {CHUNK_PASSAGE_COLUMNS}
+             FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.kb_id = ?1 ORDER BY d.created_at, d.id, c.ordinal"
+        ))
+        .map_err(sql)?;
+    let mut rows = stmt.query([kb.to_string()]).map_err(sql)?;
+    while let Some(r) = rows.next().map_err(sql)? {
+        f(chunk_passage(r)?)?;
+    }
+    Ok(())
 }
 
 /// The synonym groups of a knowledge base, in the order they were added.

@@ -676,3 +676,65 @@ fn per_document_chunk_reads_use_an_index() {
         );
     }
 }
+
+#[test]
+fn a_streamed_snapshot_sends_what_the_whole_one_holds() {
+    rt().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path(), OpenMode::ReadWrite).unwrap();
+        let tenant = TenantId::default_tenant();
+        let kb = store
+            .create_kb(&tenant, "kb", KbSettings::default())
+            .await
+            .unwrap();
+        let mut ops = Vec::new();
+        for i in 0..7 {
+            let (document, chunks) = document(kb.id, &format!("h{i}"), None);
+            ops.push(WriteOp::PutDocument { document, chunks });
+            ops.push(WriteOp::PutFaq(faq(kb.id, &format!("question {i}"))));
+        }
+        ops.push(WriteOp::PutFact(Fact {
+            id: FactId::generate(),
+            kb: kb.id,
+            key: "hours".into(),
+            value: "9 to 5".into(),
+            key_synonyms: vec![],
+        }));
+        store.apply(&tenant, kb.id, ops).await.unwrap();
+        let whole = store.snapshot(&tenant, kb.id).await.unwrap();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let received = std::thread::spawn(move || rx.iter().collect::<Vec<SnapshotPart>>());
+        let vectors = store
+            .index_snapshot_streamed(&tenant, kb.id, 3, tx)
+            .await
+            .unwrap();
+        assert_eq!(vectors, 0);
+        let parts = received.join().unwrap();
+        let SnapshotPart::Head(head) = &parts[0] else {
+            panic!("the head first: {parts:?}");
+        };
+        assert_eq!(head.seq, whole.seq);
+        assert!(matches!(parts.last(), Some(SnapshotPart::End)));
+        let mut passages: Vec<Passage> = Vec::new();
+        for part in &parts[1..parts.len() - 1] {
+            let SnapshotPart::Passages(p) = part else {
+                panic!("{part:?}");
+            };
+            assert!(!p.is_empty() && p.len() <= 3, "batches of at most 3");
+            passages.extend(p.iter().cloned());
+        }
+        // The text passages in the whole snapshot's order, then its facts
+        // (which the head holds).
+        passages.extend(head.passages.iter().cloned());
+        assert_eq!(passages, whole.passages);
+        assert_eq!(head.passages.len(), 1);
+        // Another tenant's stream is refused before anything is sent.
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let other = TenantId("other".into());
+        assert!(store
+            .index_snapshot_streamed(&other, kb.id, 3, tx)
+            .await
+            .is_err());
+        assert!(rx.try_recv().is_err());
+    });
+}

@@ -218,16 +218,23 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         )
     };
     let index_dir = temp.path().join("index");
+    let index_files = (args.synthetic_vectors || args.index_files) && !postgres;
     let new_engine = || {
         let mut components = Components::lexical(store.clone());
-        let mut config = EngineConfig::default();
+        let mut config = EngineConfig {
+            segment_passages: args
+                .segment_passages
+                .unwrap_or(app.config.index.segment_passages)
+                .max(1),
+            ..EngineConfig::default()
+        };
         if args.synthetic_vectors {
             components.embedder = Some(Arc::new(SyntheticVectors));
-            if !postgres {
-                config.index_dir = Some(index_dir.clone());
-                // As a server does: once written, the files are read in place.
-                config.read_saved_in_place = true;
-            }
+        }
+        if index_files {
+            config.index_dir = Some(index_dir.clone());
+            // As a server does: once written, the files are read in place.
+            config.read_saved_in_place = true;
         }
         Engine::new(components, config)
     };
@@ -254,6 +261,7 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     load_corpus(&engine, &app.tenant, &kb, corpus).await?;
     let load_s = started.elapsed().as_secs_f64();
+    let (_, rss_load_peak) = rss_kb();
     let mut embed_s = None;
     if args.synthetic_vectors {
         let started = Instant::now();
@@ -269,7 +277,7 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let built = engine.index(&app.tenant, &kb).await.map_err(core_err)?;
     let build_s = started.elapsed().as_secs_f64();
-    let (rss_built, _) = rss_kb();
+    let (rss_built, rss_build_peak) = rss_kb();
     let dense_kind = built
         .dense
         .as_ref()
@@ -286,7 +294,7 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         files = serde_json::json!({
             "built_by_a_new_process_seconds": (started.elapsed().as_secs_f64() * 100.0).round() / 100.0,
         });
-    } else if args.synthetic_vectors {
+    } else if index_files {
         // The graph is built in the background after the first build, and
         // the files written once it is in.
         let started = Instant::now();
@@ -470,6 +478,10 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
         "load_seconds": (load_s * 100.0).round() / 100.0,
         "first_index_build_seconds": (build_s * 100.0).round() / 100.0,
         "rss_after_build_mb": rss_built / 1024,
+        // The store load and the first build: what a process that builds
+        // this knowledge base's indexes needs at most.
+        "rss_peak_to_first_build_mb": rss_build_peak / 1024,
+        "rss_peak_to_load_mb": rss_load_peak / 1024,
         "lexical_pipeline_query_quiet": summary(quiet),
         "writes": args.writes,
         "writes_per_second": args.writes_per_second,

@@ -351,6 +351,16 @@ pub struct BenchScaleArgs {
     /// so peers (`bench/scale/peers-run`) index exactly the same data.
     #[arg(long, requires = "synthetic_vectors")]
     pub export: Option<PathBuf>,
+    /// Keep index files next to the embedded store (as `serve` does) even
+    /// without `--synthetic-vectors`, which always keeps them: the full
+    /// build writes its segments as it goes, and a second engine reads
+    /// them back.
+    #[arg(long)]
+    pub index_files: bool,
+    /// Passages per lexical segment of a full build that keeps index files
+    /// (the `index.segment_passages` setting).
+    #[arg(long)]
+    pub segment_passages: Option<usize>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
