@@ -78,3 +78,19 @@ echo "index files stored again after 65 writes:"
 grep 'stored the index files' "$WORK/serve.log" | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^.*stored the index files/ /' || echo "  (not yet)"
 du -sh "$D/index" | awk '{print "index files: " $1}'
 du -sh "$D" | awk '{print "data directory: " $1}'
+# A server over the same data without its index files: it builds them from
+# the store (streamed, in segments written as they are built) while
+# queries get `index_building`; its peak RSS is what building takes.
+kill "$PID"; wait "$PID" 2>/dev/null || true
+rm -rf "$D/index"
+t=$(ms)
+RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$D" --log-level rag_engine=info serve --open > "$WORK/serve2.log" 2>&1 &
+PID=$!
+until curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null; do
+  kill -0 "$PID" 2>/dev/null || { cat "$WORK/serve2.log"; exit 1; }
+  sleep 0.05
+done
+until [ "$(q 'vitamin D deficiency and bone density' | cut -d' ' -f1)" = 200 ]; do sleep 0.5; done
+echo "a server without index files: first answer after $(( $(ms) - t )) ms (built from the store)"
+echo "its VmRSS: $(rss)"
+grep 'built the lexical index in segments' "$WORK/serve2.log" | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^.*in segments/ /' || true

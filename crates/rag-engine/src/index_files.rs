@@ -136,25 +136,59 @@ impl BuildDir {
         index: &LexicalIndex,
         i: usize,
     ) -> std::io::Result<rag_lexical::ReadSegment> {
-        let bytes = index.encode_segment(i);
-        let name = uuid::Uuid::now_v7().as_u128();
-        let file = SegmentFile::of(name, &bytes)
-            .ok_or_else(|| std::io::Error::other("an empty segment file"))?;
-        if !index.set_segment_file(i, file) {
-            return Err(std::io::Error::other("the segment is stored already"));
-        }
-        let path = segment_path(&self.path, name);
-        let temp = self
-            .path
-            .join(format!("tmp-{}-{name:032x}", std::process::id()));
-        write_synced(&temp, &bytes, |temp| std::fs::rename(temp, &path))?;
-        drop(bytes);
+        let file = write_segment(&self.path, index, i, uuid::Uuid::now_v7().as_u128())?;
+        let path = segment_path(&self.path, file.name);
         let mapped = crate::mapped::open(&path, None).map_err(|e| match e {
             crate::mapped::OpenError::Io(e) => e,
             _ => std::io::Error::other("a segment just written is gone"),
         })?;
         rag_lexical::LexicalIndex::read_segment(file, &mapped, false).map_err(std::io::Error::other)
     }
+}
+
+/// Writes segment `i` of `index` into `dir` as `<name>.seg` (through a
+/// temporary file, synced, then renamed), encoding it as it goes, and
+/// records the file in the segment. A segment stored before under
+/// another name, or whose bytes differ from its file's, is refused.
+fn write_segment(
+    dir: &Path,
+    index: &LexicalIndex,
+    i: usize,
+    name: u128,
+) -> std::io::Result<SegmentFile> {
+    let temp = dir.join(format!("tmp-{}-{name:032x}", std::process::id()));
+    let result = (|| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, private_file(&temp)?);
+        let (len, crc) = index.write_segment(i, &mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        let file = SegmentFile { name, len, crc };
+        // A segment stored before whose file is gone is written again
+        // under its name only if it encodes to the same bytes.
+        if !index.set_segment_file(i, file) {
+            return Err(std::io::Error::other(format!(
+                "the file of segment {i} is missing"
+            )));
+        }
+        std::fs::rename(&temp, segment_path(dir, name))?;
+        Ok(file)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// A new file readable by its owner only.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
 }
 
 impl Drop for BuildDir {
@@ -232,21 +266,8 @@ pub(crate) fn save_lexical(
                 continue;
             }
         }
-        let bytes = index.encode_segment(i);
         let name = stored.map_or_else(|| uuid::Uuid::now_v7().as_u128(), |f| f.name);
-        let file = SegmentFile::of(name, &bytes)
-            .ok_or_else(|| std::io::Error::other("an empty segment file"))?;
-        // A segment stored before whose file is gone is written again
-        // under its name only if it encodes to the same bytes.
-        if !index.set_segment_file(i, file) {
-            return Err(std::io::Error::other(format!(
-                "the file of segment {i} is missing"
-            )));
-        }
-        let temp = ldir.join(format!("tmp-{}-{name:032x}", std::process::id()));
-        write_synced(&temp, &bytes, |temp| {
-            std::fs::rename(temp, segment_path(&ldir, name))
-        })?;
+        let file = write_segment(&ldir, index, i, name)?;
         saved.written.push((i, file));
         saved.bytes += file.len;
         if failpoint::hit("index.save.segment") {
@@ -374,14 +395,7 @@ fn write_synced(
     place: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let result = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut f = options.open(temp)?;
+        let mut f = private_file(temp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         place(temp)

@@ -375,6 +375,34 @@ impl LexicalIndex {
         segment_file(&self.segments[i])
     }
 
+    /// Writes the file bytes of segment `i` to `out` as they are made, so
+    /// that a large segment is never encoded whole in memory (the bulk
+    /// bytes go straight from the segment's buffers), and returns the
+    /// file's length and checksum: with the name the caller gives it, its
+    /// [`SegmentFile`].
+    pub fn write_segment(
+        &self,
+        i: usize,
+        out: &mut impl std::io::Write,
+    ) -> std::io::Result<(u64, u32)> {
+        let mut len = 0u64;
+        let mut failed: Option<std::io::Error> = None;
+        let crc =
+            crate::persist_segment::write_segment_file(&self.segments[i], &mut |b: &[u8]| {
+                if failed.is_none() {
+                    len += b.len() as u64;
+                    if let Err(e) = out.write_all(b) {
+                        failed = Some(e);
+                    }
+                }
+            });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        out.write_all(&crc.to_le_bytes())?;
+        Ok((len + 4, crc))
+    }
+
     /// The file segment `i` was written to or read from, if any.
     pub fn segment_file(&self, i: usize) -> Option<SegmentFile> {
         self.segments[i].stored.get().copied()

@@ -54,13 +54,27 @@ fn kind_code(k: TokenKind) -> u8 {
     KINDS.iter().position(|x| *x == k).unwrap_or(0) as u8
 }
 
-/// Writes `section` after its length, so that a reader can split a
+/// Where a segment's bytes go as they are made: a buffer, or a file
+/// written through (so a large segment is never encoded whole in memory).
+type Sink<'a> = dyn FnMut(&[u8]) + 'a;
+
+/// Sends a table section after its length, so that a reader can split a
 /// segment's sections without parsing them (and decode them in parallel).
-fn section(w: &mut W<'_>, section: impl FnOnce(&mut W<'_>)) {
+fn section(out: &mut Sink<'_>, section: impl FnOnce(&mut W<'_>)) {
     let mut bytes = Vec::new();
     section(&mut W(&mut bytes));
-    w.len(bytes.len());
-    w.0.extend_from_slice(&bytes);
+    out(&(bytes.len() as u64).to_le_bytes());
+    out(&bytes);
+}
+
+/// Sends a bulk section (pieces of the segment's own buffers, not copied)
+/// after its length.
+fn bulk<'s, I: Iterator<Item = &'s [u8]>>(out: &mut Sink<'_>, pieces: impl Fn() -> I) {
+    let len: usize = pieces().map(<[u8]>::len).sum();
+    out(&(len as u64).to_le_bytes());
+    for p in pieces() {
+        out(p);
+    }
 }
 
 /// Magic of a segment file.
@@ -69,19 +83,31 @@ pub(crate) const SEGMENT_MAGIC: &[u8; 4] = b"RSLS";
 /// A segment's file bytes (layout in the module docs).
 pub(crate) fn segment_file(seg: &Segment) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut w = W(&mut out);
-    crate::persist::write_header(&mut w, SEGMENT_MAGIC);
-    encode_segment(&mut w, seg);
-    let crc = crc32fast::hash(&out);
+    let crc = write_segment_file(seg, &mut |b: &[u8]| out.extend_from_slice(b));
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
+/// Sends a segment's file bytes but the last four to `out`, and returns
+/// those four: the CRC-32 of the rest.
+pub(crate) fn write_segment_file(seg: &Segment, out: &mut Sink<'_>) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    let mut checked = |b: &[u8]| {
+        hasher.update(b);
+        out(b);
+    };
+    let mut head = Vec::new();
+    crate::persist::write_header(&mut W(&mut head), SEGMENT_MAGIC);
+    checked(&head);
+    encode_segment(&mut checked, seg);
+    hasher.finalize()
+}
+
 /// Writes a segment (layout in the module docs).
-fn encode_segment(w: &mut W<'_>, seg: &Segment) {
-    w.len(seg.passages.len());
-    w.len(seg.terms.len());
-    section(w, |w| {
+fn encode_segment(out: &mut Sink<'_>, seg: &Segment) {
+    out(&(seg.passages.len() as u64).to_le_bytes());
+    out(&(seg.terms.len() as u64).to_le_bytes());
+    section(out, |w| {
         for ((o, p), text_len) in seg
             .passages
             .iter()
@@ -100,7 +126,7 @@ fn encode_segment(w: &mut W<'_>, seg: &Segment) {
             w.u32(seg.scripts[o].latin);
         }
     });
-    section(w, |w| {
+    section(out, |w| {
         for t in &seg.terms {
             w.str(&t.text);
             w.u8(kind_code(t.kind));
@@ -113,7 +139,7 @@ fn encode_segment(w: &mut W<'_>, seg: &Segment) {
         }
     });
     let (grams, fuzzy) = (seg.ngrams.parts(), seg.fuzzy.parts());
-    section(w, |w| {
+    section(out, |w| {
         w.len(grams.len());
         for (k, count, bytes) in grams.iter() {
             w.u64(k);
@@ -145,31 +171,24 @@ fn encode_segment(w: &mut W<'_>, seg: &Segment) {
             w.u32s(list);
         }
     });
-    section(w, |w| w.0.extend_from_slice(seg.match_text.bytes()));
-    section(w, |w| {
-        for t in &seg.terms {
-            w.0.extend_from_slice(&seg.posting_bytes[t.start..t.end]);
-        }
+    bulk(out, || std::iter::once(seg.match_text.bytes()));
+    bulk(out, || {
+        seg.terms.iter().map(|t| &seg.posting_bytes[t.start..t.end])
     });
-    section(w, |w| {
-        for (_, _, bytes) in grams.iter() {
-            w.0.extend_from_slice(bytes);
-        }
-    });
-    section(w, |w| {
-        for o in 0..seg.passages.len() {
+    bulk(out, || grams.iter().map(|(_, _, bytes)| bytes));
+    bulk(out, || {
+        (0..seg.passages.len()).flat_map(|o| {
             let (title, body) = seg.title_body(o);
-            w.0.extend_from_slice(title.as_bytes());
-            w.0.extend_from_slice(body.as_bytes());
-        }
+            [title.as_bytes(), body.as_bytes()]
+        })
     });
-    section(w, |w| {
-        for t in &seg.terms {
+    bulk(out, || {
+        seg.terms.iter().map(|t| {
             let n = crate::skip::blocks(t.count) * crate::skip::ENTRY_BYTES;
-            w.0.extend_from_slice(&seg.skips[t.skip_start..t.skip_start + n]);
-        }
+            &seg.skips[t.skip_start..t.skip_start + n]
+        })
     });
-    section(w, |w| w.0.extend_from_slice(grams.skip_bytes()));
+    bulk(out, || std::iter::once(grams.skip_bytes()));
 }
 
 /// The passages section.

@@ -372,6 +372,11 @@ proptest! {
         let mut spilled = 0usize;
         let built = LexicalIndex::build_segmented(analyzer(), &mut snapshot, per_segment, |ix, i| {
             prop_assert_eq!(i + 1, ix.segment_count());
+            // Written as it is encoded: the same bytes, length and checksum.
+            let mut written = Vec::new();
+            let (len, crc) = ix.write_segment(i, &mut written).unwrap();
+            prop_assert_eq!(&written, &ix.encode_segment(i));
+            prop_assert_eq!(SegmentFile::of(7, &written), Some(SegmentFile { name: 7, len, crc }));
             let (_, files) = store(ix);
             let file = ix.segment_file(i).unwrap();
             spilled += 1;
