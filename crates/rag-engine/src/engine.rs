@@ -533,7 +533,8 @@ impl Engine {
         let loaded = tokio::task::spawn_blocking(move || {
             // Mapped too: the tables are read into memory, the postings,
             // n-gram lists and match texts stay in the files' pages.
-            let (manifest, segments) = crate::index_files::open_lexical(&dir, kb_id, true)?;
+            let (manifest, segments, releases) =
+                crate::index_files::open_lexical(&dir, kb_id, true)?;
             let lex_seq = manifest.seq;
             if lex_seq > seq {
                 return None;
@@ -557,7 +558,11 @@ impl Engine {
                 }
             };
             match LexicalIndex::decode_manifest(&analyzer, manifest, &segments, false) {
-                Ok(ix) => Some((ix, dense)),
+                Ok(ix) => {
+                    // The tables are on the heap now: their pages need not stay.
+                    releases.iter().for_each(crate::mapped::Release::pages);
+                    Some((ix, dense))
+                }
                 Err(e) => {
                     tracing::warn!(kb = %kb_id, error = %e, "the stored index is not usable; building it");
                     None

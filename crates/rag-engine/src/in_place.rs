@@ -28,10 +28,12 @@ impl Engine {
         let segments: Vec<rag_lexical::ReadSegment> = written
             .iter()
             .filter_map(|(_, file)| {
-                let bytes = crate::index_files::open_segment(dir, kb, *file, false)?;
-                LexicalIndex::read_segment(*file, &bytes, false)
+                let (bytes, release) = crate::index_files::open_segment(dir, kb, *file, false)?;
+                let read = LexicalIndex::read_segment(*file, &bytes, false)
                     .map_err(|e| tracing::warn!(kb = %kb, error = %e, "cannot read the index file just written"))
-                    .ok()
+                    .ok();
+                release.iter().for_each(crate::mapped::Release::pages);
+                read
             })
             .collect();
         let dense = match &saved.dense {

@@ -51,8 +51,18 @@ fn map_file(
     kb: KbId,
     required: bool,
 ) -> Option<SharedBytes> {
+    map_file_releasable(path, check, kb, required).map(|(bytes, _)| bytes)
+}
+
+/// [`map_file`], with the release of the mapping's pages.
+fn map_file_releasable(
+    path: &Path,
+    check: Option<crate::mapped::Trailer>,
+    kb: KbId,
+    required: bool,
+) -> Option<(SharedBytes, Option<crate::mapped::Release>)> {
     match crate::mapped::open(path, check) {
-        Ok(bytes) => Some(bytes),
+        Ok(opened) => Some(opened),
         Err(crate::mapped::OpenError::Missing) => {
             if required {
                 tracing::warn!(kb = %kb, "a file of the stored index is missing; building it");
@@ -119,6 +129,10 @@ impl BuildDir {
     pub(crate) fn create(dir: &Path, kb: KbId) -> std::io::Result<BuildDir> {
         let ldir = lexical_dir(dir, kb);
         create_private_dir(&ldir)?;
+        // Made and locked under the knowledge base's lock, so that no save
+        // finds it unlocked (and deletes it) in between.
+        let kb_lock = lock_file(&ldir)?;
+        fs4::fs_std::FileExt::lock_shared(&kb_lock)?;
         let path = ldir.join(format!(
             "{BUILD_PREFIX}{:032x}",
             uuid::Uuid::now_v7().as_u128()
@@ -138,11 +152,15 @@ impl BuildDir {
     ) -> std::io::Result<rag_lexical::ReadSegment> {
         let file = write_segment(&self.path, index, i, uuid::Uuid::now_v7().as_u128())?;
         let path = segment_path(&self.path, file.name);
-        let mapped = crate::mapped::open(&path, None).map_err(|e| match e {
+        let (mapped, release) = crate::mapped::open(&path, None).map_err(|e| match e {
             crate::mapped::OpenError::Io(e) => e,
             _ => std::io::Error::other("a segment just written is gone"),
         })?;
-        rag_lexical::LexicalIndex::read_segment(file, &mapped, false).map_err(std::io::Error::other)
+        let read = rag_lexical::LexicalIndex::read_segment(file, &mapped, false)
+            .map_err(std::io::Error::other)?;
+        // Its tables are on the heap now: their pages need not stay.
+        release.iter().for_each(crate::mapped::Release::pages);
+        Ok(read)
     }
 }
 
@@ -302,13 +320,18 @@ pub(crate) fn save_lexical(
 
 /// A knowledge base's stored lexical index, if there is a sound one: its
 /// manifest, and its segment files mapped into memory, in the manifest's
-/// order. With `check`, each segment file's checksum is
-/// verified (the manifest's always is).
+/// order, with the releases of their pages (for once their tables are
+/// decoded). With `check`, each segment file's checksum is verified (the
+/// manifest's always is).
 pub(crate) fn open_lexical(
     dir: &Path,
     kb: KbId,
     check: bool,
-) -> Option<(rag_lexical::Manifest, Vec<SharedBytes>)> {
+) -> Option<(
+    rag_lexical::Manifest,
+    Vec<SharedBytes>,
+    Vec<crate::mapped::Release>,
+)> {
     let ldir = lexical_dir(dir, kb);
     if !ldir.exists() {
         return None;
@@ -339,11 +362,14 @@ pub(crate) fn open_lexical(
         }
     };
     let mut segments = Vec::with_capacity(listed.segments.len());
+    let mut releases = Vec::new();
     for file in &listed.segments {
-        segments.push(open_segment(dir, kb, *file, check)?);
+        let (bytes, release) = open_segment(dir, kb, *file, check)?;
+        segments.push(bytes);
+        releases.extend(release);
     }
     drop(lock);
-    Some((listed, segments))
+    Some((listed, segments, releases))
 }
 
 /// The lock file of a knowledge base's lexical index directory (released
@@ -359,15 +385,16 @@ fn lock_file(ldir: &Path) -> std::io::Result<std::fs::File> {
     options.open(ldir.join("LOCK"))
 }
 
-/// One stored segment's file, mapped into memory.
+/// One stored segment's file, mapped into memory, with the release of its
+/// pages.
 pub(crate) fn open_segment(
     dir: &Path,
     kb: KbId,
     file: SegmentFile,
     check: bool,
-) -> Option<SharedBytes> {
+) -> Option<(SharedBytes, Option<crate::mapped::Release>)> {
     let path = segment_path(&lexical_dir(dir, kb), file.name);
-    map_file(
+    map_file_releasable(
         &path,
         check.then_some(crate::mapped::Trailer::Crc32),
         kb,

@@ -36,6 +36,7 @@ mod extractor;
 mod feedback;
 mod first_build;
 mod fusion_rule;
+mod heap;
 mod in_place;
 mod index_files;
 mod ingest;

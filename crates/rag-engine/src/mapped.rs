@@ -3,8 +3,8 @@
 //! keeps resident only the pages its searches touch (the rows of the
 //! candidates it rescores) rather than a heap copy of every vector.
 //!
-//! This module holds the engine's only `unsafe` code: the call that maps a
-//! file. Mapping is sound only while nobody changes the file's bytes; the
+//! This module holds the engine's `unsafe` code for files (`heap.rs` has
+//! the other): the call that maps a file, and the one that drops its pages. Mapping is sound only while nobody changes the file's bytes; the
 //! engine never writes an index file in place (`index_files` writes a
 //! new file and renames it over the old one, which leaves an existing
 //! mapping on the old, unchanged inode), and the files are created
@@ -86,11 +86,39 @@ impl Sum {
     }
 }
 
+/// Drops the pages of a mapping from this process's memory once what was
+/// read from them is decoded: they stay in the page cache, and what is
+/// touched again (by queries) is mapped back in from it. Used after the
+/// tables of a segment file are read onto the heap, so that they are not
+/// resident twice.
+pub(crate) struct Release(Arc<Mapping>);
+
+impl Release {
+    pub(crate) fn pages(&self) {
+        // SAFETY: MADV_DONTNEED on a read-only mapping of a file that is
+        // never changed in place (see the module docs) only drops page
+        // table entries; the next access reads the same bytes back from the
+        // file.
+        #[cfg(unix)]
+        unsafe {
+            let _ = self
+                .0
+                 .0
+                .unchecked_advise(memmap2::UncheckedAdvice::DontNeed);
+        }
+    }
+}
+
 /// The bytes of a file, mapped. With `check`, the file ends with that
 /// checksum of all before it, which is verified by reading first; `None` is
 /// for a file this process has just written and synced. Where the file
 /// cannot be mapped, its bytes are read into memory instead.
-pub(crate) fn open(path: &Path, check: Option<Trailer>) -> Result<SharedBytes, OpenError> {
+/// With the bytes comes a [`Release`] of the pages when the file is mapped
+/// (not when its bytes were read onto the heap).
+pub(crate) fn open(
+    path: &Path,
+    check: Option<Trailer>,
+) -> Result<(SharedBytes, Option<Release>), OpenError> {
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenError::Missing),
@@ -108,13 +136,16 @@ pub(crate) fn open(path: &Path, check: Option<Trailer>) -> Result<SharedBytes, O
     // place (see the module docs); a file replaced since it was opened is
     // another inode.
     match unsafe { memmap2::Mmap::map(&file) } {
-        Ok(map) if map.len() as u64 == len => Ok(Arc::new(Mapping(map))),
+        Ok(map) if map.len() as u64 == len => {
+            let mapping = Arc::new(Mapping(map));
+            Ok((mapping.clone(), Some(Release(mapping))))
+        }
         // Not mappable: the same file's bytes, checked above, read instead.
         _ => {
             let mut bytes = Vec::with_capacity(len as usize);
             file.seek(SeekFrom::Start(0)).map_err(OpenError::Io)?;
             file.read_to_end(&mut bytes).map_err(OpenError::Io)?;
-            Ok(Arc::new(bytes))
+            Ok((Arc::new(bytes), None))
         }
     }
 }
@@ -157,10 +188,13 @@ mod tests {
         let sum = rag_ann::format::checksum(&bytes);
         bytes.extend_from_slice(&sum.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let mapped = open(&path, Some(Trailer::Fnv64)).unwrap();
+        let (mapped, release) = open(&path, Some(Trailer::Fnv64)).unwrap();
         assert_eq!((*mapped).as_ref(), &bytes[..]);
         // Page-aligned, so an aligned section inside can be read in place.
         assert_eq!((*mapped).as_ref().as_ptr() as usize % 64, 0);
+        // Its pages dropped, the mapping reads the same bytes again.
+        release.expect("a mapped file").pages();
+        assert_eq!((*mapped).as_ref(), &bytes[..]);
         bytes[1_234_567] ^= 4;
         std::fs::write(&path, &bytes).unwrap();
         assert!(matches!(
@@ -178,7 +212,7 @@ mod tests {
         lex.extend_from_slice(&crc.to_le_bytes());
         std::fs::write(&path, &lex).unwrap();
         assert_eq!(
-            (*open(&path, Some(Trailer::Crc32)).unwrap()).as_ref(),
+            (*open(&path, Some(Trailer::Crc32)).unwrap().0).as_ref(),
             &lex[..]
         );
         assert!(matches!(

@@ -88,6 +88,9 @@ fn build_from_parts(
             if failed {
                 return Ok(None);
             }
+            // The segment before this one has been dropped, and this one's
+            // scaffolding with it: the pages go back to the system.
+            crate::heap::release_free_memory();
             let written = match &build {
                 Some(b) => b.spill(index, i),
                 None => BuildDir::create(&dir, kb).and_then(|b| {
@@ -115,6 +118,9 @@ fn build_from_parts(
         Ok(index) => index,
         Err(never) => match never {},
     };
+    if spilled > 0 {
+        crate::heap::release_free_memory();
+    }
     if !ended.get() {
         return None;
     }
