@@ -361,14 +361,41 @@ pub(crate) fn open_lexical(
             return None;
         }
     };
-    let mut segments = Vec::with_capacity(listed.segments.len());
+    // Checking a file's checksum reads all of it: the files are checked
+    // on every core, a share of them each.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, listed.segments.len().max(1));
+    let per = listed.segments.len().div_ceil(threads).max(1);
+    let opened: Vec<Option<_>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = listed
+            .segments
+            .chunks(per)
+            .map(|files| {
+                scope.spawn(move || {
+                    files
+                        .iter()
+                        .map(|f| open_segment(dir, kb, *f, check))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    drop(lock);
+    if opened.len() != listed.segments.len() {
+        return None;
+    }
+    let mut segments = Vec::with_capacity(opened.len());
     let mut releases = Vec::new();
-    for file in &listed.segments {
-        let (bytes, release) = open_segment(dir, kb, *file, check)?;
+    for o in opened {
+        let (bytes, release) = o?;
         segments.push(bytes);
         releases.extend(release);
     }
-    drop(lock);
     Some((listed, segments, releases))
 }
 

@@ -82,21 +82,22 @@ impl FuzzyVocab {
                 .sum::<usize>()
     }
 
-    pub(crate) fn build(terms: &[Term]) -> Self {
+    pub(crate) fn build(vocab: &crate::vocab::Vocab, terms: &[Term]) -> Self {
         let mut v = FuzzyVocab::default();
         for (id, t) in terms.iter().enumerate() {
             let id = id as u32;
-            let chars = t.text.chars().count();
+            let text = vocab.text(id);
+            let chars = text.chars().count();
             match t.kind {
                 TokenKind::Word | TokenKind::Ident if chars >= 3 => {
-                    let tg = trigrams(&t.text);
+                    let tg = trigrams(text);
                     v.trigram_len.insert(id, tg.len() as u16);
                     for g in tg {
                         v.trigrams.entry(g).or_default().push(id);
                     }
                 }
                 TokenKind::Han | TokenKind::HanBigram if chars >= 2 && t.word_df > 0 => {
-                    if let Some(key) = pinyin_key(&t.text) {
+                    if let Some(key) = pinyin_key(text) {
                         v.pinyin.entry(key).or_default().push(id);
                     }
                 }
@@ -136,7 +137,7 @@ impl LexicalIndex {
                 };
                 let sim = s as f32 / (tg.len() as f32 + *other as f32 - s as f32);
                 if sim >= threshold {
-                    found.insert(seg.terms[id as usize].text.clone(), sim);
+                    found.insert(seg.vocab.text(id).into(), sim);
                 }
             }
         }
@@ -181,7 +182,7 @@ impl LexicalIndex {
                 .segments
                 .iter()
                 .filter_map(|seg| seg.fuzzy.pinyin.get(&key).map(|ids| (seg, ids)))
-                .flat_map(|(seg, ids)| ids.iter().map(|id| &*seg.terms[*id as usize].text))
+                .flat_map(|(seg, ids)| ids.iter().map(|id| seg.vocab.text(*id)))
                 .collect();
             texts.sort_unstable();
             texts.dedup();

@@ -569,9 +569,10 @@ impl LexicalIndex {
     pub fn vocabulary_size(&self) -> usize {
         let mut seen: FxHashSet<&str> = FxHashSet::default();
         for seg in &self.segments {
-            for t in &seg.terms {
-                if self.term_stats(&t.text).is_some_and(|s| s.passages > 0) {
-                    seen.insert(&t.text);
+            for id in 0..seg.vocab.len() as u32 {
+                let text = seg.vocab.text(id);
+                if self.term_stats(text).is_some_and(|s| s.passages > 0) {
+                    seen.insert(text);
                 }
             }
         }

@@ -55,6 +55,7 @@ mod segmented;
 mod skip;
 mod substring;
 mod synonyms;
+mod vocab;
 
 pub use blob::SharedBytes;
 pub use bm25::idf;

@@ -45,12 +45,8 @@ impl LexicalIndex {
             parts[0].1 += passages_bytes(seg);
             parts[1].1 += seg.match_text.heap_bytes();
             parts[2].1 += seg.posting_bytes.heap_bytes() + seg.skips.heap_bytes();
-            parts[3].1 += seg
-                .terms
-                .iter()
-                .map(|t| size_of::<crate::segment::Term>() + 2 * t.text.len())
-                .sum::<usize>()
-                + seg.vocab.capacity() * slot(size_of::<(Box<str>, u32)>());
+            parts[3].1 +=
+                seg.terms.capacity() * size_of::<crate::segment::Term>() + seg.vocab.heap_bytes();
             parts[4].1 += seg.ngrams.heap_bytes();
             parts[5].1 += seg.fuzzy.heap_bytes();
             parts[6].1 += seg.ord_of.capacity() * slot(size_of::<(rag_core::PassageId, u32)>())

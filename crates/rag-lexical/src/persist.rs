@@ -187,8 +187,12 @@ impl<'a> Rd<'a> {
         Ok(n as usize)
     }
     pub(crate) fn str(&mut self) -> R<String> {
+        self.str_ref().map(str::to_owned)
+    }
+    /// A string, where it lies in the bytes.
+    pub(crate) fn str_ref(&mut self) -> R<&'a str> {
         let n = self.len(1)?;
-        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| DecodeError::Corrupt("utf-8"))
+        std::str::from_utf8(self.take(n)?).map_err(|_| DecodeError::Corrupt("utf-8"))
     }
     pub(crate) fn flag(&mut self) -> R<bool> {
         match self.u8()? {

@@ -36,6 +36,7 @@ use crate::lists::PostingLists;
 use crate::ngram::NgramIndex;
 use crate::persist::{header, DecodeError, Rd, R, W};
 use crate::segment::{Script, Segment, Term};
+use crate::vocab::Vocab;
 use rag_core::{Passage, PassageId, TokenKind};
 use rustc_hash::FxHashMap;
 
@@ -127,8 +128,8 @@ fn encode_segment(out: &mut Sink<'_>, seg: &Segment) {
         }
     });
     section(out, |w| {
-        for t in &seg.terms {
-            w.str(&t.text);
+        for (id, t) in seg.terms.iter().enumerate() {
+            w.str(seg.vocab.text(id as u32));
             w.u8(kind_code(t.kind));
             w.u32(t.count);
             for df in t.df {
@@ -247,7 +248,7 @@ fn decode_passages(mut r: Rd<'_>, n: usize) -> R<PassagePart> {
 /// The terms section: vocabulary, and terms with their postings' ranges in
 /// the postings bytes (of `postings_len` bytes) and their skip entries' in
 /// the skip bytes (of `skips_len`).
-type TermPart = (FxHashMap<Box<str>, u32>, Vec<Term>);
+type TermPart = (Vocab, Vec<Term>);
 
 fn decode_terms(
     mut r: Rd<'_>,
@@ -256,13 +257,13 @@ fn decode_terms(
     postings_len: usize,
     skips_len: usize,
 ) -> R<TermPart> {
-    let mut vocab: FxHashMap<Box<str>, u32> = FxHashMap::default();
-    vocab.reserve(terms);
+    // About the bytes of the section that are the texts.
+    let mut vocab = Vocab::with_capacity(terms, r.b.len().saturating_sub(terms * 37));
     let mut out = Vec::with_capacity(terms);
     let mut end = 0usize;
     let mut skip_end = 0usize;
     for id in 0..terms {
-        let text: Box<str> = r.str()?.into();
+        let text = r.str_ref()?;
         let kind = *KINDS
             .get(r.u8()? as usize)
             .ok_or(DecodeError::Corrupt("token kind"))?;
@@ -284,13 +285,15 @@ fn decode_terms(
             .checked_add(len)
             .filter(|e| *e <= postings_len)
             .ok_or(DecodeError::Corrupt("postings past their section"))?;
-        if vocab.insert(text.clone(), id as u32).is_some() {
+        if vocab.get(text).is_some() {
             return Err(DecodeError::Corrupt("duplicate term"));
+        }
+        if vocab.push(text) != Some(id as u32) {
+            return Err(DecodeError::Corrupt("vocabulary too large"));
         }
         let skip_start = skip_end;
         skip_end += crate::skip::blocks(count) * crate::skip::ENTRY_BYTES;
         out.push(Term {
-            text,
             kind,
             start,
             end,

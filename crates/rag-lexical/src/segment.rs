@@ -16,10 +16,10 @@ use rag_text::Analyzer;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 
-/// A vocabulary entry of one segment.
+/// A vocabulary entry of one segment (its text is the segment's
+/// [`crate::vocab::Vocab`]'s, under the same id).
 #[derive(Debug, Clone)]
 pub(crate) struct Term {
-    pub text: Box<str>,
     pub kind: TokenKind,
     /// Its postings: a byte range of the segment's buffer ([`Segment::postings`]).
     pub start: usize,
@@ -67,7 +67,7 @@ pub(crate) struct Segment {
     /// place from shared bytes.
     pub texts: Option<Texts>,
     pub ord_of: FxHashMap<PassageId, u32>,
-    pub vocab: FxHashMap<Box<str>, u32>,
+    pub vocab: crate::vocab::Vocab,
     pub terms: Vec<Term>,
     /// Every term's postings, compressed (`postings.rs`).
     pub posting_bytes: Blob,
@@ -114,13 +114,15 @@ impl Builder {
 
     fn term_id(&mut self, text: &str, kind: TokenKind) -> u32 {
         if let Some(id) = self.seg.vocab.get(text) {
-            return *id;
+            return id;
         }
         let id = self.seg.terms.len() as u32;
-        let text: Box<str> = text.into();
-        self.seg.vocab.insert(text.clone(), id);
+        let pushed = self.seg.vocab.push(text);
+        // A segment's text is far below 4 GiB (a build's are bounded by
+        // `SEGMENT_PASSAGES`; a one-segment build of more would need
+        // billions of distinct terms).
+        assert_eq!(pushed, Some(id), "a segment's vocabulary is full");
         self.seg.terms.push(Term {
-            text,
             kind,
             start: 0,
             end: 0,
@@ -226,7 +228,7 @@ impl Builder {
         self.seg.terms.shrink_to_fit();
         self.seg.vocab.shrink_to_fit();
         self.seg.ngrams = NgramIndex::build(self.seg.match_text.iter());
-        self.seg.fuzzy = FuzzyVocab::build(&self.seg.terms);
+        self.seg.fuzzy = FuzzyVocab::build(&self.seg.vocab, &self.seg.terms);
         self.seg
     }
 }
@@ -275,7 +277,7 @@ impl Segment {
             remaps.push(remap);
         }
         for ((seg, _), remap) in parts.iter().zip(&remaps) {
-            for term in &seg.terms {
+            for (tid, term) in seg.terms.iter().enumerate() {
                 let mut live = seg
                     .postings(term)
                     .filter(|p| remap[p.ord as usize] != u32::MAX)
@@ -287,7 +289,7 @@ impl Segment {
                 if live.peek().is_none() {
                     continue;
                 }
-                let id = b.term_id(&term.text, term.kind);
+                let id = b.term_id(seg.vocab.text(tid as u32), term.kind);
                 for p in live {
                     b.push(id, p);
                 }
@@ -337,7 +339,7 @@ impl Segment {
     }
 
     pub(crate) fn term(&self, text: &str) -> Option<&Term> {
-        self.vocab.get(text).map(|id| &self.terms[*id as usize])
+        self.vocab.get(text).map(|id| &self.terms[id as usize])
     }
 
     /// A cursor on a term's postings, with its skip entries.
