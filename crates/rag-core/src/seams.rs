@@ -433,8 +433,10 @@ pub trait StoreRead: Send + Sync {
     /// passages in batches of about `batch`, then [`SnapshotPart::End`];
     /// returns the number of stored vectors. Every part is read in one
     /// transaction, so they match the head's commit. A store that reads
-    /// rows one by one holds one batch at a time; by default the whole
-    /// snapshot is read, then sent. A receiver gone is an error.
+    /// rows one by one holds one batch at a time. By default the whole
+    /// snapshot is read, then sent from a thread of its own (so that no
+    /// task waits on the channel): the parts may still be arriving when
+    /// this returns, and a receiver gone stops them.
     async fn index_snapshot_streamed(
         &self,
         tenant: &TenantId,
@@ -442,24 +444,25 @@ pub trait StoreRead: Send + Sync {
         batch: usize,
         parts: std::sync::mpsc::SyncSender<crate::model::SnapshotPart>,
     ) -> Result<usize> {
+        use crate::model::SnapshotPart;
         let (mut snapshot, vectors) = self.index_snapshot(tenant, kb).await?;
-        let all = std::mem::take(&mut snapshot.passages);
-        let (facts, text): (Vec<_>, Vec<_>) = all
-            .into_iter()
-            .partition(|p| p.kind() == crate::model::PassageKind::Fact);
-        snapshot.passages = facts;
-        let gone = |_| crate::CoreError::Store("the snapshot's receiver is gone".into());
-        parts
-            .send(crate::model::SnapshotPart::Head(snapshot))
-            .map_err(gone)?;
-        let mut text = text.into_iter().peekable();
-        while text.peek().is_some() {
-            let part: Vec<_> = text.by_ref().take(batch.max(1)).collect();
-            parts
-                .send(crate::model::SnapshotPart::Passages(part))
-                .map_err(gone)?;
-        }
-        parts.send(crate::model::SnapshotPart::End).map_err(gone)?;
+        let mut text = std::mem::take(&mut snapshot.passages);
+        snapshot.passages = text
+            .extract_if(.., |p| p.kind() == crate::model::PassageKind::Fact)
+            .collect();
+        let batch = batch.max(1);
+        std::thread::Builder::new()
+            .name("snapshot-parts".into())
+            .spawn(move || {
+                parts.send(SnapshotPart::Head(snapshot))?;
+                let mut rest = text.into_iter().peekable();
+                while rest.peek().is_some() {
+                    let part: Vec<_> = rest.by_ref().take(batch).collect();
+                    parts.send(SnapshotPart::Passages(part))?;
+                }
+                parts.send(SnapshotPart::End)
+            })
+            .map_err(|e| crate::CoreError::Store(format!("cannot send the snapshot: {e}")))?;
         Ok(vectors)
     }
     /// What changed after commit `since` (exclusive) up to the current
