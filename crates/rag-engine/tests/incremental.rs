@@ -253,6 +253,26 @@ fn replace_file(path: &std::path::Path, bytes: &[u8]) {
     std::fs::rename(&temp, path).unwrap();
 }
 
+/// Knowledge base "kb" with `n` one-passage notes.
+async fn notes_kb(engine: &Engine, tenant: &TenantId, n: usize) -> rag_core::KnowledgeBase {
+    engine
+        .create_kb(tenant, "kb", KbSettings::default())
+        .await
+        .unwrap();
+    for i in 0..n {
+        engine
+            .ingest(
+                tenant,
+                "kb",
+                &format!("n{i}.md"),
+                format!("Refunds take {i} days. 退款需要 {i} 天。").into_bytes(),
+            )
+            .await
+            .unwrap();
+    }
+    engine.kb(tenant, "kb").await.unwrap()
+}
+
 fn refund_faq() -> NewFaq {
     NewFaq {
         question: "云闪付退款多久到账？".into(),
@@ -281,22 +301,7 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
         |store: Arc<dyn rag_core::Store>| Engine::new(Components::lexical(store), config());
     let tenant = TenantId::default_tenant();
     let first = lexical(store.clone());
-    first
-        .create_kb(&tenant, "kb", KbSettings::default())
-        .await
-        .unwrap();
-    for i in 0..12 {
-        first
-            .ingest(
-                &tenant,
-                "kb",
-                &format!("n{i}.md"),
-                format!("Refunds take {i} days. 退款需要 {i} 天。").into_bytes(),
-            )
-            .await
-            .unwrap();
-    }
-    let kb = first.kb(&tenant, "kb").await.unwrap();
+    let kb = notes_kb(&first, &tenant, 12).await;
     // The full build stores the index; a write after it is in the change log only.
     let built = first.index(&tenant, &kb).await.unwrap();
     assert_eq!(built.lexical.shared_bytes(), 0);
@@ -573,22 +578,7 @@ async fn a_large_build_writes_its_segments_as_it_goes() {
         |store: Arc<dyn rag_core::Store>| Engine::new(Components::lexical(store), config());
     let tenant = TenantId::default_tenant();
     let first = lexical(store.clone());
-    first
-        .create_kb(&tenant, "kb", KbSettings::default())
-        .await
-        .unwrap();
-    for i in 0..23 {
-        first
-            .ingest(
-                &tenant,
-                "kb",
-                &format!("n{i}.md"),
-                format!("Refunds take {i} days. 退款需要 {i} 天。").into_bytes(),
-            )
-            .await
-            .unwrap();
-    }
-    let kb = first.kb(&tenant, "kb").await.unwrap();
+    let kb = notes_kb(&first, &tenant, 23).await;
     let lexd = dir.path().join("index").join(format!("{}.lexd", kb.id));
     // A build directory of a process that died half-way (its lock is free).
     let orphan = lexd.join("build-0000000000000000000000000000dead");
