@@ -454,13 +454,18 @@ pub trait StoreRead: Send + Sync {
         std::thread::Builder::new()
             .name("snapshot-parts".into())
             .spawn(move || {
-                parts.send(SnapshotPart::Head(snapshot))?;
+                // A receiver gone (its build stopped) ends the sending.
+                if parts.send(SnapshotPart::Head(snapshot)).is_err() {
+                    return;
+                }
                 let mut rest = text.into_iter().peekable();
                 while rest.peek().is_some() {
                     let part: Vec<_> = rest.by_ref().take(batch).collect();
-                    parts.send(SnapshotPart::Passages(part))?;
+                    if parts.send(SnapshotPart::Passages(part)).is_err() {
+                        return;
+                    }
                 }
-                parts.send(SnapshotPart::End)
+                let _ = parts.send(SnapshotPart::End);
             })
             .map_err(|e| crate::CoreError::Store(format!("cannot send the snapshot: {e}")))?;
         Ok(vectors)
