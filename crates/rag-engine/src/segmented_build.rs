@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-/// Passages per part of the streamed snapshot.
+/// Passages per part of the streamed snapshot (at most a segment's).
 const STREAM_BATCH: usize = 4096;
 
 /// The snapshot's head (without its text passages), the number of stored
@@ -43,7 +43,7 @@ pub(crate) async fn build_streamed(
         build_from_parts(&analyzer, received, dir, kb, per_segment)
     });
     let read = store
-        .index_snapshot_streamed(tenant, kb, STREAM_BATCH, parts)
+        .index_snapshot_streamed(tenant, kb, STREAM_BATCH.min(per_segment.max(1)), parts)
         .await;
     let built = build.await.map_err(index_task_failed)?;
     let vectors = read?;

@@ -75,6 +75,7 @@ fn stream_snapshot(
     let vectors = head.vectors.len();
     send(SnapshotPart::Head(head))?;
     let mut part = Vec::with_capacity(batch);
+    let mut sent = 0usize;
     let mut add = |p: Passage| {
         part.push(p);
         if part.len() >= batch {
@@ -82,6 +83,12 @@ fn stream_snapshot(
                 &mut part,
                 Vec::with_capacity(batch),
             )))?;
+            sent += 1;
+            // A store failing half-way through the stream (after its third
+            // part, so that a build has written segments by then).
+            if sent == 3 && rag_core::failpoint::hit("store.snapshot.stream") {
+                return Err(crate::StoreError::Failpoint("store.snapshot.stream").into());
+            }
         }
         Ok(())
     };

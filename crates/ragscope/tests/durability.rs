@@ -282,3 +282,74 @@ fn killed_while_building_in_segments_leaves_the_old_state() {
     let s = sources(&query_events(&data, "kb1", "怎么退款", &[]));
     assert!(s[0].0.contains("退款"), "{s:?}");
 }
+
+#[test]
+fn a_store_failing_mid_stream_leaves_no_index_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut c = cmd(&data);
+    c.args(["kb", "create", "kb1"]);
+    ok(c);
+    let f = dir.path().join("faq.csv");
+    std::fs::write(
+        &f,
+        "question,answer\n发票怎么开,下单时填写抬头即可\n营业时间,每天 16:00 开门\n怎么退款,在订单页申请\n运费多少,满 30 元免运费\n",
+    )
+    .unwrap();
+    let mut c = cmd(&data);
+    c.args(["ingest", "--kb", "kb1"]).arg(&f);
+    ok(c);
+    let index_dir = data.join("index");
+    let _ = std::fs::remove_dir_all(&index_dir);
+    // One passage a part and a segment: the store fails after its third
+    // part, when the build has written segments of it.
+    let mut c = cmd(&data);
+    c.args(["query", "--kb", "kb1", "--json", "发票"])
+        .env("RAGSCOPE_INDEX__SEGMENT_PASSAGES", "1")
+        .env("RAGSCOPE_FAILPOINTS", "store.snapshot.stream=error");
+    let r = run(c);
+    assert!(
+        r.stdout.contains("store.snapshot.stream") || r.stderr.contains("store.snapshot.stream"),
+        "the store's failure is told: {}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    // Nothing of the half-read snapshot is stored: no manifest, no segment
+    // file, no build directory.
+    let left: Vec<String> = walk(&index_dir);
+    assert!(
+        !left
+            .iter()
+            .any(|n| n.ends_with("manifest") || n.ends_with(".seg") || n.contains("build-")),
+        "{left:?}"
+    );
+    // The next process builds from the whole snapshot and answers.
+    let mut c = cmd(&data);
+    c.args(["query", "--kb", "kb1", "--json", "营业时间"])
+        .env("RAGSCOPE_INDEX__SEGMENT_PASSAGES", "1");
+    let r = ok(c);
+    assert!(r.stdout.contains("每天 16:00 开门"), "{}", r.stdout);
+    assert_eq!(
+        walk(&index_dir)
+            .iter()
+            .filter(|n| n.ends_with(".seg"))
+            .count(),
+        4
+    );
+}
+
+/// Every path under `dir` (none when it does not exist).
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        out.push(p.display().to_string());
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out
+}
