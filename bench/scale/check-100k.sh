@@ -24,13 +24,17 @@ t=$(ms)
 "$BIN" --embedder none --data-dir "$D" kb list > /dev/null
 echo "kb list: $(( $(ms) - t )) ms"
 PORT=$((20000 + RANDOM % 20000))
+# Starts a server over $D logging to $1 (PID set) and waits for /healthz.
+serve() {
+  RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$D" --log-level rag_engine=info serve --open > "$1" 2>&1 &
+  PID=$!
+  until curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null; do
+    kill -0 "$PID" 2>/dev/null || { cat "$1"; exit 1; }
+    sleep 0.05
+  done
+}
 t=$(ms)
-RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$D" --log-level rag_engine=info serve --open > "$WORK/serve.log" 2>&1 &
-PID=$!
-until curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null; do
-  kill -0 "$PID" 2>/dev/null || { cat "$WORK/serve.log"; exit 1; }
-  sleep 0.05
-done
+serve "$WORK/serve.log"
 echo "serve: /healthz after $(( $(ms) - t )) ms"
 q() {
   curl -s -o "$WORK/out.json" -w "%{http_code} %{time_total}" -X POST \
@@ -84,12 +88,7 @@ du -sh "$D" | awk '{print "data directory: " $1}'
 kill "$PID"; wait "$PID" 2>/dev/null || true
 rm -rf "$D/index"
 t=$(ms)
-RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$D" --log-level rag_engine=info serve --open > "$WORK/serve2.log" 2>&1 &
-PID=$!
-until curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null; do
-  kill -0 "$PID" 2>/dev/null || { cat "$WORK/serve2.log"; exit 1; }
-  sleep 0.05
-done
+serve "$WORK/serve2.log"
 # Until the query is answered: while the build runs its events end with
 # the error code index_building.
 until [ "$(q 'vitamin D deficiency and bone density' | cut -d' ' -f1)" = 200 ] \

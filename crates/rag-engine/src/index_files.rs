@@ -131,15 +131,13 @@ impl BuildDir {
         create_private_dir(&ldir)?;
         // Made and locked under the knowledge base's lock, so that no save
         // finds it unlocked (and deletes it) in between.
-        let kb_lock = lock_file(&ldir)?;
-        fs4::fs_std::FileExt::lock_shared(&kb_lock)?;
+        let _kb_lock = locked(&ldir, false)?;
         let path = ldir.join(format!(
             "{BUILD_PREFIX}{:032x}",
             uuid::Uuid::now_v7().as_u128()
         ));
         create_private_dir(&path)?;
-        let lock = lock_file(&path)?;
-        fs4::fs_std::FileExt::lock_exclusive(&lock)?;
+        let lock = locked(&path, true)?;
         Ok(BuildDir { path, _lock: lock })
     }
 
@@ -271,8 +269,7 @@ pub(crate) fn save_lexical(
 ) -> std::io::Result<LexicalSave> {
     let ldir = lexical_dir(dir, kb);
     create_private_dir(&ldir)?;
-    let lock = lock_file(&ldir)?;
-    fs4::fs_std::FileExt::lock_exclusive(&lock)?;
+    let _lock = locked(&ldir, true)?;
     remove_temporaries(&ldir, "tmp-");
     adopt_builds(&ldir, adopt)?;
     let mut saved = LexicalSave::default();
@@ -336,10 +333,7 @@ pub(crate) fn open_lexical(
     if !ldir.exists() {
         return None;
     }
-    let lock = match lock_file(&ldir).and_then(|f| {
-        fs4::fs_std::FileExt::lock_shared(&f)?;
-        Ok(f)
-    }) {
+    let lock = match locked(&ldir, false) {
         Ok(lock) => lock,
         Err(e) => {
             tracing::warn!(kb = %kb, error = %e, "cannot lock the stored index; building it");
@@ -410,6 +404,17 @@ fn lock_file(ldir: &Path) -> std::io::Result<std::fs::File> {
         options.mode(0o600);
     }
     options.open(ldir.join("LOCK"))
+}
+
+/// The lock file of `ldir`, locked exclusively or shared (waiting for it).
+fn locked(ldir: &Path, exclusive: bool) -> std::io::Result<std::fs::File> {
+    let f = lock_file(ldir)?;
+    if exclusive {
+        fs4::fs_std::FileExt::lock_exclusive(&f)?;
+    } else {
+        fs4::fs_std::FileExt::lock_shared(&f)?;
+    }
+    Ok(f)
 }
 
 /// One stored segment's file, mapped into memory, with the release of its

@@ -253,6 +253,23 @@ fn replace_file(path: &std::path::Path, bytes: &[u8]) {
     std::fs::rename(&temp, path).unwrap();
 }
 
+/// A lexical engine keeping its index files in `dir/index`, saving after
+/// every commit and reading what it saved in place, as a server does.
+fn with_files(
+    store: Arc<dyn rag_core::Store>,
+    dir: &std::path::Path,
+    segment_passages: usize,
+) -> Engine {
+    let config = EngineConfig {
+        index_dir: Some(dir.join("index")),
+        read_saved_in_place: true,
+        save_every_commits: 1,
+        segment_passages,
+        ..EngineConfig::default()
+    };
+    Engine::new(Components::lexical(store), config)
+}
+
 /// Knowledge base "kb" with `n` one-passage notes.
 async fn notes_kb(engine: &Engine, tenant: &TenantId, n: usize) -> rag_core::KnowledgeBase {
     engine
@@ -291,14 +308,9 @@ async fn a_new_process_reads_the_stored_index_and_catches_up() {
     let store: Arc<dyn rag_core::Store> = Arc::new(
         rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap(),
     );
-    let config = || EngineConfig {
-        index_dir: Some(dir.path().join("index")),
-        read_saved_in_place: true,
-        save_every_commits: 1,
-        ..EngineConfig::default()
+    let lexical = |store: Arc<dyn rag_core::Store>| {
+        with_files(store, dir.path(), rag_lexical::SEGMENT_PASSAGES)
     };
-    let lexical =
-        |store: Arc<dyn rag_core::Store>| Engine::new(Components::lexical(store), config());
     let tenant = TenantId::default_tenant();
     let first = lexical(store.clone());
     let kb = notes_kb(&first, &tenant, 12).await;
@@ -567,15 +579,7 @@ async fn a_large_build_writes_its_segments_as_it_goes() {
     let store: Arc<dyn rag_core::Store> = Arc::new(
         rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap(),
     );
-    let config = || EngineConfig {
-        index_dir: Some(dir.path().join("index")),
-        read_saved_in_place: true,
-        save_every_commits: 1,
-        segment_passages: 5,
-        ..EngineConfig::default()
-    };
-    let lexical =
-        |store: Arc<dyn rag_core::Store>| Engine::new(Components::lexical(store), config());
+    let lexical = |store: Arc<dyn rag_core::Store>| with_files(store, dir.path(), 5);
     let tenant = TenantId::default_tenant();
     let first = lexical(store.clone());
     let kb = notes_kb(&first, &tenant, 23).await;

@@ -24,7 +24,7 @@ pub(crate) const GRAMS: usize = 3;
 const MERGE_FACTOR: usize = 8;
 /// The most live passages a merge may gather into one segment, and the
 /// size of the segments a full build writes out one by one
-/// ([`LexicalIndex::build_segmented`]): a merge never rebuilds a segment
+/// ([`LexicalIndex::build_streamed`]): a merge never rebuilds a segment
 /// larger than a build would hold in memory.
 pub const SEGMENT_PASSAGES: usize = 1 << 17;
 

@@ -186,7 +186,8 @@ fn merges_never_gather_more_than_the_cap() {
     let analyzer = Analyzer::new();
     let mut taken = snapshot.clone();
     let mut index =
-        LexicalIndex::build_segmented(&analyzer, &mut taken, 1, |_, _| Ok::<_, ()>(None)).unwrap();
+        LexicalIndex::build_streamed(&analyzer, &mut taken, [], 1, |_, _| Ok::<_, ()>(None))
+            .unwrap();
     assert_eq!(index.segments.len(), 40);
     let copied = index.merge_segments(3);
     assert!(copied > 0, "small segments still merge");

@@ -14,29 +14,6 @@ use rag_text::Analyzer;
 use std::sync::Arc;
 
 impl LexicalIndex {
-    /// [`LexicalIndex::build_streamed`] of a whole snapshot, whose passages
-    /// are taken (left empty) and let go segment by segment.
-    pub fn build_segmented<E>(
-        analyzer: &Analyzer,
-        snapshot: &mut KbSnapshot,
-        per_segment: usize,
-        spill: impl FnMut(&LexicalIndex, usize) -> Result<Option<ReadSegment>, E>,
-    ) -> Result<Self, E> {
-        let mut passages = std::mem::take(&mut snapshot.passages);
-        let per = per_segment.max(1);
-        // Parts from the end of the list, so that it gives its memory back
-        // as it shrinks; the order of segments does not change answers
-        // (ties are broken by passage id).
-        let parts = std::iter::from_fn(move || {
-            (!passages.is_empty()).then(|| {
-                let part = passages.split_off(passages.len().saturating_sub(per));
-                passages.shrink_to_fit();
-                part
-            })
-        });
-        Self::build_streamed(analyzer, snapshot, parts, per_segment, spill)
-    }
-
     /// The index of `head` (a snapshot: its dictionary, synonyms and
     /// passages, which are taken) and of the passages of `parts`, in
     /// segments of at most `per_segment` passages (at least one). When
@@ -55,7 +32,8 @@ impl LexicalIndex {
         mut spill: impl FnMut(&LexicalIndex, usize) -> Result<Option<ReadSegment>, E>,
     ) -> Result<Self, E> {
         let passages = std::mem::take(&mut head.passages);
-        let (mut index, mut pending) = Self::empty_for(analyzer, passages, head);
+        let (mut index, first) = Self::empty_for(analyzer, passages, head);
+        let mut pending = Vec::new();
         let per = per_segment.max(1);
         let mut build = |index: &mut LexicalIndex, part: Vec<Passage>| -> Result<(), E> {
             index.push_segment(Segment::build(&index.analyzer, part, ANALYSIS_BATCH_BYTES));
@@ -73,7 +51,8 @@ impl LexicalIndex {
             Ok(())
         };
         let mut facts_added = false;
-        for mut part in parts {
+        // The head's own text passages are the first part.
+        for mut part in std::iter::once(first).chain(parts) {
             let facts: Vec<Passage> = part
                 .extract_if(.., |p| p.kind() == PassageKind::Fact)
                 .collect();

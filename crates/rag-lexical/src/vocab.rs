@@ -21,6 +21,13 @@ fn hash(s: &str) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(s)
 }
 
+/// Term `id`'s text in a buffer of texts ending at `ends`.
+fn text_at<'a>(text: &'a str, ends: &[u32], id: u32) -> &'a str {
+    let i = id as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &text[start..ends[i] as usize]
+}
+
 impl Vocab {
     /// An empty vocabulary with room for `terms` terms of `bytes` bytes.
     pub(crate) fn with_capacity(terms: usize, bytes: usize) -> Self {
@@ -38,9 +45,7 @@ impl Vocab {
 
     /// The text of term `id` (of [`Vocab::len`]).
     pub(crate) fn text(&self, id: u32) -> &str {
-        let i = id as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.text[start..self.ends[i] as usize]
+        text_at(&self.text, &self.ends, id)
     }
 
     /// Adds a term that is not there yet; its id is the number of terms
@@ -52,12 +57,8 @@ impl Vocab {
         self.text.push_str(s);
         self.ends.push(end);
         let (text, ends) = (&self.text, &self.ends);
-        let text_of = |id: &u32| {
-            let i = *id as usize;
-            let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-            hash(&text[start..ends[i] as usize])
-        };
-        self.table.insert_unique(hash(s), id, text_of);
+        self.table
+            .insert_unique(hash(s), id, |id| hash(text_at(text, ends, *id)));
         Some(id)
     }
 
@@ -70,11 +71,8 @@ impl Vocab {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
         let (text, ends) = (&self.text, &self.ends);
-        self.table.shrink_to_fit(|id: &u32| {
-            let i = *id as usize;
-            let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-            hash(&text[start..ends[i] as usize])
-        });
+        self.table
+            .shrink_to_fit(|id| hash(text_at(text, ends, *id)));
     }
 
     /// Bytes held on the heap.

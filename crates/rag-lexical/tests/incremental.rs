@@ -370,7 +370,7 @@ proptest! {
         model.commit(&initial);
         let mut snapshot = model.snapshot();
         let mut spilled = 0usize;
-        let built = LexicalIndex::build_segmented(analyzer(), &mut snapshot, per_segment, |ix, i| {
+        let built = LexicalIndex::build_streamed(analyzer(), &mut snapshot, [], per_segment, |ix, i| {
             prop_assert_eq!(i + 1, ix.segment_count());
             // Written as it is encoded: the same bytes, length and checksum.
             let mut written = Vec::new();

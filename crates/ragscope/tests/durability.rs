@@ -208,21 +208,7 @@ fn killed_while_storing_the_index_leaves_the_old_or_the_new_file() {
 #[test]
 fn killed_while_building_in_segments_leaves_the_old_state() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut c = cmd(&data);
-    c.args(["kb", "create", "kb1"]);
-    ok(c);
-    let f = dir.path().join("faq.csv");
-    std::fs::write(
-        &f,
-        "question,answer\n发票怎么开,下单时填写抬头即可\n营业时间,每天 16:00 开门\n怎么退款,在订单页申请\n运费多少,满 30 元免运费\n",
-    )
-    .unwrap();
-    let mut c = cmd(&data);
-    c.args(["ingest", "--kb", "kb1"]).arg(&f);
-    ok(c);
-    let index_dir = data.join("index");
-    let _ = std::fs::remove_dir_all(&index_dir);
+    let (data, index_dir) = four_faqs_without_index(dir.path());
     // One passage a segment: the build writes four segment files, and
     // dies after the first.
     let mut c = cmd(&data);
@@ -286,21 +272,7 @@ fn killed_while_building_in_segments_leaves_the_old_state() {
 #[test]
 fn a_store_failing_mid_stream_leaves_no_index_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let mut c = cmd(&data);
-    c.args(["kb", "create", "kb1"]);
-    ok(c);
-    let f = dir.path().join("faq.csv");
-    std::fs::write(
-        &f,
-        "question,answer\n发票怎么开,下单时填写抬头即可\n营业时间,每天 16:00 开门\n怎么退款,在订单页申请\n运费多少,满 30 元免运费\n",
-    )
-    .unwrap();
-    let mut c = cmd(&data);
-    c.args(["ingest", "--kb", "kb1"]).arg(&f);
-    ok(c);
-    let index_dir = data.join("index");
-    let _ = std::fs::remove_dir_all(&index_dir);
+    let (data, index_dir) = four_faqs_without_index(dir.path());
     // One passage a part and a segment: the store fails after its third
     // part, when the build has written segments of it.
     let mut c = cmd(&data);
@@ -336,6 +308,27 @@ fn a_store_failing_mid_stream_leaves_no_index_behind() {
             .count(),
         4
     );
+}
+
+/// A data directory in `dir` whose knowledge base kb1 holds four FAQ
+/// entries, with no index files: the next query builds them.
+fn four_faqs_without_index(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let data = dir.join("data");
+    let mut c = cmd(&data);
+    c.args(["kb", "create", "kb1"]);
+    ok(c);
+    let f = dir.join("faq.csv");
+    std::fs::write(
+        &f,
+        "question,answer\n发票怎么开,下单时填写抬头即可\n营业时间,每天 16:00 开门\n怎么退款,在订单页申请\n运费多少,满 30 元免运费\n",
+    )
+    .unwrap();
+    let mut c = cmd(&data);
+    c.args(["ingest", "--kb", "kb1"]).arg(&f);
+    ok(c);
+    let index_dir = data.join("index");
+    let _ = std::fs::remove_dir_all(&index_dir);
+    (data, index_dir)
 }
 
 /// Every path under `dir` (none when it does not exist).
