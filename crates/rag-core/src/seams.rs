@@ -636,13 +636,57 @@ pub struct StoreQuery<'a> {
     pub dense_exact: bool,
 }
 
+/// What an engine keeps of a knowledge base whose text is searched inside
+/// the store ([`StoreRecall::head`]): everything but its text passages,
+/// which stay in the store and are read by id
+/// ([`StoreRecall::passages`]). Its size does not grow with the corpus.
+#[derive(Debug, Clone, Default)]
+pub struct RecallHead {
+    /// The snapshot with its commit, facts (the fact path runs in the
+    /// engine), synonym groups, user dictionary and embedding space; no
+    /// text passage and no vector.
+    pub snapshot: KbSnapshot,
+    /// Searchable text passages (chunks and FAQ entries) at that commit.
+    pub passages: usize,
+    /// Stored vectors at that commit.
+    pub vectors: usize,
+    /// Han characters and ASCII letters of the searchable text: what the
+    /// knowledge base's language is judged by, as the in-memory index does.
+    pub script: (u64, u64),
+}
+
 /// Recall that runs inside the store, where the data is (the PostgreSQL
 /// store: BM25 over stored term statistics, pg_trgm, pgvector), instead of
-/// over the engine's in-memory indexes.
+/// over the engine's in-memory indexes. A store that serves the text paths
+/// holds the passages: the engine keeps only the [`RecallHead`] and reads
+/// the passages it shows by id.
 #[async_trait]
 pub trait StoreRecall: Send + Sync {
     /// Whether the store serves this path.
     fn serves(&self, path: PathKind) -> bool;
+    /// The knowledge base without its text passages, consistent with one
+    /// commit.
+    async fn head(&self, tenant: &TenantId, kb: KbId) -> Result<RecallHead>;
+    /// These passages of a knowledge base, whole, as recall may return
+    /// them: searchable chunks and FAQ entries, and facts; ids that name
+    /// nothing (or nothing searchable) are left out. In no particular order.
+    async fn passages(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[crate::PassageId],
+    ) -> Result<Vec<crate::model::Passage>>;
+    /// Up to `limit` searchable passages (facts included) of a knowledge
+    /// base that the viewer may see and that are not in `except`, in
+    /// snapshot order.
+    async fn passages_except(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        viewer: &crate::auth::Viewer,
+        except: &[crate::PassageId],
+        limit: usize,
+    ) -> Result<Vec<crate::PassageId>>;
     /// Runs one path over a knowledge base of a tenant.
     async fn recall(
         &self,

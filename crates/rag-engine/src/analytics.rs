@@ -288,6 +288,28 @@ impl Engine {
             }
         }
         let index = self.index(tenant, &kb).await?;
+        // A store that holds the text lists what was never retrieved itself.
+        let listed_by_store = match (index.store_passages, self.store().store_recall()) {
+            (Some(_), Some(recall)) => {
+                let seen: Vec<PassageId> = totals.seen.iter().copied().collect();
+                let ids = recall
+                    .passages_except(tenant, kb.id, viewer, &seen, LISTED)
+                    .await?;
+                let passages = self
+                    .passages_by_id((tenant, kb.id), &index, ids.iter().copied())
+                    .await?;
+                let title = |id| passages.get(id).map(|p| p.title.clone());
+                Some(
+                    ids.iter()
+                        .map(|id| NeverRetrieved {
+                            id: *id,
+                            title: title(id).unwrap_or_default(),
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            }
+            _ => None,
+        };
         let lexicon = self.lexicon(tenant, kb_name).await?;
         let faqs = self.faqs(tenant, kb_name).await?;
         let viewer = viewer.clone();
@@ -302,23 +324,25 @@ impl Engine {
                     .then_with(|| a.query.cmp(&b.query))
             });
             top_queries.truncate(20);
-            let never_retrieved = index
-                .lexical
-                .passage_metas()
-                .filter(|p| {
-                    p.searchable && viewer.sees(p.owner.as_deref()) && !t.seen.contains(&p.id)
-                })
-                .take(LISTED)
-                .map(|p| NeverRetrieved {
-                    id: p.id,
-                    // The metas may leave the title out: the whole passage has it.
-                    title: index
-                        .lexical
-                        .passage(p.id)
-                        .map(|whole| whole.title.clone())
-                        .unwrap_or_default(),
-                })
-                .collect();
+            let never_retrieved = listed_by_store.unwrap_or_else(|| {
+                index
+                    .lexical
+                    .passage_metas()
+                    .filter(|p| {
+                        p.searchable && viewer.sees(p.owner.as_deref()) && !t.seen.contains(&p.id)
+                    })
+                    .take(LISTED)
+                    .map(|p| NeverRetrieved {
+                        id: p.id,
+                        // The metas may leave the title out: the whole passage has it.
+                        title: index
+                            .lexical
+                            .passage(p.id)
+                            .map(|whole| whole.title.clone())
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            });
             let review_before = now - review_days as i64 * DAY;
             let mut unreviewed: Vec<Unreviewed> = faqs
                 .into_iter()

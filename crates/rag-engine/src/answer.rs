@@ -65,6 +65,7 @@ impl Engine {
         question: &str,
         analyzed: &AnalyzedQuery,
         index: &Arc<KbIndex>,
+        fetched: &crate::passages::Fetched,
         reranked: &[FusedHit],
         lists: &[RankedList],
         sources: &[ContextSource],
@@ -205,7 +206,7 @@ impl Engine {
             .cited
             .iter()
             .map(|c| {
-                let p = index.lexical.passage_meta(c.id);
+                let p = fetched.get(&c.id);
                 CitedSource {
                     n: c.n,
                     id: c.id,

@@ -69,6 +69,12 @@ pub struct KbIndex {
     pub vectors: usize,
     /// Whether the store searches the vectors itself.
     pub store_dense: bool,
+    /// `Some(n)` when the store holds the text and searches it itself
+    /// (PostgreSQL): `lexical` then indexes the head only (facts, synonyms,
+    /// dictionary; [`rag_core::RecallHead`]), passages are read from the
+    /// store by id (`passages.rs`), and `n` is the number of searchable
+    /// text passages at this commit.
+    pub store_passages: Option<usize>,
 }
 
 impl KbIndex {
@@ -77,11 +83,35 @@ impl KbIndex {
         self.lexical.seq()
     }
 
+    /// The indexes of a knowledge base whose store holds its text and
+    /// searches it: the head's facts, synonyms and dictionary, and its
+    /// counts (CPU work: call on a blocking thread).
+    pub fn of_head(analyzer: &rag_text::Analyzer, head: rag_core::RecallHead) -> KbIndex {
+        let (han, latin) = head.script;
+        KbIndex {
+            lexical: LexicalIndex::build(analyzer, &head.snapshot).with_script(han, latin),
+            dense: None,
+            space: head.snapshot.space,
+            vectors: head.vectors,
+            store_dense: true,
+            store_passages: Some(head.passages),
+        }
+    }
+
+    /// The number of searchable text passages (chunks and FAQ entries).
+    pub fn text_passages(&self) -> usize {
+        self.store_passages.unwrap_or_else(|| self.lexical.len())
+    }
+
     /// The indexes after `changes`, sharing what did not change, with what
     /// the lexical update cost; `None` when a full build is needed (the
     /// vectors were cleared or their space changed).
     pub fn apply(&self, changes: &KbChanges) -> Option<(KbIndex, rag_lexical::ApplyReport)> {
-        if changes.vectors_reset || (changes.space != self.space && self.space.is_some()) {
+        // A head is read again whole (it is small); nothing is applied to it.
+        if self.store_passages.is_some()
+            || changes.vectors_reset
+            || (changes.space != self.space && self.space.is_some())
+        {
             return None;
         }
         let (lexical, report) = self.lexical.apply(changes);
@@ -108,6 +138,7 @@ impl KbIndex {
                 space: changes.space.clone(),
                 vectors,
                 store_dense: self.store_dense,
+                store_passages: None,
             },
             report,
         ))
@@ -353,6 +384,16 @@ impl Engine {
             return Ok(ix.clone());
         }
         let started = std::time::Instant::now();
+        if let Some(recall) = self.text_in_store() {
+            // The store holds the text: read the head of its commit.
+            let head = recall.head(tenant, kb.id).await?;
+            let analyzer = self.inner.analyzer.clone();
+            let index = tokio::task::spawn_blocking(move || KbIndex::of_head(&analyzer, head))
+                .await
+                .map_err(index_task_failed)?;
+            tracing::debug!(kb = %kb.name, seq = index.seq(), passages = index.text_passages(), us = started.elapsed().as_micros() as u64, "read the head");
+            return Ok(self.install(kb.id, Arc::new(index)));
+        }
         let previous = match previous {
             Some(p) => Some(p),
             None => self.load_stored(tenant, kb, seq).await?,
@@ -426,6 +467,7 @@ impl Engine {
                 space: snapshot.space.clone(),
                 vectors: vector_count,
                 store_dense,
+                store_passages: None,
             }
         })
         .await
@@ -481,6 +523,7 @@ impl Engine {
                 dense: Some(Ok(dense)),
                 space: current.space.clone(),
                 store_dense: current.store_dense,
+                store_passages: current.store_passages,
             });
             // Same commit as the cached index: `install` replaces it.
             let next = engine.install(kb, next);
@@ -586,6 +629,7 @@ impl Engine {
             dense: dense.map(Ok),
             space,
             store_dense,
+            store_passages: None,
         })))
     }
 
@@ -656,6 +700,17 @@ impl Engine {
         let mut pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
         pending.retain(|h| !h.is_finished());
         pending.push(handle);
+    }
+
+    /// The store's recall when it serves every text path, and so holds the
+    /// text: the engine then keeps each knowledge base's head only.
+    pub(crate) fn text_in_store(&self) -> Option<Arc<dyn rag_core::StoreRecall>> {
+        use rag_core::PathKind::{Bm25, Fuzzy, Substring, Synonym};
+        self.store().store_recall().filter(|r| {
+            [Bm25, Substring, Fuzzy, Synonym]
+                .iter()
+                .all(|p| r.serves(*p))
+        })
     }
 
     fn store_dense(&self) -> bool {

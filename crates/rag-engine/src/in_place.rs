@@ -63,6 +63,7 @@ impl Engine {
             dense,
             space: current.space.clone(),
             store_dense: current.store_dense,
+            store_passages: current.store_passages,
         });
         // Same commit as the cached index: `install` replaces it.
         self.install(kb, next);

@@ -47,6 +47,7 @@ mod lambda;
 mod manage;
 mod mapped;
 pub mod parse;
+mod passages;
 pub mod pipeline;
 mod reembed;
 mod retrievers;

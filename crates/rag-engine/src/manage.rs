@@ -419,11 +419,13 @@ impl Engine {
         let out = self.run_into(tenant, request, options, &mut sink).await?;
         let index = self.index(tenant, &kb).await?;
         let min = kb.settings.answer.min_fused.unwrap_or(0.0);
-        let hits: Vec<rag_answer::FaqToolHit> = out
-            .reranked
-            .iter()
-            .filter(|h| h.normalized >= min)
-            .filter_map(|h| index.lexical.view(h.id, &[]))
+        let kept = out.reranked.iter().filter(|h| h.normalized >= min);
+        let passages = self
+            .passages_by_id((tenant, kb.id), &index, kept.clone().map(|h| h.id))
+            .await?;
+        let hits: Vec<rag_answer::FaqToolHit> = kept
+            .filter_map(|h| passages.get(&h.id))
+            .map(|p| index.lexical.view_of(p, &[]))
             .filter_map(|v| rag_answer::FaqToolHit::from_view(&v))
             .take(3)
             .collect();

@@ -201,6 +201,7 @@ impl Engine {
             params,
             provenance,
             index,
+            fetched: Default::default(),
             timings: vec![StageTiming {
                 stage: "prepare".into(),
                 ms: ms(started),
@@ -294,9 +295,8 @@ impl Engine {
                     .map(|h| rag_core::LoggedHit {
                         id: h.id,
                         title: run
-                            .index
-                            .lexical
-                            .passage(h.id)
+                            .fetched
+                            .get(&h.id)
                             .map(|p| p.title.clone())
                             .unwrap_or_default(),
                         rank: h.rank,
@@ -371,11 +371,11 @@ impl Engine {
         ),
         CoreError,
     > {
-        let (lists, path_timings) = self.recall_stage(run, analyzed, emit).await;
+        let (lists, path_timings) = self.recall_stage(run, analyzed, emit).await?;
         let fused = self
             .fuse_stage(run, analyzed, suggestion, &lists, emit)
             .await;
-        let reranked = self.rerank_stage(run, analyzed, &fused, emit).await;
+        let reranked = self.rerank_stage(run, analyzed, &fused, emit).await?;
         let packed = self.pack_stage(run, &lists, &reranked, emit).await;
         let answer = if run.request.generate {
             let t = Instant::now();
@@ -384,6 +384,7 @@ impl Engine {
                     &run.request.query,
                     analyzed,
                     &run.index,
+                    &run.fetched,
                     &reranked,
                     &lists,
                     &packed.sources,

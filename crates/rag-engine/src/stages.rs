@@ -26,6 +26,8 @@ pub(crate) struct Run<'r> {
     /// Where λ came from.
     pub(crate) provenance: rag_core::Provenance,
     pub(crate) index: Arc<KbIndex>,
+    /// The passages the query has read so far (`passages.rs`).
+    pub(crate) fetched: crate::passages::Fetched,
     pub(crate) timings: Vec<StageTiming>,
     pub(crate) warnings: Vec<String>,
 }
@@ -100,7 +102,7 @@ impl Engine {
         run: &mut Run<'_>,
         analyzed: &AnalyzedQuery,
         emit: &mut EventSink<'_>,
-    ) -> (Vec<RankedList>, Vec<StageTiming>) {
+    ) -> Result<(Vec<RankedList>, Vec<StageTiming>), CoreError> {
         // Recall: every path in parallel.
         let ctx = SearchCtx {
             filters: run.request.filters.clone(),
@@ -187,9 +189,19 @@ impl Engine {
             match result {
                 Ok(list) => {
                     let passages = if run.options.views {
+                        self.fetch_passages(
+                            (run.tenant, run.kb.id),
+                            &run.index,
+                            list.hits.iter().map(|h| h.id),
+                            &mut run.fetched,
+                        )
+                        .await?;
                         list.hits
                             .iter()
-                            .filter_map(|h| run.index.lexical.view(h.id, &h.matched))
+                            .filter_map(|h| {
+                                let p = run.fetched.get(&h.id)?;
+                                Some(run.index.lexical.view_of(p, &h.matched))
+                            })
                             .collect()
                     } else {
                         Vec::new()
@@ -221,7 +233,7 @@ impl Engine {
         // Fusion sees the lists in the request's path order, whatever order they finished in.
         lists.sort_by_key(|l| run.params.paths.iter().position(|p| *p == l.path));
 
-        (lists, path_timings)
+        Ok((lists, path_timings))
     }
 
     /// Fusion, with λ applied (as the request or the knowledge base set it,
@@ -309,8 +321,20 @@ impl Engine {
         analyzed: &AnalyzedQuery,
         fused: &Fused,
         emit: &mut EventSink<'_>,
-    ) -> Vec<FusedHit> {
+    ) -> Result<Vec<FusedHit>, CoreError> {
         let t = Instant::now();
+        // The fused passages' texts: for the reranker, the context, the
+        // answer and the log's titles.
+        let opts = run.options;
+        if run.params.rerank || opts.views || opts.log || run.request.generate {
+            self.fetch_passages(
+                (run.tenant, run.kb.id),
+                &run.index,
+                fused.hits.iter().map(|h| h.id),
+                &mut run.fetched,
+            )
+            .await?;
+        }
         let reranker: Arc<dyn rag_core::Reranker> = if run.params.rerank {
             self.inner.components.reranker.clone()
         } else {
@@ -322,10 +346,9 @@ impl Engine {
             .map(|h| rag_core::RerankCandidate {
                 hit: h.clone(),
                 text: run
-                    .index
-                    .lexical
-                    .view(h.id, &[])
-                    .map(|v| format!("{}\n{}", v.title, v.body))
+                    .fetched
+                    .get(&h.id)
+                    .map(|p| format!("{}\n{}", p.title, p.body))
                     .unwrap_or_default(),
             })
             .collect();
@@ -393,7 +416,7 @@ impl Engine {
         })
         .await;
 
-        reranked
+        Ok(reranked)
     }
 
     /// Context: numbered sources within the knowledge base's budget.
@@ -419,11 +442,10 @@ impl Engine {
                                 .flat_map(|x| x.matched.iter().cloned())
                         })
                         .collect();
-                    run.index.lexical.view(h.id, &matched).map(|passage| {
-                        rag_answer::PackCandidate {
-                            hit: h.clone(),
-                            passage,
-                        }
+                    let p = run.fetched.get(&h.id)?;
+                    Some(rag_answer::PackCandidate {
+                        hit: h.clone(),
+                        passage: run.index.lexical.view_of(p, &matched),
                     })
                 })
                 .collect();

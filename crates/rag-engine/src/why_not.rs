@@ -5,7 +5,8 @@
 //! then each path that ran is scored again without its per-path cut, so
 //! an entry beyond `k` reports its true rank. Scoring runs on a blocking
 //! thread. An entry the caller may not see is reported exactly like one
-//! that does not exist.
+//! that does not exist. When the store holds the text and runs the paths
+//! (PostgreSQL), the store scores them again, to every passage.
 
 use crate::engine::KbIndex;
 use crate::pipeline::QueryOptions;
@@ -179,7 +180,10 @@ struct RunFacts {
     events: Vec<PipelineEvent>,
 }
 
-/// The per-path verdicts (CPU work: call on a blocking thread).
+/// The per-path verdicts (CPU work: call on a blocking thread). `rescored`
+/// holds the paths already scored again without a cut (the dense path; with
+/// a store that runs them, every path it serves); the others are scored
+/// here over the in-memory index.
 #[allow(clippy::too_many_arguments)]
 fn verdicts(
     index: &KbIndex,
@@ -189,7 +193,7 @@ fn verdicts(
     filters: &Filters,
     viewer: &Viewer,
     now: Timestamp,
-    dense_full: Option<RankedList>,
+    rescored: &[RankedList],
 ) -> Vec<PathVerdict> {
     let filter = Filter::new(filters, now, viewer);
     let k = params.per_path_k;
@@ -214,10 +218,11 @@ fn verdicts(
             out.push(v);
             continue;
         }
-        let full = if path == PathKind::Dense {
-            dense_full.clone()
-        } else {
-            full_list(index, &run.analyzed, path, params, &filter)
+        let in_store = index.store_passages.is_some() && path != PathKind::Fact;
+        let full = match rescored.iter().find(|l| l.path == path) {
+            Some(list) => Some(list.clone()),
+            None if path == PathKind::Dense || in_store => None,
+            None => full_list(index, &run.analyzed, path, params, &filter),
         };
         let Some(full) = full else {
             v.status = "not_scored".into();
@@ -282,11 +287,11 @@ impl Engine {
         let id = PassageId::parse(entry_id.trim()).ok_or_else(|| not_found(entry_id))?;
         let kb = self.kb(tenant, &request.kb).await?;
         let index = self.index(tenant, &kb).await?;
-        let indexed = index
-            .lexical
-            .passage(id)
-            .filter(|p| viewer.sees(p.owner.as_deref()))
-            .map(std::borrow::Cow::into_owned);
+        let indexed = self
+            .passages_by_id((tenant, kb.id), &index, [id])
+            .await?
+            .remove(&id)
+            .filter(|p| viewer.sees(p.owner.as_deref()));
         self.check_query(&request.query)?;
         let base = request.params.as_ref().unwrap_or(&kb.settings.retrieval);
         let (params, _) = request.overrides.apply(base);
@@ -323,13 +328,24 @@ impl Engine {
             lists: output.lists,
             events,
         };
-        let filter = Filter::new(&filters, now, &viewer);
-        let dense_full = self
-            .dense_full((tenant, kb.id), &params, &index, &run, filter)
-            .await;
+        let rescored = if index.store_passages.is_some() {
+            let ctx = rag_core::SearchCtx {
+                filters: filters.clone(),
+                now,
+                viewer: viewer.clone(),
+            };
+            self.store_full((tenant, &kb), &params, &index, &run, &ctx, id)
+                .await
+        } else {
+            let filter = Filter::new(&filters, now, &viewer);
+            self.dense_full((tenant, kb.id), &params, &index, &run, filter)
+                .await
+                .into_iter()
+                .collect()
+        };
         let (ix, p, prm, vw) = (index.clone(), passage.clone(), params.clone(), viewer);
         let (paths, run) = tokio::task::spawn_blocking(move || {
-            let v = verdicts(&ix, &p, &run, &prm, &filters, &vw, now, dense_full);
+            let v = verdicts(&ix, &p, &run, &prm, &filters, &vw, now, &rescored);
             (v, run)
         })
         .await
@@ -338,6 +354,49 @@ impl Engine {
             message: e.to_string(),
         })?;
         Ok(assemble(passage, paths, &run.events))
+    }
+
+    /// Every path the store ran that did not return `id`, scored again by
+    /// the store to every passage (as the path ran: synonym expansion,
+    /// query embedding, FAQ feedback); a path that fails is left out.
+    async fn store_full(
+        &self,
+        (tenant, kb): (&TenantId, &rag_core::KnowledgeBase),
+        params: &RetrievalParams,
+        index: &Arc<KbIndex>,
+        run: &RunFacts,
+        ctx: &rag_core::SearchCtx,
+        id: PassageId,
+    ) -> Vec<RankedList> {
+        use rag_core::Retriever;
+        let Some(recall) = self.store().store_recall() else {
+            return Vec::new();
+        };
+        let all = index.text_passages().max(1);
+        let mut out = Vec::new();
+        for list in &run.lists {
+            if !recall.serves(list.path) || list.hits.iter().any(|h| h.id == id) {
+                continue;
+            }
+            let path = crate::retrievers::StoreRetriever {
+                recall: recall.clone(),
+                tenant: tenant.clone(),
+                kb: kb.id,
+                index: index.clone(),
+                path: list.path,
+                params: params.clone(),
+                embedder: self.embedder(),
+                hnsw_threshold: self.config().vectors.hnsw_threshold,
+                sentences: self.stored_sentences(tenant, kb.id),
+            };
+            match path.retrieve(&run.analyzed, all, ctx).await {
+                Ok(full) => out.push(full),
+                Err(e) => {
+                    tracing::debug!(path = %list.path, error = %e, "why-not: the path could not be scored again")
+                }
+            }
+        }
+        out
     }
 
     /// The dense path scored with no cut, when it ran and can be scored again.

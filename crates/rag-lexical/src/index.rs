@@ -657,15 +657,20 @@ impl LexicalIndex {
 
     /// The passage as shown with a hit, with `matched` terms highlighted in its body.
     pub fn view(&self, id: PassageId, matched: &[String]) -> Option<PassageView> {
-        let p = self.passage(id)?;
-        Some(PassageView {
-            id,
+        self.passage(id).map(|p| self.view_of(&p, matched))
+    }
+
+    /// The view of a passage this index may not hold (one read from the
+    /// store by id), highlighted with this index's analyzer.
+    pub fn view_of(&self, p: &Passage, matched: &[String]) -> PassageView {
+        PassageView {
+            id: p.id,
             kind: p.kind(),
             title: p.title.clone(),
             body: p.body.clone(),
             source: p.source.clone(),
             highlights: crate::highlight(&self.analyzer, &p.body, matched),
-        })
+        }
     }
 
     /// Average length of each field over the live passages; the last entry
@@ -752,15 +757,37 @@ impl LexicalIndex {
     /// The language of the live text from its Han characters and Latin
     /// letters (a Chinese character weighs about as much as four letters).
     pub(crate) fn corpus_language(&self) -> rag_core::Language {
-        let (han, latin) = self.script;
-        let latin = latin / 4;
-        match (han, latin) {
-            (0, 0) => rag_core::Language::Unknown,
-            _ if han >= 4 * latin => rag_core::Language::Zh,
-            _ if latin >= 4 * han => rag_core::Language::En,
-            _ => rag_core::Language::Mixed,
-        }
+        language_of_script(self.script.0, self.script.1)
     }
+
+    /// This index with the script counts (Han characters, ASCII letters) of
+    /// text it does not hold: an index of a knowledge base's head only,
+    /// whose text a store holds and counts ([`rag_core::RecallHead`]).
+    pub fn with_script(mut self, han: u64, latin: u64) -> Self {
+        self.script = (han, latin);
+        self.language = self.corpus_language();
+        self
+    }
+}
+
+/// The language of text with `han` Han characters and `latin` ASCII letters
+/// (a Chinese character weighs about as much as four letters).
+pub fn language_of_script(han: u64, latin: u64) -> rag_core::Language {
+    let latin = latin / 4;
+    match (han, latin) {
+        (0, 0) => rag_core::Language::Unknown,
+        _ if han >= 4 * latin => rag_core::Language::Zh,
+        _ if latin >= 4 * han => rag_core::Language::En,
+        _ => rag_core::Language::Mixed,
+    }
+}
+
+/// The Han characters and ASCII letters of a passage's match text
+/// ([`PassageTerms::match_text`]), as the index counts them for the
+/// knowledge base's language.
+pub fn script_of(match_text: &str) -> (u32, u32) {
+    let s = crate::segment::Script::of(match_text);
+    (s.han, s.latin)
 }
 
 /// Whether a passage belongs in the text index (searchable chunks and FAQ entries).

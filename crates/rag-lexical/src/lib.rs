@@ -62,6 +62,9 @@ pub use bm25::idf;
 pub use filter::Filter;
 pub use fuzzy::{han_windows, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
 pub use highlight::highlight;
-pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms, SEGMENT_PASSAGES};
+pub use index::{
+    language_of_script, passage_terms, script_of, ApplyReport, LexicalIndex, PassageTerms,
+    SEGMENT_PASSAGES,
+};
 pub use persist::{DecodeError, Manifest, ReadSegment, SegmentFile};
 pub use substring::{SubstringMatch, SubstringPlan, MIN_COVERAGE};

@@ -18,7 +18,8 @@ use tokio_postgres::Transaction;
 /// The analysis the stored rows were made with: this layout's version and
 /// the analyzer's (`rag_text::ANALYZER_VERSION`). When either changes, stores
 /// rebuild each knowledge base's rows when it is next written or searched.
-pub(crate) const LEX_VERSION: i32 = 1000 + rag_text::ANALYZER_VERSION as i32;
+/// (Layout 2000: the script counts of migration 7.)
+pub(crate) const LEX_VERSION: i32 = 2000 + rag_text::ANALYZER_VERSION as i32;
 
 /// The longest lexeme PostgreSQL stores (2 KiB less one); longer tokens are
 /// left out of `lex` (they still count in the field length).
@@ -115,8 +116,9 @@ pub(crate) async fn sync(
             .await
             .map_err(pg)?;
         tx.execute(
-            "INSERT INTO lex_stats (tenant, kb_id, version, n, sum_title, sum_body, sum_tags, sum_grams) VALUES ($1, $2, $3, 0, 0, 0, 0, 0)
-             ON CONFLICT (kb_id) DO UPDATE SET version = excluded.version, n = 0, sum_title = 0, sum_body = 0, sum_tags = 0, sum_grams = 0",
+            "INSERT INTO lex_stats (tenant, kb_id, version, n, sum_title, sum_body, sum_tags, sum_grams, han, latin) VALUES ($1, $2, $3, 0, 0, 0, 0, 0, 0, 0)
+             ON CONFLICT (kb_id) DO UPDATE SET version = excluded.version, n = 0, sum_title = 0, sum_body = 0, sum_tags = 0, sum_grams = 0,
+                                               han = 0, latin = 0",
             &[t, &kb.0, &LEX_VERSION],
         )
         .await
@@ -173,7 +175,7 @@ async fn remove(
         "WITH gone AS (
              DELETE FROM passages p WHERE p.kb_id = $1
                AND (p.grp = ANY($2) OR ($3 AND p.kind = 1 AND NOT EXISTS (SELECT 1 FROM faqs f WHERE f.id = p.grp)))
-             RETURNING p.passage, p.kind, p.lex, p.len_title, p.len_body, p.len_tags, p.len_grams
+             RETURNING p.passage, p.kind, p.lex, p.len_title, p.len_body, p.len_tags, p.len_grams, p.han, p.latin
          ),
          unposted AS (
              DELETE FROM postings po USING gone WHERE po.kb_id = $1 AND po.passage = gone.passage AND gone.kind < 2
@@ -198,9 +200,11 @@ async fn remove(
              RETURNING 1
          )
          UPDATE lex_stats s SET n = s.n - g.n, sum_title = s.sum_title - g.t, sum_body = s.sum_body - g.b,
-                                sum_tags = s.sum_tags - g.c, sum_grams = s.sum_grams - g.g
+                                sum_tags = s.sum_tags - g.c, sum_grams = s.sum_grams - g.g,
+                                han = s.han - g.han, latin = s.latin - g.latin
          FROM (SELECT count(*) AS n, coalesce(sum(len_title), 0) AS t, coalesce(sum(len_body), 0) AS b,
-                      coalesce(sum(len_tags), 0) AS c, coalesce(sum(len_grams), 0) AS g
+                      coalesce(sum(len_tags), 0) AS c, coalesce(sum(len_grams), 0) AS g,
+                      coalesce(sum(han), 0) AS han, coalesce(sum(latin), 0) AS latin
                FROM gone WHERE kind < 2) g
          WHERE s.kb_id = $1",
         &[&kb.0, &groups, &faqs_may_vanish],
@@ -242,6 +246,9 @@ struct LexRows {
     lex: Vec<Option<String>>,
     lens: [Vec<i32>; 4],
     match_text: Vec<String>,
+    /// Han characters and ASCII letters of each match text.
+    han: Vec<i32>,
+    latin: Vec<i32>,
     terms: HashMap<String, TermAdd>,
     postings: Postings,
 }
@@ -301,6 +308,9 @@ impl LexRows {
             for (f, l) in lens.iter().enumerate() {
                 rows.lens[f].push(*l);
             }
+            let (han, latin) = rag_lexical::script_of(&match_text);
+            rows.han.push(han as i32);
+            rows.latin.push(latin as i32);
             rows.match_text.push(match_text);
         }
         rows
@@ -388,14 +398,15 @@ impl LexRows {
             let r = start..(start + BATCH).min(n);
             tx.execute(
                 "INSERT INTO passages (tenant, kb_id, passage, kind, created_at, grp, ordinal, owner, tags_lc, valid_from, valid_until,
-                                       embed_hash, lex, len_title, len_body, len_tags, len_grams, match_text)
+                                       embed_hash, lex, len_title, len_body, len_tags, len_grams, match_text, han, latin)
                  SELECT $1, $2, u.passage, u.kind, u.created_at, u.grp, u.ordinal, u.owner,
                         ARRAY(SELECT jsonb_array_elements_text(u.tags)), u.valid_from, u.valid_until,
-                        u.embed_hash, u.lex::tsvector, u.lt, u.lb, u.lg, u.ln, u.match_text
+                        u.embed_hash, u.lex::tsvector, u.lt, u.lb, u.lg, u.ln, u.match_text, u.han, u.latin
                  FROM unnest($3::text[], $4::smallint[], $5::bigint[], $6::uuid[], $7::integer[], $8::text[], $9::jsonb[],
                              $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::integer[], $15::integer[],
-                             $16::integer[], $17::integer[], $18::text[])
-                      AS u(passage, kind, created_at, grp, ordinal, owner, tags, valid_from, valid_until, embed_hash, lex, lt, lb, lg, ln, match_text)",
+                             $16::integer[], $17::integer[], $18::text[], $19::integer[], $20::integer[])
+                      AS u(passage, kind, created_at, grp, ordinal, owner, tags, valid_from, valid_until, embed_hash, lex, lt, lb, lg, ln,
+                           match_text, han, latin)",
                 &[
                     t,
                     &kb.0,
@@ -415,6 +426,8 @@ impl LexRows {
                     &&self.lens[2][r.clone()],
                     &&self.lens[3][r.clone()],
                     &&self.match_text[r.clone()],
+                    &&self.han[r.clone()],
+                    &&self.latin[r.clone()],
                 ],
             )
             .await
@@ -453,10 +466,20 @@ impl LexRows {
                 .map(|i| i64::from(self.lens[f][*i]))
                 .sum::<i64>()
         };
+        let script = |v: &[i32]| counted.iter().map(|i| i64::from(v[*i])).sum::<i64>();
         tx.execute(
             "UPDATE lex_stats SET n = n + $2, sum_title = sum_title + $3, sum_body = sum_body + $4, sum_tags = sum_tags + $5,
-                                  sum_grams = sum_grams + $6 WHERE kb_id = $1",
-            &[&kb.0, &(counted.len() as i64), &sum(0), &sum(1), &sum(2), &sum(3)],
+                                  sum_grams = sum_grams + $6, han = han + $7, latin = latin + $8 WHERE kb_id = $1",
+            &[
+                &kb.0,
+                &(counted.len() as i64),
+                &sum(0),
+                &sum(1),
+                &sum(2),
+                &sum(3),
+                &script(&self.han),
+                &script(&self.latin),
+            ],
         )
         .await
         .map_err(pg)?;

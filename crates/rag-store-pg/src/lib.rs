@@ -42,6 +42,7 @@
 // vector; only there: cache, lock and schema.
 mod changes;
 mod error;
+mod head;
 mod keys;
 mod lex;
 mod log;

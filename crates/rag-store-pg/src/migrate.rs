@@ -48,6 +48,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "sentence_vectors",
         sql: include_str!("../migrations/0006_sentence_vectors.sql"),
     },
+    Migration {
+        version: 7,
+        name: "scripts",
+        sql: include_str!("../migrations/0007_scripts.sql"),
+    },
 ];
 
 /// The schema version this build needs.

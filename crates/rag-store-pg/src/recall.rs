@@ -123,7 +123,11 @@ fn idf(df: &str) -> String {
 impl PgStore {
     /// Rebuilds the knowledge base's recall rows when they were made by
     /// another analysis or not at all (data from before migration 3).
-    async fn ensure_current(&self, tenant: &TenantId, kb: KbId) -> Result<(), CoreError> {
+    pub(crate) async fn ensure_current(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+    ) -> Result<(), CoreError> {
         {
             let mut conn = self.conn().await?;
             let tx = begin(&mut conn, &tenant.0, false).await?;
@@ -684,6 +688,30 @@ impl StoreRecall for PgStore {
         };
         tx.commit().await.map_err(pg)?;
         Ok(list)
+    }
+
+    async fn head(&self, tenant: &TenantId, kb: KbId) -> Result<rag_core::RecallHead, CoreError> {
+        crate::head::head(self, tenant, kb).await
+    }
+
+    async fn passages(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[PassageId],
+    ) -> Result<Vec<rag_core::Passage>, CoreError> {
+        crate::head::passages(self, tenant, kb, ids).await
+    }
+
+    async fn passages_except(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        viewer: &Viewer,
+        except: &[PassageId],
+        limit: usize,
+    ) -> Result<Vec<PassageId>, CoreError> {
+        crate::head::passages_except(self, tenant, kb, viewer, except, limit).await
     }
 
     async fn vectors(

@@ -23,6 +23,8 @@ pub(crate) struct Scope {
     pub faqs: Vec<uuid::Uuid>,
     /// These facts.
     pub facts: Vec<uuid::Uuid>,
+    /// Every fact (the facts of a knowledge base's head).
+    pub every_fact: bool,
 }
 
 /// Passages of a knowledge base in snapshot order (chunks by document
@@ -65,11 +67,12 @@ pub(crate) async fn passages_of(
             passages.push((Passage::from(faq_from_row(r, kb)?), 0));
         }
     }
-    if all || !scope.facts.is_empty() {
+    let every_fact = all || scope.every_fact;
+    if every_fact || !scope.facts.is_empty() {
         let rows = tx
             .query(
                 &format!("SELECT {FACT_COLUMNS} FROM facts WHERE kb_id = $1 AND ($2 OR id = ANY($3)) ORDER BY id"),
-                &[&kb.0, &all, &scope.facts],
+                &[&kb.0, &every_fact, &scope.facts],
             )
             .await
             .map_err(pg)?;

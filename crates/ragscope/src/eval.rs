@@ -349,11 +349,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             Some(Err(e)) => anyhow::bail!("the vectors could not be loaded: {e}"),
             // The store searches the vectors itself: every passage must have one.
             None if index.space.is_some() && engine.store().store_recall().is_some() => {
-                let searchable = index
-                    .lexical
-                    .passage_metas()
-                    .filter(|p| p.searchable)
-                    .count();
+                let searchable = index.text_passages();
                 if index.vectors < searchable {
                     anyhow::bail!("{} of {searchable} passages have no vector; refusing to report dense figures", searchable - index.vectors);
                 }
@@ -375,12 +371,6 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 .map_err(|e| UserFacing(format!("{}: {e}", path.display())))?,
         )),
         None => None,
-    };
-    let source_of = |id: PassageId| {
-        index
-            .lexical
-            .passage_meta(id)
-            .and_then(|p| p.source.clone())
     };
     let mut sum = Metrics::default();
     let mut evaluated = 0usize;
@@ -428,6 +418,25 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 &mut watch,
             )
             .await;
+        // The sources of the passages reported (read from the store when it
+        // holds the text).
+        let wanted: Vec<PassageId> = match &result {
+            Ok(run) => {
+                let listed = run.lists.iter().flat_map(|l| l.hits.iter().map(|h| h.id));
+                run.fused
+                    .hits
+                    .iter()
+                    .map(|h| h.id)
+                    .chain(listed.filter(|_| dump.is_some()))
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        let passages = engine
+            .passages_by_id((&tenant, kb.id), &index, wanted)
+            .await
+            .map_err(core_err)?;
+        let source_of = |id: PassageId| passages.get(&id).and_then(|p| p.source.clone());
         if let (Some(out), Ok(run)) = (dump.as_mut(), &result) {
             let lists: serde_json::Map<String, serde_json::Value> = run
                 .lists

@@ -20,6 +20,7 @@ use rag_core::{
 use rag_engine::QueryOptions;
 use rag_store::OpenMode;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Reads one metric of a question's result.
@@ -208,15 +209,8 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
     };
     let index = engine.index(&tenant, &kb).await.map_err(core_err)?;
     // The names a passage answers to: its id, its entry or chunk uuid, its
-    // document's id and its source.
-    let keys_of = |id: PassageId| -> Vec<String> {
-        let p = index.lexical.passage_meta(id);
-        passage_keys(
-            id,
-            p.and_then(|p| p.doc),
-            p.and_then(|p| p.source.as_deref()),
-        )
-    };
+    // document's id and its source; gathered for every listed passage.
+    let mut keys: HashMap<PassageId, Vec<String>> = HashMap::new();
     let mut samples = Vec::with_capacity(golden.len());
     for g in &golden {
         let request = QueryRequest {
@@ -255,6 +249,24 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
             Err(e) if e.is_user_error() => Vec::new(),
             Err(e) => return Err(core_err(e)),
         };
+        let new: Vec<PassageId> = lists
+            .iter()
+            .flat_map(|l| l.hits.iter().map(|h| h.id))
+            .filter(|id| !keys.contains_key(id))
+            .collect();
+        let passages = engine
+            .passages_by_id((&tenant, kb.id), &index, new.iter().copied())
+            .await
+            .map_err(core_err)?;
+        for id in new {
+            let p = passages.get(&id);
+            let named = passage_keys(
+                id,
+                p.and_then(|p| p.doc),
+                p.and_then(|p| p.source.as_deref()),
+            );
+            keys.insert(id, named);
+        }
         samples.push(Sample {
             expected: g.expected.clone(),
             lists,
@@ -267,6 +279,11 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
             .any(|l| l.path == PathKind::Dense && !l.hits.is_empty())
     });
     let grid = candidates(&current.fusion, dense);
+    let keys_of = |id: PassageId| -> Vec<String> {
+        keys.get(&id)
+            .cloned()
+            .unwrap_or_else(|| passage_keys(id, None, None))
+    };
 
     // metrics[candidate][question]
     let metrics: Vec<Vec<Metrics>> = grid

@@ -507,3 +507,125 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
     assert!(fed_back > 0, "no query was matched against FAQ entries");
     assert!(rescored > 0, "no dense list was rescored by sentences");
 }
+
+/// What a test compares of a query's events: the language and tokens, each
+/// path's passages as shown (titles, bodies, highlights), the packed
+/// context, and the answer with its citations; scores and times are left
+/// out (PostgreSQL sums in double precision).
+fn shown(events: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for e in events {
+        match e["type"].as_str().unwrap_or_default() {
+            "query_analyzed" => out.push(serde_json::json!([e["language"], e["tokens"]])),
+            "recall" => out.push(serde_json::json!([e["list"]["path"], e["passages"]])),
+            "context_assembled" => {
+                let sources: Vec<_> = e["sources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| serde_json::json!([s["n"], s["passage"]]))
+                    .collect();
+                out.push(serde_json::json!(["context", sources, e["dropped"]]));
+            }
+            "answered" => out.push(serde_json::json!([
+                e["text"],
+                e["language"],
+                e["kb_miss"],
+                e["cited"],
+                e["support"]
+            ])),
+            _ => {}
+        }
+    }
+    // Paths finish in any order.
+    out.sort_by_key(|v| v.to_string());
+    out
+}
+
+/// An engine over PostgreSQL keeps no knowledge base's text (it reads the
+/// head of each commit: facts, synonyms, dictionary, counts) and reads the
+/// passages it shows by id; what a query shows and what "why not this
+/// one?" says are the embedded store's.
+#[test]
+fn what_a_query_shows_from_postgres_is_what_the_embedded_store_shows() {
+    let admin = admin_url();
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let (app, tenant) = demo_into_postgres(&dir, &admin, "shown");
+    let query = |pg: bool, args: &[&str]| {
+        let mut c = cmd(&data);
+        if pg {
+            c.env("RAGSCOPE_STORE", &app)
+                .env("RAGSCOPE_TENANT", &tenant);
+        }
+        c.args(["--embedder", "none", "--log-level", "rag_engine=debug"])
+            .args(["query", "--kb", "demo", "--json"])
+            .args(["--paths", "bm25,substring,fuzzy,synonym,fact"])
+            .args(args);
+        ok(c)
+    };
+    let events = |out: &Run| -> Vec<serde_json::Value> {
+        out.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    for q in [
+        "怎么申请退款",
+        "How do I reset my password?",
+        "營業時間",
+        "退宽",
+        "配送要多久",
+    ] {
+        let (embedded, postgres) = (query(false, &[q]), query(true, &[q]));
+        assert!(
+            postgres.stderr.contains("read the head") && !postgres.stderr.contains("built indexes"),
+            "{q}: the engine over PostgreSQL builds no text index: {}",
+            postgres.stderr
+        );
+        let (want, got) = (shown(&events(&embedded)), shown(&events(&postgres)));
+        assert!(
+            want.iter().any(|v| v[0] == "context"),
+            "{q}: a context was packed"
+        );
+        assert_eq!(
+            got, want,
+            "{q}: PostgreSQL shows what the embedded store shows"
+        );
+    }
+
+    // "Why not?" for an entry some paths return and others do not: the
+    // store scores the paths again, to every passage.
+    let q = "怎么申请退款";
+    let fused = events(&query(false, &[q]))
+        .into_iter()
+        .find(|e| e["type"] == "fused")
+        .unwrap();
+    let hits = fused["hits"].as_array().unwrap();
+    let last = &hits[hits.len() - 1]["id"];
+    let id = format!(
+        "{}:{}",
+        last["kind"].as_str().unwrap(),
+        last["id"].as_str().unwrap()
+    );
+    let verdicts = |pg: bool| {
+        let w: serde_json::Value =
+            serde_json::from_str(query(pg, &[q, "--why-not", &id]).stdout.trim()).unwrap();
+        let paths: Vec<_> = w["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| serde_json::json!([p["path"], p["status"], p["rank"], p["missing_terms"]]))
+            .collect();
+        (w["fused_rank"].clone(), paths)
+    };
+    let (want, got) = (verdicts(false), verdicts(true));
+    assert!(
+        want.1.iter().any(|p| p[1] != "returned"),
+        "some path did not return {id}: {want:?}"
+    );
+    assert_eq!(
+        got, want,
+        "why not {id}: the same verdicts from both stores"
+    );
+}

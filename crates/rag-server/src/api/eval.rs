@@ -198,7 +198,7 @@ fn resolve(
 async fn score_question(
     state: &AppState,
     caller: &Caller,
-    kb: &str,
+    (kb, kb_id): (&str, rag_core::KbId),
     index: &KbIndex,
     row: &GoldenRow,
     overrides: &RetrievalOverrides,
@@ -232,8 +232,12 @@ async fn score_question(
             .map(|h| h.id)
             .filter(|id| !head.contains(id)),
     );
+    let passages = state
+        .engine
+        .passages_by_id((&caller.tenant, kb_id), index, ids.iter().copied())
+        .await?;
     let keys_of = |id: PassageId| {
-        let p = index.lexical.passage_meta(id);
+        let p = passages.get(&id);
         passage_keys(
             id,
             p.and_then(|p| p.doc),
@@ -298,6 +302,7 @@ pub(super) async fn run_eval(
     let settings_a = resolve("a", &body.a, base)?;
     let settings_b = body.b.as_ref().map(|b| resolve("b", b, base)).transpose()?;
     let index = state.engine.index(&caller.tenant, &kb_row).await?;
+    let kb_id = kb_row.id;
     // In the golden set's order; the first failure ends the run (the
     // questions still running are dropped, which cancels them). Each
     // question's future owns what it reads, so the stream is `Send`.
@@ -313,9 +318,11 @@ pub(super) async fn run_eval(
             );
             async move {
                 let (a, b) = &*sides;
-                let sa = score_question(&state, &caller, &kb, &index, &row, a).await?;
+                let sa = score_question(&state, &caller, (&kb, kb_id), &index, &row, a).await?;
                 let sb = match b {
-                    Some(b) => Some(score_question(&state, &caller, &kb, &index, &row, b).await?),
+                    Some(b) => {
+                        Some(score_question(&state, &caller, (&kb, kb_id), &index, &row, b).await?)
+                    }
                     None => None,
                 };
                 Ok::<_, ApiError>(EvalQuery {
