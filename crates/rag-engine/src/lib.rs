@@ -43,6 +43,7 @@ mod ingest;
 mod ingest_batch;
 mod intents;
 mod job;
+mod kb_index;
 mod lambda;
 mod manage;
 mod mapped;

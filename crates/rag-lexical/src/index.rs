@@ -757,7 +757,7 @@ impl LexicalIndex {
     /// The language of the live text from its Han characters and Latin
     /// letters (a Chinese character weighs about as much as four letters).
     pub(crate) fn corpus_language(&self) -> rag_core::Language {
-        language_of_script(self.script.0, self.script.1)
+        crate::language::language_of_script(self.script.0, self.script.1)
     }
 
     /// This index with the script counts (Han characters, ASCII letters) of
@@ -768,26 +768,6 @@ impl LexicalIndex {
         self.language = self.corpus_language();
         self
     }
-}
-
-/// The language of text with `han` Han characters and `latin` ASCII letters
-/// (a Chinese character weighs about as much as four letters).
-pub fn language_of_script(han: u64, latin: u64) -> rag_core::Language {
-    let latin = latin / 4;
-    match (han, latin) {
-        (0, 0) => rag_core::Language::Unknown,
-        _ if han >= 4 * latin => rag_core::Language::Zh,
-        _ if latin >= 4 * han => rag_core::Language::En,
-        _ => rag_core::Language::Mixed,
-    }
-}
-
-/// The Han characters and ASCII letters of a passage's match text
-/// ([`PassageTerms::match_text`]), as the index counts them for the
-/// knowledge base's language.
-pub fn script_of(match_text: &str) -> (u32, u32) {
-    let s = crate::segment::Script::of(match_text);
-    (s.han, s.latin)
 }
 
 /// Whether a passage belongs in the text index (searchable chunks and FAQ entries).

@@ -43,6 +43,7 @@ mod filter;
 mod fuzzy;
 mod highlight;
 mod index;
+mod language;
 mod lists;
 mod maxscore;
 mod memory;
@@ -62,9 +63,7 @@ pub use bm25::idf;
 pub use filter::Filter;
 pub use fuzzy::{han_windows, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
 pub use highlight::highlight;
-pub use index::{
-    language_of_script, passage_terms, script_of, ApplyReport, LexicalIndex, PassageTerms,
-    SEGMENT_PASSAGES,
-};
+pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms, SEGMENT_PASSAGES};
+pub use language::{language_of_script, script_of};
 pub use persist::{DecodeError, Manifest, ReadSegment, SegmentFile};
 pub use substring::{SubstringMatch, SubstringPlan, MIN_COVERAGE};
