@@ -5,8 +5,7 @@
 
 use crate::error::pg;
 use crate::open::{begin, owned, PgStore};
-use crate::rows::{fact_from_row, faq_from_row, space_of, FACT_COLUMNS, FAQ_COLUMNS};
-use crate::snapshot::CHUNK_PASSAGE_COLUMNS;
+use crate::rows::{fact_from_row, faq_from_row, space_of, FACT_COLUMNS};
 use crate::snapshot::{chunk_passage, passages_of, synonyms, user_words, Scope};
 use rag_core::{CoreError, KbId, KbSnapshot, Passage, PassageId, RecallHead, TenantId, Viewer};
 
@@ -74,6 +73,14 @@ pub(crate) async fn head(
     })
 }
 
+/// Chunks by id (`$1`) of a knowledge base (`$2`), as passages.
+pub const CHUNKS_BY_ID_SQL: &str = "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner
+     FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ANY($1) AND c.kb_id = $2";
+
+/// FAQ entries by id (`$1`) of a knowledge base (`$2`).
+pub const FAQS_BY_ID_SQL: &str = "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
+     FROM faqs WHERE id = ANY($1) AND kb_id = $2";
+
 /// [`rag_core::StoreRecall::passages`]: one statement per kind, each
 /// through its table's primary key.
 pub(crate) async fn passages(
@@ -99,13 +106,7 @@ pub(crate) async fn passages(
     owned(&tx, tenant, kb).await?;
     if !chunks.is_empty() {
         let rows = tx
-            .query(
-                &format!(
-                    "SELECT {CHUNK_PASSAGE_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id
-                     WHERE c.id = ANY($1) AND c.kb_id = $2"
-                ),
-                &[&chunks, &kb.0],
-            )
+            .query(CHUNKS_BY_ID_SQL, &[&chunks, &kb.0])
             .await
             .map_err(pg)?;
         for r in &rows {
@@ -114,10 +115,7 @@ pub(crate) async fn passages(
     }
     if !faqs.is_empty() {
         let rows = tx
-            .query(
-                &format!("SELECT {FAQ_COLUMNS} FROM faqs WHERE id = ANY($1) AND kb_id = $2"),
-                &[&faqs, &kb.0],
-            )
+            .query(FAQS_BY_ID_SQL, &[&faqs, &kb.0])
             .await
             .map_err(pg)?;
         for r in &rows {

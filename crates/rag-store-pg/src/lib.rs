@@ -66,8 +66,10 @@ pub use migrate::{
 pub use open::{parse_config, probe, PgStore, ServerProbe, DEFAULT_POOL_SIZE};
 pub use recall::HNSW_EF_SEARCH;
 
-/// The documents listing's SQL, for the tests that check its query plans.
+/// The documents listing's SQL and the passages read by id, for the tests
+/// that check their query plans.
 pub mod read_sql {
+    pub use crate::head::{CHUNKS_BY_ID_SQL, FAQS_BY_ID_SQL};
     pub use crate::read::{COUNT_ALL_SQL, COUNT_VISIBLE_SQL, PAGE_BY_SOURCE_SQL, PAGE_SQL};
 }
 pub use tls::{PgConfig, TlsMode};

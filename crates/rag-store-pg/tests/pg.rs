@@ -873,12 +873,25 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
         .await;
         let all = app_plan(&db, rag_store_pg::read_sql::COUNT_ALL_SQL, &[&kb.0]).await;
         let visible = app_plan(&db, rag_store_pg::read_sql::COUNT_VISIBLE_SQL, &[&kb.0, &owner]).await;
-        eprintln!("page:\n{page}\n\nby source:\n{by_source}\n\ncount:\n{all}\n\nvisible:\n{visible}");
+        // The passages a query shows, read by id (an engine over this store
+        // holds no text).
+        let some: Vec<uuid::Uuid> = admin
+            .query("SELECT id FROM ragscope.chunks WHERE kb_id = $1 LIMIT 40", &[&kb.0])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let chunks = app_plan(&db, rag_store_pg::read_sql::CHUNKS_BY_ID_SQL, &[&some, &kb.0]).await;
+        let faqs = app_plan(&db, rag_store_pg::read_sql::FAQS_BY_ID_SQL, &[&some, &kb.0]).await;
+        eprintln!("page:\n{page}\n\nby source:\n{by_source}\n\ncount:\n{all}\n\nvisible:\n{visible}\n\nchunks by id:\n{chunks}");
         for (what, plan, index) in [
             ("page", &page, "documents_by_kb"),
             ("page", &page, "chunks_by_doc"),
             ("page of a source", &by_source, "documents_by_source"),
             ("visible count", &visible, "documents_restricted"),
+            ("chunks by id", &chunks, "chunks_pkey"),
+            ("chunks by id", &chunks, "documents_pkey"),
         ] {
             assert!(plan.contains(index), "{what}: no {index} in\n{plan}");
         }
@@ -887,6 +900,8 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
             ("page of a source", &by_source),
             ("count", &all),
             ("visible count", &visible),
+            ("chunks by id", &chunks),
+            ("FAQ entries by id", &faqs),
         ] {
             assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan in\n{plan}");
         }
