@@ -419,6 +419,18 @@ pub trait StoreRead: Send + Sync {
     async fn kb_seq(&self, tenant: &TenantId, kb: KbId) -> Result<u64>;
     /// Everything the indexes of a knowledge base are built from.
     async fn snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot>;
+    /// The snapshot's lexicon only: its commit, facts (as passages), synonym
+    /// groups, dictionary and embedding space, without text passages or
+    /// vectors, so that reading it costs nothing like the corpus. By
+    /// default cut from the whole snapshot.
+    async fn lexicon_snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot> {
+        let mut snapshot = self.snapshot(tenant, kb).await?;
+        snapshot
+            .passages
+            .retain(|p| p.kind() == crate::model::PassageKind::Fact);
+        snapshot.vectors = Vec::new();
+        Ok(snapshot)
+    }
     /// What the engine's in-memory indexes are built from, with the number
     /// of stored vectors. A store that searches vectors itself (see
     /// [`StoreRead::store_recall`]) leaves `vectors` empty; by default the

@@ -353,7 +353,7 @@ impl Engine {
         groups: Vec<SynonymGroup>,
     ) -> Result<usize, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
-        let existing = self.store().snapshot(tenant, kb.id).await?.synonyms;
+        let existing = self.store().lexicon_snapshot(tenant, kb.id).await?.synonyms;
         let ops: Vec<WriteOp> = groups
             .into_iter()
             .filter(|g| !existing.contains(g))
@@ -374,7 +374,7 @@ impl Engine {
         facts: Vec<(String, String, Vec<String>)>,
     ) -> Result<usize, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
-        let snapshot = self.store().snapshot(tenant, kb.id).await?;
+        let snapshot = self.store().lexicon_snapshot(tenant, kb.id).await?;
         let mut ops: Vec<WriteOp> = Vec::new();
         for (key, value, key_synonyms) in facts {
             let existing = snapshot.passages.iter().find_map(|p| match p.id {

@@ -345,7 +345,7 @@ impl Engine {
     /// Synonyms, dictionary words and facts of a knowledge base.
     pub async fn lexicon(&self, tenant: &TenantId, kb_name: &str) -> Result<Lexicon, CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
-        let snapshot = self.store().snapshot(tenant, kb.id).await?;
+        let snapshot = self.store().lexicon_snapshot(tenant, kb.id).await?;
         let facts = snapshot
             .passages
             .iter()

@@ -8,6 +8,7 @@ use crate::open::{begin, owned, PgStore};
 use crate::rows::{fact_from_row, faq_from_row, space_of, FACT_COLUMNS};
 use crate::snapshot::{chunk_passage, passages_of, synonyms, user_words, Scope};
 use rag_core::{CoreError, KbId, KbSnapshot, Passage, PassageId, RecallHead, TenantId, Viewer};
+use tokio_postgres::Transaction;
 
 /// [`rag_core::StoreRecall::head`].
 pub(crate) async fn head(
@@ -22,25 +23,7 @@ pub(crate) async fn head(
     // One repeatable-read transaction: every part is of the same commit.
     let tx = begin(&mut conn, &tenant.0, true).await?;
     owned(&tx, tenant, kb).await?;
-    let kb_row = tx
-        .query_one(
-            "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
-            &[&kb.0],
-        )
-        .await
-        .map_err(pg)?;
-    let facts = passages_of(
-        &tx,
-        kb,
-        &Scope {
-            every_fact: true,
-            ..Default::default()
-        },
-    )
-    .await?
-    .into_iter()
-    .map(|(p, _)| p)
-    .collect();
+    let snapshot = lexicon(&tx, kb).await?;
     let stats = tx
         .query_opt(
             "SELECT n, han, latin FROM lex_stats WHERE kb_id = $1",
@@ -56,20 +39,58 @@ pub(crate) async fn head(
         .await
         .map_err(pg)?
         .get(0);
-    let snapshot = KbSnapshot {
-        seq: kb_row.get::<_, i64>(0) as u64,
-        passages: facts,
-        synonyms: synonyms(&tx, kb).await?,
-        user_words: user_words(&tx, kb).await?,
-        space: space_of(kb_row.get(1), kb_row.get(2)),
-        vectors: Vec::new(),
-    };
     tx.commit().await.map_err(pg)?;
     Ok(RecallHead {
         snapshot,
         passages: passages.max(0) as usize,
         vectors: vectors.max(0) as usize,
         script: (han.max(0) as u64, latin.max(0) as u64),
+    })
+}
+
+/// [`rag_core::StoreRead::lexicon_snapshot`].
+pub(crate) async fn lexicon_snapshot(
+    store: &PgStore,
+    tenant: &TenantId,
+    kb: KbId,
+) -> Result<KbSnapshot, CoreError> {
+    let mut conn = store.conn().await?;
+    let tx = begin(&mut conn, &tenant.0, true).await?;
+    owned(&tx, tenant, kb).await?;
+    let snapshot = lexicon(&tx, kb).await?;
+    tx.commit().await.map_err(pg)?;
+    Ok(snapshot)
+}
+
+/// The commit, facts, synonym groups, dictionary and embedding space of a
+/// knowledge base, read in `tx`.
+async fn lexicon(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, CoreError> {
+    let kb_row = tx
+        .query_one(
+            "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
+            &[&kb.0],
+        )
+        .await
+        .map_err(pg)?;
+    let facts = passages_of(
+        tx,
+        kb,
+        &Scope {
+            every_fact: true,
+            ..Default::default()
+        },
+    )
+    .await?
+    .into_iter()
+    .map(|(p, _)| p)
+    .collect();
+    Ok(KbSnapshot {
+        seq: kb_row.get::<_, i64>(0) as u64,
+        passages: facts,
+        synonyms: synonyms(tx, kb).await?,
+        user_words: user_words(tx, kb).await?,
+        space: space_of(kb_row.get(1), kb_row.get(2)),
+        vectors: Vec::new(),
     })
 }
 

@@ -103,6 +103,10 @@ impl StoreRead for PgStore {
         crate::snapshot::snapshot(self, tenant, kb).await
     }
 
+    async fn lexicon_snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot, CoreError> {
+        crate::head::lexicon_snapshot(self, tenant, kb).await
+    }
+
     async fn index_snapshot(
         &self,
         tenant: &TenantId,

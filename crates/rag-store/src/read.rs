@@ -136,6 +136,10 @@ impl StoreRead for EmbeddedStore {
         crate::snapshot::snapshot(self, tenant, kb).await
     }
 
+    async fn lexicon_snapshot(&self, tenant: &TenantId, kb: KbId) -> Result<KbSnapshot, CoreError> {
+        crate::snapshot::lexicon_snapshot(self, tenant, kb).await
+    }
+
     async fn index_snapshot_streamed(
         &self,
         tenant: &TenantId,

@@ -29,6 +29,21 @@ pub(crate) async fn snapshot(
         .await
 }
 
+/// [`rag_core::StoreRead::lexicon_snapshot`]: one read transaction.
+pub(crate) async fn lexicon_snapshot(
+    store: &EmbeddedStore,
+    tenant: &TenantId,
+    kb: KbId,
+) -> Result<KbSnapshot, CoreError> {
+    let tenant = tenant.clone();
+    store
+        .with_read(move |c| {
+            owned(c, &tenant, kb)?;
+            head(c, kb, false)
+        })
+        .await
+}
+
 /// [`rag_core::StoreRead::index_snapshot_streamed`]: one read transaction,
 /// the chunks sent `batch` at a time as their rows are read.
 pub(crate) async fn index_snapshot_streamed(
@@ -48,7 +63,7 @@ pub(crate) async fn index_snapshot_streamed(
 }
 
 fn load_snapshot(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
-    let mut snapshot = head(conn, kb)?;
+    let mut snapshot = head(conn, kb, true)?;
     let mut passages = Vec::new();
     each_chunk(conn, kb, |p| {
         passages.push(p);
@@ -71,7 +86,7 @@ fn stream_snapshot(
             .send(part)
             .map_err(|_| CoreError::Store("the snapshot's receiver is gone".into()))
     };
-    let head = head(conn, kb)?;
+    let head = head(conn, kb, true)?;
     let vectors = head.vectors.len();
     send(SnapshotPart::Head(head))?;
     let mut part = Vec::with_capacity(batch);
@@ -104,8 +119,8 @@ fn stream_snapshot(
 }
 
 /// A snapshot without its text passages: the commit, the facts (as
-/// passages), the vectors, the dictionary and the synonyms.
-fn head(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
+/// passages), the vectors (when asked for), the dictionary and the synonyms.
+fn head(conn: &Connection, kb: KbId, with_vectors: bool) -> Result<KbSnapshot, CoreError> {
     let kb_s = kb.to_string();
     let seq: i64 = conn
         .query_row("SELECT seq FROM kbs WHERE id = ?1", [&kb_s], |r| r.get(0))
@@ -121,13 +136,17 @@ fn head(conn: &Connection, kb: KbId) -> Result<KbSnapshot, CoreError> {
         passages.push(Passage::from(fact_from_row(r, kb)?));
     }
 
-    let mut stmt = conn
-        .prepare("SELECT passage, text_hash, vector FROM vectors WHERE kb_id = ?1 ORDER BY passage")
-        .map_err(sql)?;
-    let mut rows = stmt.query([&kb_s]).map_err(sql)?;
     let mut vectors = Vec::new();
-    while let Some(r) = rows.next().map_err(sql)? {
-        vectors.push(vector_from_row(r)?);
+    if with_vectors {
+        let mut stmt = conn
+            .prepare(
+                "SELECT passage, text_hash, vector FROM vectors WHERE kb_id = ?1 ORDER BY passage",
+            )
+            .map_err(sql)?;
+        let mut rows = stmt.query([&kb_s]).map_err(sql)?;
+        while let Some(r) = rows.next().map_err(sql)? {
+            vectors.push(vector_from_row(r)?);
+        }
     }
     Ok(KbSnapshot {
         seq: seq as u64,

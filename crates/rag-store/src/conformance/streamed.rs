@@ -1,6 +1,7 @@
-//! The conformance script's check of a streamed snapshot: the same
-//! passages as the whole snapshot, in parts, ending with `End`, and
-//! nothing for another tenant.
+//! The conformance script's check of a streamed snapshot (the same
+//! passages as the whole snapshot, in parts, ending with `End`) and of the
+//! lexicon snapshot (the whole one's facts, synonyms, dictionary and space,
+//! no text and no vector); nothing for another tenant.
 
 use super::*;
 
@@ -42,4 +43,33 @@ pub(super) async fn check<S: Store>(
     let refused = store.index_snapshot_streamed(b, kb.id, 2, tx).await;
     assert!(refused.is_err());
     assert_eq!(received.join().unwrap(), 0);
+
+    let whole = store.snapshot(a, kb.id).await.unwrap();
+    let lexicon = store.lexicon_snapshot(a, kb.id).await.unwrap();
+    let facts: Vec<&Passage> = whole
+        .passages
+        .iter()
+        .filter(|p| p.kind() == PassageKind::Fact)
+        .collect();
+    assert!(!facts.is_empty(), "the script has facts by now");
+    assert_eq!(lexicon.passages.iter().collect::<Vec<_>>(), facts);
+    assert_eq!(
+        (
+            &lexicon.synonyms,
+            &lexicon.user_words,
+            &lexicon.space,
+            lexicon.seq
+        ),
+        (&whole.synonyms, &whole.user_words, &whole.space, whole.seq)
+    );
+    assert!(lexicon.vectors.is_empty());
+    t.push(
+        "lexicon snapshot: facts, synonym groups, words",
+        (
+            facts.len(),
+            lexicon.synonyms.len(),
+            lexicon.user_words.len(),
+        ),
+    );
+    assert!(store.lexicon_snapshot(b, kb.id).await.is_err());
 }
