@@ -8,11 +8,11 @@ use rag_core::{
     Store, TenantId, UserError,
 };
 use rag_lexical::LexicalIndex;
-
-pub use crate::kb_index::KbIndex;
 use rag_text::Analyzer;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+pub use crate::kb_index::KbIndex;
 
 /// Implementations the engine works with, as trait objects.
 #[derive(Clone)]

@@ -64,7 +64,7 @@ pub(crate) async fn lexicon_snapshot(
 
 /// The commit, facts, synonym groups, dictionary and embedding space of a
 /// knowledge base, read in `tx`.
-async fn lexicon(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, CoreError> {
+pub(crate) async fn lexicon(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot, CoreError> {
     let kb_row = tx
         .query_one(
             "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
@@ -189,10 +189,6 @@ pub(crate) async fn passages_except(
         .map_err(pg)?;
     tx.commit().await.map_err(pg)?;
     rows.iter()
-        .map(|r| {
-            let text: &str = r.get(0);
-            PassageId::parse(text)
-                .ok_or_else(|| crate::error::corrupt("passages", "passage", text.to_owned()))
-        })
+        .map(|r| crate::recall::passage_id(r.get(0)))
         .collect()
 }

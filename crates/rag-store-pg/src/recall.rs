@@ -105,7 +105,7 @@ fn like_anywhere(text: &str) -> String {
     s
 }
 
-fn passage_id(text: &str) -> Result<PassageId, CoreError> {
+pub(crate) fn passage_id(text: &str) -> Result<PassageId, CoreError> {
     PassageId::parse(text)
         .ok_or_else(|| crate::error::corrupt("passages", "passage", text.to_owned()))
 }

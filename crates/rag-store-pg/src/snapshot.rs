@@ -4,7 +4,7 @@
 
 use crate::error::{corrupt, pg};
 use crate::open::{begin, owned, PgStore};
-use crate::rows::{fact_from_row, faq_from_row, json, space_of, FACT_COLUMNS, FAQ_COLUMNS};
+use crate::rows::{fact_from_row, faq_from_row, json, FACT_COLUMNS, FAQ_COLUMNS};
 use crate::vector::VectorOwned;
 use rag_core::{
     ChunkId, CoreError, DocId, KbId, KbSnapshot, Passage, PassageId, PassageVector, SynonymGroup,
@@ -186,16 +186,9 @@ async fn load_snapshot(
     kb: KbId,
     with_vectors: bool,
 ) -> Result<KbSnapshot, CoreError> {
-    let kb_row = tx
-        .query_one(
-            "SELECT seq, embed_model, embed_dims FROM kbs WHERE id = $1",
-            &[&kb.0],
-        )
-        .await
-        .map_err(pg)?;
-    let seq: i64 = kb_row.get(0);
-    let space = space_of(kb_row.get(1), kb_row.get(2));
-    let passages = passages_of(
+    // Every passage replaces the lexicon's facts (the list ends with them).
+    let mut snapshot = crate::head::lexicon(tx, kb).await?;
+    snapshot.passages = passages_of(
         tx,
         kb,
         &Scope {
@@ -207,8 +200,6 @@ async fn load_snapshot(
     .into_iter()
     .map(|(p, _)| p)
     .collect();
-    let synonyms = synonyms(tx, kb).await?;
-    let user_words = user_words(tx, kb).await?;
     let mut vectors = Vec::new();
     let rows = if with_vectors {
         tx.query(
@@ -233,12 +224,6 @@ async fn load_snapshot(
             vector: vector.0,
         });
     }
-    Ok(KbSnapshot {
-        seq: seq as u64,
-        passages,
-        synonyms,
-        user_words,
-        space,
-        vectors,
-    })
+    snapshot.vectors = vectors;
+    Ok(snapshot)
 }
