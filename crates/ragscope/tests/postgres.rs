@@ -119,10 +119,18 @@ impl Drop for Served {
 }
 
 fn serve(data: &std::path::Path, app: &str) -> Served {
+    serve_store(data, Some(app))
+}
+
+/// A `ragscope serve` child over `app` (PostgreSQL), or over `data` (the
+/// embedded store) when `None`.
+fn serve_store(data: &std::path::Path, app: Option<&str>) -> Served {
     use std::io::BufRead;
     let mut c = cmd(data);
-    c.env("RAGSCOPE_STORE", app)
-        .env("RAGSCOPE_EMBEDDER__KIND", "none");
+    if let Some(app) = app {
+        c.env("RAGSCOPE_STORE", app);
+    }
+    c.env("RAGSCOPE_EMBEDDER__KIND", "none");
     c.args(["serve", "--open", "--addr", "127.0.0.1:0"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
@@ -628,4 +636,74 @@ fn what_a_query_shows_from_postgres_is_what_the_embedded_store_shows() {
         got, want,
         "why not {id}: the same verdicts from both stores"
     );
+}
+
+/// The insights page's list of passages no logged question retrieved: over
+/// PostgreSQL the store lists them (the server holds no passage), and it is
+/// the embedded store's list.
+#[test]
+fn passages_never_retrieved_are_listed_by_postgres_as_by_the_embedded_store() {
+    let admin = admin_url();
+    let dir = demo_data();
+    let data = data_of(&dir);
+    let mut c = cmd(&data);
+    c.args(["migrate", "--admin-url", &admin]);
+    ok(c);
+    let file = dir.path().join("demo.jsonl");
+    let mut c = cmd(&data);
+    c.args(["export", "--kb", "demo", "--out"]).arg(&file);
+    ok(c);
+    // Into the tenant an open server serves, under a name of its own.
+    let app = app_url(&admin);
+    let kb = unique("insights");
+    let mut c = cmd(&data);
+    c.env("RAGSCOPE_STORE", &app)
+        .args(["import", "--as", &kb])
+        .arg(&file);
+    ok(c);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let never = |server: &Served, kb: &str| {
+        rt.block_on(async {
+            for q in ["怎么申请退款", "营业时间"] {
+                let res = http
+                    .post(format!("{}/api/v1/kbs/{kb}/query/sync", server.url))
+                    .json(&serde_json::json!({ "query": q }))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(res.status().as_u16(), 200);
+            }
+            let a: serde_json::Value = http
+                .get(format!("{}/api/v1/kbs/{kb}/analytics", server.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(a["queries"], 2, "{a}");
+            let mut listed: Vec<(String, String)> = a["never_retrieved"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| (n["id"].to_string(), n["title"].as_str().unwrap().to_owned()))
+                .collect();
+            listed.sort();
+            listed
+        })
+    };
+    let postgres = {
+        let server = serve_store(&data, Some(&app));
+        never(&server, &kb)
+    };
+    let embedded = {
+        let server = serve_store(&data, None);
+        never(&server, "demo")
+    };
+    assert!(!embedded.is_empty() && embedded.iter().all(|(_, t)| !t.is_empty()));
+    assert_eq!(postgres, embedded, "the same passages were never retrieved");
 }
