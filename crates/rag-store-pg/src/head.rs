@@ -5,8 +5,10 @@
 
 use crate::error::pg;
 use crate::open::{begin, owned, PgStore};
-use crate::rows::{fact_from_row, faq_from_row, space_of, FACT_COLUMNS};
-use crate::snapshot::{chunk_passage, passages_of, synonyms, user_words, Scope};
+use crate::rows::{fact_from_row, faq_from_row, space_of, FACT_COLUMNS, FAQ_COLUMNS};
+use crate::snapshot::{
+    chunk_passage, passages_of, synonyms, user_words, Scope, CHUNK_PASSAGE_COLUMNS,
+};
 use rag_core::{CoreError, KbId, KbSnapshot, Passage, PassageId, RecallHead, TenantId, Viewer};
 use tokio_postgres::Transaction;
 
@@ -95,12 +97,17 @@ pub(crate) async fn lexicon(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot
 }
 
 /// Chunks by id (`$1`) of a knowledge base (`$2`), as passages.
-pub const CHUNKS_BY_ID_SQL: &str = "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner
-     FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ANY($1) AND c.kb_id = $2";
+pub fn chunks_by_id_sql() -> String {
+    format!(
+        "SELECT {CHUNK_PASSAGE_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id
+         WHERE c.id = ANY($1) AND c.kb_id = $2"
+    )
+}
 
 /// FAQ entries by id (`$1`) of a knowledge base (`$2`).
-pub const FAQS_BY_ID_SQL: &str = "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
-     FROM faqs WHERE id = ANY($1) AND kb_id = $2";
+pub fn faqs_by_id_sql() -> String {
+    format!("SELECT {FAQ_COLUMNS} FROM faqs WHERE id = ANY($1) AND kb_id = $2")
+}
 
 /// [`rag_core::StoreRecall::passages`]: one statement per kind, each
 /// through its table's primary key.
@@ -127,7 +134,7 @@ pub(crate) async fn passages(
     owned(&tx, tenant, kb).await?;
     if !chunks.is_empty() {
         let rows = tx
-            .query(CHUNKS_BY_ID_SQL, &[&chunks, &kb.0])
+            .query(&chunks_by_id_sql(), &[&chunks, &kb.0])
             .await
             .map_err(pg)?;
         for r in &rows {
@@ -136,7 +143,7 @@ pub(crate) async fn passages(
     }
     if !faqs.is_empty() {
         let rows = tx
-            .query(FAQS_BY_ID_SQL, &[&faqs, &kb.0])
+            .query(&faqs_by_id_sql(), &[&faqs, &kb.0])
             .await
             .map_err(pg)?;
         for r in &rows {

@@ -69,7 +69,7 @@ pub use recall::HNSW_EF_SEARCH;
 /// The documents listing's SQL and the passages read by id, for the tests
 /// that check their query plans.
 pub mod read_sql {
-    pub use crate::head::{CHUNKS_BY_ID_SQL, FAQS_BY_ID_SQL};
+    pub use crate::head::{chunks_by_id_sql, faqs_by_id_sql};
     pub use crate::read::{COUNT_ALL_SQL, COUNT_VISIBLE_SQL, PAGE_BY_SOURCE_SQL, PAGE_SQL};
 }
 pub use tls::{PgConfig, TlsMode};

@@ -882,8 +882,8 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
             .iter()
             .map(|r| r.get(0))
             .collect();
-        let chunks = app_plan(&db, rag_store_pg::read_sql::CHUNKS_BY_ID_SQL, &[&some, &kb.0]).await;
-        let faqs = app_plan(&db, rag_store_pg::read_sql::FAQS_BY_ID_SQL, &[&some, &kb.0]).await;
+        let chunks = app_plan(&db, &rag_store_pg::read_sql::chunks_by_id_sql(), &[&some, &kb.0]).await;
+        let faqs = app_plan(&db, &rag_store_pg::read_sql::faqs_by_id_sql(), &[&some, &kb.0]).await;
         eprintln!("page:\n{page}\n\nby source:\n{by_source}\n\ncount:\n{all}\n\nvisible:\n{visible}\n\nchunks by id:\n{chunks}");
         for (what, plan, index) in [
             ("page", &page, "documents_by_kb"),
