@@ -53,6 +53,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "scripts",
         sql: include_str!("../migrations/0007_scripts.sql"),
     },
+    Migration {
+        version: 8,
+        name: "passages_by_group",
+        sql: include_str!("../migrations/0008_passages_by_group.sql"),
+    },
 ];
 
 /// The schema version this build needs.
