@@ -7,7 +7,7 @@ use crate::error::pg;
 use crate::open::{begin, owned, PgStore};
 use crate::rows::{fact_from_row, faq_from_row, space_of, FACT_COLUMNS, FAQ_COLUMNS};
 use crate::snapshot::{
-    chunk_passage, passages_of, synonyms, user_words, Scope, CHUNK_PASSAGE_COLUMNS,
+    chunk_passage, passages_in, synonyms, user_words, Scope, CHUNK_PASSAGE_COLUMNS,
 };
 use rag_core::{CoreError, KbId, KbSnapshot, Passage, PassageId, RecallHead, TenantId, Viewer};
 use tokio_postgres::Transaction;
@@ -74,18 +74,11 @@ pub(crate) async fn lexicon(tx: &Transaction<'_>, kb: KbId) -> Result<KbSnapshot
         )
         .await
         .map_err(pg)?;
-    let facts = passages_of(
-        tx,
-        kb,
-        &Scope {
-            every_fact: true,
-            ..Default::default()
-        },
-    )
-    .await?
-    .into_iter()
-    .map(|(p, _)| p)
-    .collect();
+    let facts = Scope {
+        every_fact: true,
+        ..Default::default()
+    };
+    let facts = passages_in(tx, kb, facts).await?;
     Ok(KbSnapshot {
         seq: kb_row.get::<_, i64>(0) as u64,
         passages: facts,

@@ -27,6 +27,19 @@ pub(crate) struct Scope {
     pub every_fact: bool,
 }
 
+/// [`passages_of`] without the ordinals.
+pub(crate) async fn passages_in(
+    tx: &Transaction<'_>,
+    kb: KbId,
+    scope: Scope,
+) -> Result<Vec<Passage>, CoreError> {
+    Ok(passages_of(tx, kb, &scope)
+        .await?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect())
+}
+
 /// Passages of a knowledge base in snapshot order (chunks by document
 /// creation, document and ordinal; FAQ entries by creation; facts by id),
 /// each with its chunk ordinal (0 for others).
@@ -188,18 +201,11 @@ async fn load_snapshot(
 ) -> Result<KbSnapshot, CoreError> {
     // Every passage replaces the lexicon's facts (the list ends with them).
     let mut snapshot = crate::head::lexicon(tx, kb).await?;
-    snapshot.passages = passages_of(
-        tx,
-        kb,
-        &Scope {
-            all: true,
-            ..Default::default()
-        },
-    )
-    .await?
-    .into_iter()
-    .map(|(p, _)| p)
-    .collect();
+    let all = Scope {
+        all: true,
+        ..Default::default()
+    };
+    snapshot.passages = passages_in(tx, kb, all).await?;
     let mut vectors = Vec::new();
     let rows = if with_vectors {
         tx.query(
