@@ -153,6 +153,30 @@ impl Retriever for StoreRetriever {
     }
 }
 
+impl crate::Engine {
+    /// The retriever of a path the store runs, over `index` of `kb`.
+    pub(crate) fn store_retriever(
+        &self,
+        recall: Arc<dyn rag_core::StoreRecall>,
+        (tenant, kb): (&TenantId, rag_core::KbId),
+        index: &Arc<KbIndex>,
+        path: PathKind,
+        params: &RetrievalParams,
+    ) -> StoreRetriever {
+        StoreRetriever {
+            recall,
+            tenant: tenant.clone(),
+            kb,
+            index: index.clone(),
+            path,
+            params: params.clone(),
+            embedder: self.embedder(),
+            hnsw_threshold: self.config().vectors.hnsw_threshold,
+            sentences: self.stored_sentences(tenant, kb),
+        }
+    }
+}
+
 impl StoreRetriever {
     async fn store_recall(
         &self,

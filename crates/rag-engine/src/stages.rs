@@ -7,7 +7,7 @@ use crate::emit::EventSink;
 use crate::engine::{Engine, KbIndex};
 use crate::lambda::lambda_after_recall;
 use crate::pipeline::QueryOptions;
-use crate::retrievers::{DenseRetriever, LexicalRetriever, StoreRetriever};
+use crate::retrievers::{DenseRetriever, LexicalRetriever};
 use rag_core::{
     AnalyzedQuery, CoreError, Fused, FusedHit, Fuser, KnowledgeBase, PathKind, PipelineEvent,
     QueryRequest, RankedList, RetrievalParams, Retriever, SearchCtx, StageTiming, TenantId,
@@ -124,17 +124,13 @@ impl Engine {
                     .await;
                     continue;
                 }
-                retrievers.push(Arc::new(StoreRetriever {
-                    recall: recall.clone(),
-                    tenant: run.tenant.clone(),
-                    kb: run.kb.id,
-                    index: run.index.clone(),
-                    path: *p,
-                    params: run.params.clone(),
-                    embedder: self.embedder(),
-                    hnsw_threshold: self.config().vectors.hnsw_threshold,
-                    sentences: self.stored_sentences(run.tenant, run.kb.id),
-                }));
+                retrievers.push(Arc::new(self.store_retriever(
+                    recall.clone(),
+                    (run.tenant, run.kb.id),
+                    &run.index,
+                    *p,
+                    &run.params,
+                )));
             } else if *p != PathKind::Dense {
                 retrievers.push(Arc::new(LexicalRetriever {
                     index: run.index.clone(),

@@ -378,17 +378,8 @@ impl Engine {
             if !recall.serves(list.path) || list.hits.iter().any(|h| h.id == id) {
                 continue;
             }
-            let path = crate::retrievers::StoreRetriever {
-                recall: recall.clone(),
-                tenant: tenant.clone(),
-                kb: kb.id,
-                index: index.clone(),
-                path: list.path,
-                params: params.clone(),
-                embedder: self.embedder(),
-                hnsw_threshold: self.config().vectors.hnsw_threshold,
-                sentences: self.stored_sentences(tenant, kb.id),
-            };
+            let path =
+                self.store_retriever(recall.clone(), (tenant, kb.id), index, list.path, params);
             match path.retrieve(&run.analyzed, all, ctx).await {
                 Ok(full) => out.push(full),
                 Err(e) => {
