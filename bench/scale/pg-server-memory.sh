@@ -10,6 +10,8 @@
 # PostgreSQL with pgvector (scripts/pg/start.sh DIR prints an admin URL);
 # the database is migrated first. The knowledge base `eval-corpus` of the
 # default tenant is replaced when it holds another number of documents.
+# SERVE_ONLY=1 skips the load (and eval's queries): the server part alone,
+# over the knowledge base an earlier run loaded.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N="${1:-10000}"
@@ -24,11 +26,13 @@ echo "app-secret" > "$WORK/pw"
 hostpart="${ADMIN#*@}"
 export RAGSCOPE_STORE="postgres://ragscope_app:app-secret@$hostpart"
 ms() { date +%s%3N; }
-t=$(ms)
-"$BIN" --embedder none --data-dir "$WORK/unused" eval \
-  --corpus "$WORK/c/corpus.jsonl" --queries "$WORK/c/queries.jsonl" \
-  --qrels "$WORK/c/qrels/test.tsv" --mode lexical --json > "$WORK/eval.json"
-echo "$N documents into PostgreSQL (load + $(wc -l < "$WORK/c/queries.jsonl") queries): $(( $(ms) - t )) ms"
+if [ -z "${SERVE_ONLY:-}" ]; then
+  t=$(ms)
+  "$BIN" --embedder none --data-dir "$WORK/unused" eval \
+    --corpus "$WORK/c/corpus.jsonl" --queries "$WORK/c/queries.jsonl" \
+    --qrels "$WORK/c/qrels/test.tsv" --mode lexical --json > "$WORK/eval.json"
+  echo "$N documents into PostgreSQL (load + $(wc -l < "$WORK/c/queries.jsonl") queries): $(( $(ms) - t )) ms"
+fi
 PORT=$((20000 + RANDOM % 20000))
 RAGSCOPE_SERVER__ADDR="127.0.0.1:$PORT" "$BIN" --embedder none --data-dir "$WORK/data" serve --open > "$WORK/serve.log" 2>&1 &
 PID=$!
@@ -53,12 +57,20 @@ while "index_building" in ask(texts[0]):
     time.sleep(0.2)
 first = (time.perf_counter() - t) * 1000
 times = []
+paths = {}
 for text in texts[1:]:
     t = time.perf_counter()
     out = json.loads(ask(text))
     times.append((time.perf_counter() - t) * 1000)
     assert any(e["type"] == "context_assembled" and e["sources"] for e in out["events"]), "no context"
-times.sort()
-print(f"first answer after {first:.0f} ms; {len(times)} more queries: p50 {times[len(times)//2]:.1f} ms, p99 {times[int(len(times)*0.99)]:.1f} ms")
+    for e in out["events"]:
+        if e["type"] == "recall":
+            paths.setdefault(e["list"]["path"], []).append(e["elapsed_ms"])
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * p))]
+print(f"first answer after {first:.0f} ms; {len(times)} more queries: p50 {pct(times, 0.5):.1f} ms, p99 {pct(times, 0.99):.1f} ms")
+print("each path's own time (its recall event), p50 / p99 ms: " + ", ".join(
+    f"{p} {pct(v, 0.5):.1f} / {pct(v, 0.99):.1f}" for p, v in sorted(paths.items())))
 PY
 echo "server after the queries: $(rss)"

@@ -58,6 +58,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "passages_by_group",
         sql: include_str!("../migrations/0008_passages_by_group.sql"),
     },
+    Migration {
+        version: 9,
+        name: "postings_covering",
+        sql: include_str!("../migrations/0009_postings_covering.sql"),
+    },
 ];
 
 /// The schema version this build needs.

@@ -20,7 +20,9 @@ use rag_text::pinyin_key;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Transaction;
 
+mod bm25;
 mod substring;
+use bm25::bm25;
 use substring::substring_path;
 
 /// How many candidates the HNSW search keeps (pgvector's `hnsw.ef_search`);
@@ -108,16 +110,6 @@ fn like_anywhere(text: &str) -> String {
 pub(crate) fn passage_id(text: &str) -> Result<PassageId, CoreError> {
     PassageId::parse(text)
         .ok_or_else(|| crate::error::corrupt("passages", "passage", text.to_owned()))
-}
-
-/// `tf·(k1+1) / (tf + k1·(1 − b + b·len/avg))` in SQL (`$11` k1, `$12` b).
-fn sat(tf: &str, len: &str, avg: &str) -> String {
-    format!("(({tf})::float8 * ($11::float8 + 1) / (({tf})::float8 + $11::float8 * (1 - $12::float8 + $12::float8 * ({len})::float8 / {avg})))")
-}
-
-/// Lucene's idf over `st.n` passages.
-fn idf(df: &str) -> String {
-    format!("ln(1 + (st.n - {df} + 0.5) / ({df} + 0.5))")
 }
 
 impl PgStore {
@@ -215,126 +207,6 @@ async fn known(
             .map_err(pg)?
     };
     Ok(rows.iter().map(|r| r.get(0)).collect())
-}
-
-/// BM25 with OR semantics over `terms` (duplicates count twice, as in the
-/// in-memory index), best first; each hit lists the terms it contains.
-async fn bm25(
-    tx: &Transaction<'_>,
-    f: &FilterArgs,
-    terms: &[QueryTerm],
-    params: &rag_core::Bm25Params,
-    k: usize,
-) -> Result<Vec<Hit>, CoreError> {
-    if terms.is_empty() || k == 0 {
-        return Ok(Vec::new());
-    }
-    let texts: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
-    let weights: Vec<f64> = terms.iter().map(|t| f64::from(t.weight)).collect();
-    let grams: Vec<bool> = terms.iter().map(|t| t.gram).collect();
-    let retrieves: Vec<bool> = terms.iter().map(|t| t.retrieves).collect();
-    let (multi, [ft, fb, fc]) = match params.fields {
-        rag_core::FieldMode::Flat => (false, [0.0; 3]),
-        rag_core::FieldMode::MultiField { title, body, tags } => {
-            (true, [title, body, tags].map(f64::from))
-        }
-    };
-    let (k1, b, ngw) = (
-        f64::from(params.k1),
-        f64::from(params.b),
-        f64::from(params.ngram_weight),
-    );
-    let limit = k as i64;
-    let field = |tf: &str, df: &str, len: &str, avg: &str, w: &str| {
-        format!(
-            "CASE WHEN {tf} > 0 AND {w} > 0 THEN {w} * {} * {} ELSE 0 END",
-            idf(df),
-            sat(tf, len, avg)
-        )
-    };
-    let score = format!(
-        "CASE WHEN m.gram THEN
-             CASE WHEN $17::float8 <= 0 OR m.df_grams = 0 OR m.td = 0 THEN 0 ELSE m.w * $17::float8 * {gram_idf} * {gram_sat} END
-         WHEN NOT $13::boolean THEN
-             CASE WHEN m.df_word = 0 OR m.ta + m.tb + m.tc = 0 THEN 0 ELSE m.w * {word_idf} * {word_sat} END
-         ELSE m.w * ({ta} + {tb} + {tc})
-         END",
-        gram_idf = idf("m.df_grams"),
-        gram_sat = sat("m.td", "m.lg", "st.ag"),
-        word_idf = idf("m.df_word"),
-        word_sat = sat("m.ta + m.tb + m.tc", "m.lt + m.lb + m.lc", "st.aw"),
-        ta = field("m.ta", "m.df_title", "m.lt", "st.at", "$14::float8"),
-        tb = field("m.tb", "m.df_body", "m.lb", "st.ab", "$15::float8"),
-        tc = field("m.tc", "m.df_tags", "m.lc", "st.ac", "$16::float8"),
-    );
-    let sql = format!(
-        "WITH st AS (
-             SELECT greatest(n, 1)::float8 AS n,
-                    greatest(sum_title::float8 / greatest(n, 1), 1) AS at, greatest(sum_body::float8 / greatest(n, 1), 1) AS ab,
-                    greatest(sum_tags::float8 / greatest(n, 1), 1) AS ac, greatest(sum_grams::float8 / greatest(n, 1), 1) AS ag,
-                    greatest((sum_title + sum_body + sum_tags)::float8 / greatest(n, 1), 1) AS aw
-             FROM lex_stats WHERE kb_id = $1
-         ),
-         qt AS (
-             SELECT q.term, q.w, q.gram, q.retrieves, t.df_title, t.df_body, t.df_tags, t.df_grams, t.df_word
-             FROM unnest($8::text[], $9::float8[], $10::boolean[], $19::boolean[]) AS q(term, w, gram, retrieves)
-             JOIN lex_terms t ON t.kb_id = $1 AND t.term = q.term
-         ),
-         m AS (
-             -- One index range per query term, whatever the statistics say
-             -- (OFFSET 0 keeps the lateral subquery, and so the plan, as written).
-             SELECT po.*, qt.*
-             FROM qt CROSS JOIN LATERAL (
-                 SELECT po.passage, po.tf_title AS ta, po.tf_body AS tb, po.tf_tags AS tc, po.tf_grams AS td,
-                        po.len_title AS lt, po.len_body AS lb, po.len_tags AS lc, po.len_grams AS lg
-                 FROM postings po WHERE po.kb_id = $1 AND po.term = qt.term
-                 OFFSET 0
-             ) po
-         ),
-         s AS (
-             SELECT m.passage, sum({score}) AS score, array_agg(DISTINCT m.term) AS terms
-             FROM m CROSS JOIN st
-             GROUP BY m.passage
-             -- Stop words only add to the score of passages other terms find.
-             HAVING sum({score}) > 0 AND bool_or(m.retrieves AND ({score}) > 0)
-         )
-         SELECT s.passage, s.score, s.terms
-         FROM s CROSS JOIN LATERAL (
-             SELECT p.kind, p.created_at, p.grp, p.ordinal FROM passages p
-             WHERE p.passage = s.passage AND {FILTER} AND p.kind < 2
-             OFFSET 0
-         ) p
-         ORDER BY s.score DESC, {SNAPSHOT_ORDER}
-         LIMIT $18::bigint"
-    );
-    let rows = tx
-        .query(
-            &sql,
-            &f.params(&[
-                &texts, &weights, &grams, &k1, &b, &multi, &ft, &fb, &fc, &ngw, &limit, &retrieves,
-            ]),
-        )
-        .await
-        .map_err(pg)?;
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let found: Vec<String> = r.get(2);
-            // The terms a hit contains, in query order (as the in-memory index lists them).
-            let mut matched: Vec<String> = terms
-                .iter()
-                .filter(|t| t.retrieves && found.contains(&t.text))
-                .map(|t| t.text.clone())
-                .collect();
-            matched.dedup();
-            Ok(Hit {
-                id: passage_id(r.get(0))?,
-                rank: i as u32 + 1,
-                score: r.get(1),
-                matched,
-            })
-        })
-        .collect()
 }
 
 /// The query's own terms, with multiplicity.

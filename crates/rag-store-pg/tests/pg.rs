@@ -17,6 +17,9 @@ mod changefeed;
 // The documents listing's pagination property, shared likewise.
 #[path = "../../rag-store/tests/paging/mod.rs"]
 mod paging;
+// BM25's pruning against the in-memory index.
+#[path = "pg/pruning.rs"]
+mod pruning;
 
 use rag_core::*;
 use rag_store_pg::{
