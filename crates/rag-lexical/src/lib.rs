@@ -66,4 +66,4 @@ pub use highlight::highlight;
 pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms, SEGMENT_PASSAGES};
 pub use language::{language_of_script, script_of};
 pub use persist::{DecodeError, Manifest, ReadSegment, SegmentFile};
-pub use substring::{SubstringMatch, SubstringPlan, MIN_COVERAGE};
+pub use substring::{verify_cap, SubstringMatch, SubstringPlan, MIN_COVERAGE};

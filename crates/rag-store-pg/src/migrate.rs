@@ -63,6 +63,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "postings_covering",
         sql: include_str!("../migrations/0009_postings_covering.sql"),
     },
+    Migration {
+        version: 10,
+        name: "substring_sample",
+        sql: include_str!("../migrations/0010_substring_sample.sql"),
+    },
 ];
 
 /// The schema version this build needs.

@@ -20,6 +20,9 @@ mod paging;
 // BM25's pruning against the in-memory index.
 #[path = "pg/pruning.rs"]
 mod pruning;
+// The substring path over a sampled knowledge base, likewise.
+#[path = "pg/substring.rs"]
+mod substring;
 
 use rag_core::*;
 use rag_store_pg::{

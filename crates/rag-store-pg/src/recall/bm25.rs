@@ -585,10 +585,7 @@ mod tests {
             ..t(1.0)
         };
         assert!(bounds(&[none], &stats, 10.0, &params).unwrap().is_empty());
-        let odd = rag_core::Bm25Params {
-            b: 1.5,
-            ..params
-        };
+        let odd = rag_core::Bm25Params { b: 1.5, ..params };
         assert!(bounds(&[t(1.0)], &stats, 10.0, &odd).is_none());
         assert!(bounds(&[t(-1.0)], &stats, 10.0, &params).is_none());
     }

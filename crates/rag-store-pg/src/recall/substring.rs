@@ -4,11 +4,24 @@
 use super::*;
 
 /// The query and its key terms as substrings, scored as the in-memory index
-/// scores them. First pass: each pattern's passages (pg_trgm index scans),
-/// which give every pattern's exact document frequency, so its weight, and
-/// each passage's set of patterns. Second pass: the texts of the passages
-/// that pass the filter and may cover enough of the query, for the final
-/// score (overlapping occurrences counted as the in-memory index counts them).
+/// scores them.
+///
+/// First, each pattern's weight, from the number of text passages holding
+/// it: in a knowledge base of up to [`SAMPLED_ABOVE`] passages every
+/// pattern's passages are read (pg_trgm index scans); above, a pattern
+/// found in at least [`SAMPLE_MIN_HITS`] passages of the sample (migration
+/// 10) is weighed by that count until its passages are read, and the rarer
+/// ones are read. Then, as MaxScore does and as the in-memory index does,
+/// only the heaviest key terms (and the whole query) propose passages: a
+/// passage holding none of them cannot cover 60 % of the key terms'
+/// weight. Their passages are read if they were not (which makes their
+/// weight exact, and may call for another proposing term); the common
+/// patterns' lists that were not read count as held when a passage's
+/// promise is reckoned. Last, the texts of at most
+/// [`rag_lexical::verify_cap`] passages that pass the filter and may score,
+/// the most promising first, for the final score (overlapping occurrences
+/// counted as the in-memory index counts them); the list's notes say so
+/// when more might match.
 pub(super) async fn substring_path(
     tx: &Transaction<'_>,
     f: &FilterArgs,
@@ -49,72 +62,147 @@ pub(super) async fn substring_path(
         .map(|(p, _)| like_anywhere(p))
         .collect();
     let slots: Vec<usize> = (0..plan.patterns.len()).filter(|i| indexed[*i]).collect();
-    // Each pattern's passages: one pg_trgm index scan per pattern.
-    let rows = if likes.is_empty() {
-        Vec::new()
-    } else {
-        tx.query(
-            "SELECT i, passage FROM substring_matches($1, $2::text[])",
-            &[&f.kb, &likes],
-        )
-        .await
-        .map_err(pg)?
-    };
-    let mut dfs: Vec<usize> = indexed
-        .iter()
-        .map(|i| if *i { 0 } else { n as usize })
-        .collect();
-    let mut bits: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    for r in &rows {
-        let i = slots[(r.get::<_, i64>(0) - 1) as usize];
-        dfs[i] += 1;
-        *bits.entry(r.get(1)).or_default() |= 1 << i;
-    }
-    let weights = plan.weights(&dfs, n as usize);
-    // Passages that can score at all: they contain the whole query or cover
-    // enough key terms, counting the unindexed ones as present.
-    let everywhere: u64 = (0..plan.patterns.len())
-        .filter(|i| !indexed[*i])
-        .fold(0, |b, i| b | 1 << i);
-    let key_start = usize::from(plan.whole_first);
-    let key_total: f64 = weights[key_start..].iter().sum();
-    let may_score = |b: u64| {
-        let b = b | everywhere;
-        let covered: f64 = (key_start..plan.patterns.len())
-            .filter(|i| b & (1 << i) != 0)
-            .map(|i| weights[i])
-            .sum();
-        (plan.whole_first && b & 1 != 0)
-            || (key_total > 0.0
-                && covered / key_total >= f64::from(rag_lexical::MIN_COVERAGE) - 1e-12)
-    };
-    let texts: Vec<(String, String)> = if may_score(0) {
-        // Passages with no indexed pattern at all may score: read them all.
-        let sql = format!("SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.kind < 2 ORDER BY {SNAPSHOT_ORDER}");
-        tx.query(&sql, &f.params(&[]))
+    // Each pattern's passages as far as they were read (all of them).
+    let mut lists: Vec<Option<Vec<String>>> = vec![None; plan.patterns.len()];
+    let mut dfs: Vec<usize> = vec![n as usize; plan.patterns.len()];
+    if n <= SAMPLED_ABOVE {
+        read_lists(tx, f, &plan, &slots, &mut lists, &mut dfs).await?;
+    } else if !likes.is_empty() {
+        // Common patterns are weighed by the sample (migration 10) until
+        // read; the sample says too little of the others, which are read.
+        let mut rare = Vec::new();
+        for r in tx
+            .query(
+                "SELECT i, hits FROM substring_sample($1, $2::text[])",
+                &[&f.kb, &likes],
+            )
             .await
             .map_err(pg)?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
-    } else {
-        let wanted: Vec<&str> = bits
-            .iter()
-            .filter(|(_, b)| may_score(**b))
-            .map(|(p, _)| p.as_str())
-            .collect();
-        if wanted.is_empty() {
-            Vec::new()
-        } else {
-            let sql = format!("SELECT p.passage, p.match_text FROM passages p WHERE {FILTER} AND p.passage = ANY($8) ORDER BY {SNAPSHOT_ORDER}");
-            tx.query(&sql, &f.params(&[&wanted]))
-                .await
-                .map_err(pg)?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect()
+        {
+            let i = slots[(r.get::<_, i64>(0) - 1) as usize];
+            let hits: i64 = r.get(1);
+            if hits < SAMPLE_MIN_HITS {
+                rare.push(i);
+            } else {
+                dfs[i] = hits.saturating_mul(SAMPLE_SHARE).min(n) as usize;
+            }
         }
+        read_lists(tx, f, &plan, &rare, &mut lists, &mut dfs).await?;
+    }
+    let key_start = usize::from(plan.whole_first);
+    // As MaxScore: the heaviest key terms propose the passages, until the
+    // rest cannot reach the coverage alone; with the whole query's own.
+    // Reading a proposing pattern's passages makes its weight exact, which
+    // may call for another proposing pattern.
+    let (weights, proposing, scan_all, enough) = loop {
+        let weights = plan.weights(&dfs, n as usize);
+        let key_total: f64 = weights[key_start..].iter().sum();
+        let enough = move |w: f64| {
+            key_total > 0.0 && w / key_total >= f64::from(rag_lexical::MIN_COVERAGE) - 1e-12
+        };
+        // Key terms that cannot be looked up count as held by every passage.
+        let everywhere: f64 = (key_start..plan.patterns.len())
+            .filter(|i| !indexed[*i])
+            .map(|i| weights[i])
+            .sum();
+        let mut lookup: Vec<usize> = (key_start..plan.patterns.len())
+            .filter(|i| indexed[*i])
+            .collect();
+        lookup.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b)));
+        let mut rest: f64 = lookup.iter().map(|p| weights[*p]).sum::<f64>() + everywhere;
+        let mut proposing: Vec<usize> = Vec::new();
+        for p in &lookup {
+            if !enough(rest) {
+                break;
+            }
+            rest -= weights[*p];
+            proposing.push(*p);
+        }
+        if plan.whole_first && indexed[0] {
+            proposing.push(0);
+        }
+        // Every passage is a candidate when the unsearchable key terms
+        // reach the coverage alone, or the whole query cannot be looked up.
+        let scan_all = enough(everywhere) || (plan.whole_first && !indexed[0]);
+        let unread: Vec<usize> = proposing
+            .iter()
+            .copied()
+            .filter(|p| lists[*p].is_none())
+            .collect();
+        if scan_all || unread.is_empty() {
+            break (weights, proposing, scan_all, enough);
+        }
+        read_lists(tx, f, &plan, &unread, &mut lists, &mut dfs).await?;
     };
+    let known: Vec<bool> = lists.iter().map(Option::is_some).collect();
+    // What each passage's lists promise: the key terms it holds, with those
+    // whose lists were not read counted as held.
+    let mut bits: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for (i, list) in lists.iter().enumerate() {
+        if !known[i] {
+            continue;
+        }
+        for p in list.iter().flatten() {
+            *bits.entry(p.as_str()).or_default() |= 1 << i;
+        }
+    }
+    let maybe: u64 = (0..plan.patterns.len())
+        .filter(|i| !indexed[*i] || !known[*i])
+        .fold(0, |b, i| b | 1 << i);
+    let promise = |b: u64| -> f64 {
+        let b = b | maybe;
+        (key_start..plan.patterns.len())
+            .filter(|i| b & (1 << i) != 0)
+            .map(|i| weights[i])
+            .sum()
+    };
+    let proposed = |b: u64| proposing.iter().any(|p| b & (1 << p) != 0);
+    let cap = rag_lexical::verify_cap(q.k);
+    let mut eligible: Vec<Candidate> = if scan_all {
+        Vec::new()
+    } else {
+        bits.iter()
+            .filter(|(_, b)| proposed(**b))
+            .map(|(p, b)| Candidate {
+                passage: p,
+                whole: plan.whole_first && (!indexed[0] || (b | maybe) & 1 != 0),
+                promise: promise(*b),
+            })
+            .filter(|c| c.whole || enough(c.promise))
+            .collect()
+    };
+    // At most `cap` texts are read: those that may hold the whole query
+    // first, then by promised weight, then by passage id.
+    eligible.sort_by(|a, b| {
+        b.whole
+            .cmp(&a.whole)
+            .then(b.promise.total_cmp(&a.promise))
+            .then(a.passage.cmp(b.passage))
+    });
+    let (mut texts, considered) = if scan_all {
+        // Every passage may score: the first `cap` by id (all of them
+        // promise the same), and how many there are.
+        let sql = format!(
+            "SELECT p.passage, p.match_text, p.kind, p.created_at, p.grp, p.ordinal, count(*) OVER ()
+             FROM passages p WHERE {FILTER} AND p.kind < 2 ORDER BY p.passage LIMIT $8"
+        );
+        let rows = tx
+            .query(&sql, &f.params(&[&(cap as i64)]))
+            .await
+            .map_err(pg)?;
+        let all = rows.first().map_or(0, |r| r.get::<_, i64>(6) as usize);
+        let texts = rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), (r.get(2), r.get(3), r.get(4), r.get(5))))
+            .collect();
+        (texts, all)
+    } else {
+        (read_texts(tx, f, &eligible, cap).await?, eligible.len())
+    };
+    // In snapshot order, so ties keep it.
+    texts.sort_by_key(|t| t.2);
+    let texts: Vec<(String, String)> = texts.into_iter().map(|(p, t, _)| (p, t)).collect();
+    let capped = considered > cap;
     // Matching the texts is CPU work: off the async runtime.
     let k = q.k;
     let (plan, hits) = tokio::task::spawn_blocking(move || {
@@ -148,9 +236,106 @@ pub(super) async fn substring_path(
         message: e.to_string(),
     })?;
     let hits = hits?;
+    let mut notes = vec![plan.note()];
+    if capped {
+        notes.push(format!(
+            "{considered} passages may match; the {cap} most promising were read"
+        ));
+    }
     Ok(RankedList {
         path: PathKind::Substring,
         hits,
-        notes: vec![plan.note()],
+        notes,
     })
+}
+
+/// In a knowledge base of more text passages, patterns are weighed by
+/// their count in the sample (migration 10) until their passages are read.
+const SAMPLED_ABOVE: i64 = 20_000;
+/// One passage in this many is in the sample.
+const SAMPLE_SHARE: i64 = 32;
+/// A pattern found in fewer sampled passages is read, not estimated (64
+/// sampled holders put the estimate within about an eighth of the count).
+const SAMPLE_MIN_HITS: i64 = 64;
+
+/// Reads the passages of `which` patterns (one pg_trgm index scan each),
+/// which makes their document frequencies exact.
+async fn read_lists(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    plan: &SubstringPlan,
+    which: &[usize],
+    lists: &mut [Option<Vec<String>>],
+    dfs: &mut [usize],
+) -> Result<(), CoreError> {
+    if which.is_empty() {
+        return Ok(());
+    }
+    let likes: Vec<String> = which
+        .iter()
+        .map(|i| like_anywhere(&plan.patterns[*i]))
+        .collect();
+    for i in which {
+        lists[*i] = Some(Vec::new());
+    }
+    for r in tx
+        .query(
+            "SELECT i, passage FROM substring_matches($1, $2::text[])",
+            &[&f.kb, &likes],
+        )
+        .await
+        .map_err(pg)?
+    {
+        let i = which[(r.get::<_, i64>(0) - 1) as usize];
+        lists[i].get_or_insert_with(Vec::new).push(r.get(1));
+    }
+    for i in which {
+        dfs[*i] = lists[*i].as_ref().map_or(0, Vec::len);
+    }
+    Ok(())
+}
+
+/// The engine's snapshot order of a passage (ties rank in it).
+type Order = (i16, i64, uuid::Uuid, i32);
+
+/// A passage the path may read.
+struct Candidate<'a> {
+    passage: &'a str,
+    /// It may hold the whole query.
+    whole: bool,
+    /// The weight of the key terms it may hold.
+    promise: f64,
+}
+
+/// The texts of the first `cap` candidates the filter lets through, in
+/// the candidates' order: read in batches, so that a selective filter
+/// reads on until it has `cap` or there are no more.
+async fn read_texts(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    eligible: &[Candidate<'_>],
+    cap: usize,
+) -> Result<Vec<(String, String, Order)>, CoreError> {
+    let sql = format!(
+        "SELECT p.passage, p.match_text, p.kind, p.created_at, p.grp, p.ordinal
+         FROM unnest($8::text[]) WITH ORDINALITY AS c(passage, i)
+         JOIN passages p ON p.kb_id = $1 AND p.passage = c.passage
+         WHERE {FILTER} AND p.kind < 2
+         ORDER BY c.i"
+    );
+    let mut out: Vec<(String, String, Order)> = Vec::new();
+    let mut from = 0;
+    let mut batch = cap;
+    while from < eligible.len() && out.len() < cap {
+        let to = (from + batch).min(eligible.len());
+        let ids: Vec<&str> = eligible[from..to].iter().map(|c| c.passage).collect();
+        for r in tx.query(&sql, &f.params(&[&ids])).await.map_err(pg)? {
+            if out.len() < cap {
+                out.push((r.get(0), r.get(1), (r.get(2), r.get(3), r.get(4), r.get(5))));
+            }
+        }
+        from = to;
+        batch = batch.saturating_mul(4);
+    }
+    Ok(out)
 }
