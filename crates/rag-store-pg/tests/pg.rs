@@ -132,7 +132,7 @@ fn faq(kb: KbId, q: &str) -> FaqEntry {
 }
 
 fn doc(kb: KbId, title: &str) -> WriteOp {
-    let document = Document {
+    one_chunk(Document {
         id: DocId::generate(),
         kb,
         title: title.into(),
@@ -143,20 +143,47 @@ fn doc(kb: KbId, title: &str) -> WriteOp {
         updated_at: 1,
         text: "text".into(),
         owner: None,
-    };
+    })
+}
+
+/// A document of one chunk holding its whole text.
+fn one_chunk(document: Document) -> WriteOp {
     let chunk = Chunk {
         id: ChunkId::generate(),
         doc: document.id,
         ordinal: 0,
         heading_path: vec![],
-        text: "text".into(),
+        text: document.text.clone(),
         start: 0,
-        end: 4,
+        end: document.text.len(),
     };
     WriteOp::PutDocument {
         document,
         chunks: vec![chunk],
     }
+}
+
+/// One path's list from the store, asked as the engine asks it.
+async fn store_list(
+    store: &PgStore,
+    t: &TenantId,
+    kb: KbId,
+    path: PathKind,
+    q: &AnalyzedQuery,
+    k: usize,
+    ctx: &SearchCtx,
+) -> RankedList {
+    let params = RetrievalParams::default();
+    let sq = StoreQuery {
+        query: q,
+        k,
+        ctx,
+        params: &params,
+        expansions: None,
+        vector: None,
+        dense_exact: true,
+    };
+    store.recall(t, kb, path, sq).await.unwrap()
 }
 
 async fn count(c: &impl tokio_postgres::GenericClient, table: &str) -> i64 {
@@ -996,7 +1023,7 @@ fn another_owners_words_stay_hidden_from_notes_and_corrections() {
     rt().block_on(async {
         let (db, store, t, kb) = TestDb::with_kb().await;
         let put = |text: &str, owner: Option<&str>| {
-            let document = Document {
+            one_chunk(Document {
                 id: DocId::generate(),
                 kb,
                 title: String::new(),
@@ -1007,20 +1034,7 @@ fn another_owners_words_stay_hidden_from_notes_and_corrections() {
                 updated_at: 1,
                 text: text.into(),
                 owner: owner.map(str::to_owned),
-            };
-            let chunk = Chunk {
-                id: ChunkId::generate(),
-                doc: document.id,
-                ordinal: 0,
-                heading_path: vec![],
-                text: text.into(),
-                start: 0,
-                end: text.len(),
-            };
-            WriteOp::PutDocument {
-                document,
-                chunks: vec![chunk],
-            }
+            })
         };
         store
             .apply(

@@ -44,7 +44,7 @@ fn corpus(kb: KbId, docs: usize) -> Vec<WriteOp> {
             if d % 61 == 0 {
                 tags.push("y".to_owned());
             }
-            let document = Document {
+            one_chunk(Document {
                 id: DocId::generate(),
                 kb,
                 title: if d % 5 == 0 {
@@ -57,22 +57,9 @@ fn corpus(kb: KbId, docs: usize) -> Vec<WriteOp> {
                 tags,
                 created_at: 1 + d as i64,
                 updated_at: 1 + d as i64,
-                text: text.clone(),
-                owner: None,
-            };
-            let chunk = Chunk {
-                id: ChunkId::generate(),
-                doc: document.id,
-                ordinal: 0,
-                heading_path: vec![],
-                end: text.len(),
                 text,
-                start: 0,
-            };
-            WriteOp::PutDocument {
-                document,
-                chunks: vec![chunk],
-            }
+                owner: None,
+            })
         })
         .collect()
 }
@@ -143,16 +130,7 @@ fn pruned_bm25_in_postgres_ranks_and_scores_as_scoring_every_posting() {
                         &params.bm25,
                         &rag_lexical::Filter::new(&filters, ctx.now, &ctx.viewer),
                     );
-                    let sq = StoreQuery {
-                        query: &q,
-                        k,
-                        ctx: &ctx,
-                        params: &params,
-                        expansions: None,
-                        vector: None,
-                        dense_exact: true,
-                    };
-                    let got = store.recall(&t, kb, PathKind::Bm25, sq).await.unwrap();
+                    let got = store_list(&store, &t, kb, PathKind::Bm25, &q, k, &ctx).await;
                     let ids = |l: &RankedList| l.hits.iter().map(|h| h.id).collect::<Vec<_>>();
                     assert_eq!(ids(&got), ids(&want), "{raw} k={k} tags={tags:?}");
                     for (g, w) in got.hits.iter().zip(&want.hits) {

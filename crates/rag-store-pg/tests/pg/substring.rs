@@ -49,7 +49,6 @@ fn a_sampled_knowledge_base_finds_what_the_in_memory_index_finds() {
             now: now(),
             viewer: Viewer::Everything,
         };
-        let params = RetrievalParams::default();
         let mut compared = 0;
         // The rare patterns propose candidates, and only they are read: in
         // the fourth query zyxwvut alone does not propose enough (four
@@ -67,16 +66,7 @@ fn a_sampled_knowledge_base_finds_what_the_in_memory_index_finds() {
             for k in [5usize, 50] {
                 let q = index.analyze_query(raw);
                 let want = index.substring(&q, k, &rag_lexical::Filter::everything());
-                let sq = StoreQuery {
-                    query: &q,
-                    k,
-                    ctx: &ctx,
-                    params: &params,
-                    expansions: None,
-                    vector: None,
-                    dense_exact: true,
-                };
-                let got = store.recall(&t, kb, PathKind::Substring, sq).await.unwrap();
+                let got = store_list(&store, &t, kb, PathKind::Substring, &q, k, &ctx).await;
                 let ids = |l: &RankedList| l.hits.iter().map(|h| h.id).collect::<Vec<_>>();
                 assert_eq!(ids(&got), ids(&want), "{raw} k={k}");
                 for (g, w) in got.hits.iter().zip(&want.hits) {
