@@ -3,10 +3,11 @@
 -- posting lists of every trigram of the pattern and every passage's text
 -- they point to: for the 16 patterns of one question over 100,000 passages,
 -- 18,331 passages and 551 ms. In a knowledge base above 20,000 passages a
--- pattern is now weighed by its count in a fixed sample of about one
+-- common pattern is now weighed by its count in a fixed sample of about one
 -- passage in 32 (those whose id hashes to 0 modulo 32), found through this
--- trigram index of the sample alone; only the patterns that propose
--- candidates (the heaviest, as in MaxScore) have their passages read.
+-- trigram index of the sample alone; its passages are read only when it
+-- must propose candidates (the heaviest patterns, as in MaxScore). Patterns
+-- the sample finds too rarely to estimate are read.
 CREATE INDEX passages_match_sample ON ragscope.passages USING gin (match_text gin_trgm_ops)
     WHERE (hashtext(passage) & 31) = 0;
 
