@@ -510,14 +510,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_weakest_terms_are_left_out_while_their_bounds_stay_below_the_threshold() {
-        let bounds = [
+    /// A rare, a middling and a common term, and a stop word.
+    fn four_terms() -> [Bound; 4] {
+        [
             b("rare", 9.0, true, 10),
             b("mid", 3.0, true, 1_000),
             b("common", 1.0, true, 50_000),
             b("the", 0.5, false, 90_000),
-        ];
+        ]
+    }
+
+    #[test]
+    fn the_weakest_terms_are_left_out_while_their_bounds_stay_below_the_threshold() {
+        let bounds = four_terms();
         // No threshold: every retrieving term, never the stop word.
         let mut all = essential(&bounds, 0.0);
         all.sort();
@@ -533,12 +538,7 @@ mod tests {
 
     #[test]
     fn the_first_pass_takes_the_rarest_terms_within_its_budget() {
-        let bounds = [
-            b("rare", 9.0, true, 10),
-            b("mid", 3.0, true, 1_000),
-            b("common", 1.0, true, 50_000),
-            b("the", 0.5, false, 90_000),
-        ];
+        let bounds = four_terms();
         assert_eq!(first_pass(&bounds, 5), ["rare"]);
         assert_eq!(first_pass(&bounds, 1_010), ["rare", "mid"]);
         assert_eq!(first_pass(&bounds, 1_000_000), ["rare", "mid", "common"]);
