@@ -3,11 +3,14 @@
 //! Run it optimised:
 //!
 //! ```text
-//! cargo run --release -p rag-ann --example ann_bench            # 50k and 100k
-//! cargo run --release -p rag-ann --example ann_bench -- 20000   # custom sizes
-//! cargo run --release -p rag-ann --example ann_bench -- 50000 --m 24 --ef-construction 200
+//! cargo run --release -p rag-ann --features peer --example ann_bench            # 50k and 100k
+//! cargo run --release -p rag-ann --features peer --example ann_bench -- 20000   # custom sizes
+//! cargo run --release -p rag-ann --features peer --example ann_bench -- 50000 --m 24 --ef-construction 200
 //! cargo run --release -p rag-ann --example ann_bench -- 1000000 --no-peer   # ours only
 //! ```
+//!
+//! The peer is behind the feature `peer` (without it the example runs ours
+//! only), so that the test build does not compile it.
 //!
 //! The data are clustered synthetic embeddings (384 dimensions, 200 centres), the
 //! same kind the recall test uses. For each size the example builds a
@@ -18,19 +21,69 @@
 //! built and searched with the same `m`, `ef_construction` and `ef` in the
 //! same run.
 
-use hnsw_rs::anndists::dist::Distance;
-use hnsw_rs::hnsw::Hnsw;
+use peer::Peer;
 use rag_ann::synthetic::ClusteredVectors;
 use rag_ann::{FlatIndex, HnswIndex, HnswParams, Query};
 use std::time::{Duration, Instant};
 
-/// Cosine distance for the peer (its own dot distance asserts on rounding).
-#[derive(Clone, Copy, Default)]
-struct Cosine;
+/// The `hnsw_rs` graph, built from the same vectors.
+#[cfg(feature = "peer")]
+mod peer {
+    use hnsw_rs::anndists::dist::Distance;
+    use hnsw_rs::hnsw::Hnsw;
+    use rag_ann::{FlatIndex, HnswParams};
 
-impl Distance<f32> for Cosine {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - rag_ann::kernel::dot(a, b)).max(0.0)
+    /// Cosine distance for the peer (its own dot distance asserts on rounding).
+    #[derive(Clone, Copy, Default)]
+    struct Cosine;
+
+    impl Distance<f32> for Cosine {
+        fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+            (1.0 - rag_ann::kernel::dot(a, b)).max(0.0)
+        }
+    }
+
+    pub struct Peer(Hnsw<'static, f32, Cosine>);
+
+    impl Peer {
+        pub const AVAILABLE: bool = true;
+
+        pub fn build(flat: &FlatIndex<u64>, params: HnswParams, n: usize) -> Self {
+            let peer = Hnsw::new(params.m, n, 16, params.ef_construction, Cosine);
+            let rows: Vec<(&[f32], usize)> = flat.iter().map(|(k, v)| (v, k as usize)).collect();
+            peer.parallel_insert_slice(&rows);
+            Peer(peer)
+        }
+
+        /// The keys of the `k` nearest to a unit query.
+        pub fn search(&self, q: &[f32], k: usize, ef: usize) -> Vec<u64> {
+            self.0
+                .search(q, k, ef)
+                .iter()
+                .map(|h| h.d_id as u64)
+                .collect()
+        }
+    }
+}
+
+/// Without the feature `peer`: ours only.
+#[cfg(not(feature = "peer"))]
+mod peer {
+    use rag_ann::{FlatIndex, HnswParams};
+
+    /// Never built: `AVAILABLE` keeps the peer off.
+    pub struct Peer;
+
+    impl Peer {
+        pub const AVAILABLE: bool = false;
+
+        pub fn build(_: &FlatIndex<u64>, _: HnswParams, _: usize) -> Self {
+            unreachable!("built without the feature peer")
+        }
+
+        pub fn search(&self, _: &[f32], _: usize, _: usize) -> Vec<u64> {
+            unreachable!("built without the feature peer")
+        }
     }
 }
 
@@ -41,7 +94,7 @@ const K: usize = 10;
 fn main() {
     let mut sizes = Vec::new();
     let mut params = HnswParams::default();
-    let mut peer = true;
+    let mut peer = Peer::AVAILABLE;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -60,6 +113,9 @@ fn main() {
         sizes = vec![50_000, 100_000];
     }
     params.validate().expect("valid HNSW parameters");
+    if !Peer::AVAILABLE {
+        println!("(the peer hnsw_rs is not built: add --features peer)");
+    }
     for n in sizes {
         bench(n, params, peer);
     }
@@ -88,11 +144,9 @@ fn bench(n: usize, params: HnswParams, with_peer: bool) {
         params.ef_construction,
         hnsw.graph_bytes() / 1_000_000
     );
-    let peer: Option<Hnsw<'static, f32, Cosine>> = with_peer.then(|| {
+    let peer: Option<Peer> = with_peer.then(|| {
         let t = Instant::now();
-        let peer = Hnsw::new(params.m, n, 16, params.ef_construction, Cosine);
-        let rows: Vec<(&[f32], usize)> = flat.iter().map(|(k, v)| (v, k as usize)).collect();
-        peer.parallel_insert_slice(&rows);
+        let peer = Peer::build(&flat, params, n);
         println!(
             "hnsw_rs build  {:>10.2?}  (same m and ef_construction, all cores)",
             t.elapsed()
@@ -159,10 +213,7 @@ fn bench(n: usize, params: HnswParams, with_peer: bool) {
             let qn = rag_ann::kernel::normalised(q, DIMS).expect("finite query");
             let out = peer.search(&qn, K, ef);
             times.push(t.elapsed());
-            found += out
-                .iter()
-                .filter(|h| want.contains(&(h.d_id as u64)))
-                .count();
+            found += out.iter().filter(|key| want.contains(key)).count();
         }
         let recall = found as f64 / (QUERIES * K) as f64;
         println!(
