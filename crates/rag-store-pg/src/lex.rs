@@ -87,6 +87,15 @@ pub(crate) async fn current(tx: &Transaction<'_>, kb: KbId) -> Result<bool, Core
     Ok(row.is_some_and(|r| r.get::<_, i32>(0) == LEX_VERSION))
 }
 
+/// What [`sync`] wrote.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Synced {
+    /// Passages analysed and written.
+    pub written: i64,
+    /// The knowledge base's passages after the write (its statistics' count).
+    pub passages: i64,
+}
+
 /// Brings the recall rows of `kb` up to date with a write that touched
 /// `dirty`, inside the write's transaction (after its operations ran).
 pub(crate) async fn sync(
@@ -94,15 +103,32 @@ pub(crate) async fn sync(
     tenant: &TenantId,
     kb: KbId,
     analyzer: &Analyzer,
+    dirty: Dirty,
+) -> Result<Synced, CoreError> {
+    let written = sync_rows(tx, tenant, kb, analyzer, dirty).await?;
+    let passages: i64 = tx
+        .query_opt("SELECT n FROM lex_stats WHERE kb_id = $1", &[&kb.0])
+        .await
+        .map_err(pg)?
+        .map_or(0, |r| r.get(0));
+    Ok(Synced { written, passages })
+}
+
+/// [`sync`]'s rows; how many passages it wrote.
+async fn sync_rows(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    kb: KbId,
+    analyzer: &Analyzer,
     mut dirty: Dirty,
-) -> Result<(), CoreError> {
+) -> Result<i64, CoreError> {
     if !current(tx, kb).await? {
         dirty.scope = Scope {
             all: true,
             ..Default::default()
         };
     } else if dirty.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let t = &tenant.0;
     if dirty.scope.all {
@@ -136,7 +162,7 @@ pub(crate) async fn sync(
     }
     let passages = passages_of(tx, kb, &dirty.scope).await?;
     if passages.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let words = user_words(tx, kb).await?;
     let analyzer = analyzer.with_user_words(words.iter().map(|w| (w.word.as_str(), w.freq)));
@@ -159,7 +185,7 @@ pub(crate) async fn sync(
         write_ms = (started.elapsed() - analysed).as_millis() as u64,
         "recall rows written"
     );
-    Ok(())
+    Ok(count as i64)
 }
 
 /// Deletes the rows of passages grouped under `groups` (documents, FAQ

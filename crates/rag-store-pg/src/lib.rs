@@ -40,6 +40,7 @@
 // writes), snapshot (index snapshots), read (the other reads), changes (the
 // change feed), sources, keys and log. Only here: migrate, pool, lex (the recall tables), recall and
 // vector; only there: cache, lock and schema.
+mod analyze;
 mod changes;
 mod error;
 mod head;
@@ -58,6 +59,7 @@ mod tls;
 mod vector;
 mod write;
 
+pub use analyze::ANALYZE_MIN_PASSAGES;
 pub use changes::CHANGE_LOG_COMMITS;
 pub use error::PgStoreError;
 pub use migrate::{

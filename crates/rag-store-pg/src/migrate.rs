@@ -68,6 +68,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "substring_sample",
         sql: include_str!("../migrations/0010_substring_sample.sql"),
     },
+    Migration {
+        version: 11,
+        name: "maintain",
+        sql: include_str!("../migrations/0011_maintain.sql"),
+    },
 ];
 
 /// The schema version this build needs.

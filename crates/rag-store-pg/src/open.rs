@@ -23,6 +23,8 @@ pub struct PgStore {
     pub(crate) analyzer: rag_text::Analyzer,
     /// How many of each knowledge base's latest commits the change log keeps.
     retain: Arc<AtomicU64>,
+    /// Planner statistics after large loads (`analyze.rs`).
+    pub(crate) analyses: Arc<crate::analyze::Analyses>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -83,15 +85,17 @@ impl PgStore {
         };
         config.options(&options);
         let pool = Pool::new(config, pool_size);
-        {
+        let may_analyze = {
             let conn = pool.get().await?;
             check_role(&conn).await?;
             check_schema(&conn).await?;
-        }
+            crate::analyze::may_analyze(&conn).await?
+        };
         Ok(PgStore {
             pool: Arc::new(pool),
             analyzer: rag_text::Analyzer::new(),
             retain: Arc::new(AtomicU64::new(crate::changes::CHANGE_LOG_COMMITS)),
+            analyses: Arc::new(crate::analyze::Analyses::new(may_analyze)),
         })
     }
 
@@ -102,6 +106,18 @@ impl PgStore {
     /// `changes_since` an older commit is `None`.
     pub fn set_change_log_retention(&self, commits: u64) {
         self.retain.store(commits.max(1), Ordering::Relaxed);
+    }
+
+    /// Whether this store analyses the recall tables after large loads
+    /// (PostgreSQL 17 or later, with migration 11's MAINTAIN privilege).
+    pub fn analyses_allowed(&self) -> bool {
+        self.analyses.allowed()
+    }
+
+    /// How many times this store analysed the recall tables after a load
+    /// that doubled a knowledge base (`analyze.rs`).
+    pub fn analyses_run(&self) -> u64 {
+        self.analyses.count()
     }
 
     pub(crate) fn change_log_retention(&self) -> u64 {

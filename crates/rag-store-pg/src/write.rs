@@ -507,7 +507,7 @@ impl StoreWrite for PgStore {
         if !run.is_empty() {
             put_documents(&tx, tenant, kb, run, &mut log).await?;
         }
-        crate::lex::sync(&tx, tenant, kb, &self.analyzer, dirty).await?;
+        let synced = crate::lex::sync(&tx, tenant, kb, &self.analyzer, dirty).await?;
         let seq: i64 = tx
             .query_one(
                 "UPDATE kbs SET seq = seq + 1 WHERE id = $1 RETURNING seq",
@@ -523,6 +523,9 @@ impl StoreWrite for PgStore {
             return Err(PgStoreError::Failpoint("store.apply.before_commit").into());
         }
         tx.commit().await.map_err(pg)?;
+        self.analyses
+            .after_write(&conn, kb, synced.passages, synced.written)
+            .await;
         Ok(seq as u64)
     }
 }

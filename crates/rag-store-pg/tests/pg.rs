@@ -24,6 +24,9 @@ mod pruning;
 #[path = "pg/substring.rs"]
 mod substring;
 
+#[path = "pg/analyze.rs"]
+mod analyze;
+
 use rag_core::*;
 use rag_store_pg::{
     migrate, parse_config, set_app_password, PgConfig, PgStore, PgStoreError, APP_ROLE,
