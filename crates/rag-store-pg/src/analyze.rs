@@ -9,7 +9,7 @@
 //! knowledge base per candidate, 1.6 s a query). So the store analyses the
 //! recall tables itself, after a write that at least doubled a knowledge
 //! base since this process last analysed it (or started): at 1,000, 2,000,
-//! 4,000 … passages of a bulk load, about twenty times up to a million, and
+//! 4,000 … passages of a bulk load, about ten times up to a million, and
 //! never after the small writes of a server's day.
 //!
 //! ANALYZE needs the table's owner or, from PostgreSQL 17 on, the MAINTAIN
@@ -32,7 +32,7 @@ const TABLES: &str = "ragscope.passages, ragscope.postings, ragscope.lex_terms, 
 /// Whether a knowledge base that holds `passages` now, of which `written`
 /// were written since it was last analysed, is to be analysed: at least
 /// [`ANALYZE_MIN_PASSAGES`], and at least half of it new (it doubled).
-pub fn due(passages: i64, written: i64) -> bool {
+pub(crate) fn due(passages: i64, written: i64) -> bool {
     passages >= ANALYZE_MIN_PASSAGES && written >= ANALYZE_MIN_PASSAGES && 2 * written >= passages
 }
 

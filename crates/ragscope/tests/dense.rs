@@ -225,9 +225,10 @@ fn xquad(corpus: &str, queries: &str, mode: &str) -> serde_json::Value {
     serde_json::from_str(r.stdout.lines().last().unwrap()).unwrap()
 }
 
+// The two directions are two tests, so that they run side by side (each
+// asks its questions one at a time, on one core).
 #[test]
-fn xquad_cross_lingual_quality() {
-    // Chinese questions over English passages.
+fn xquad_chinese_questions_over_english_passages() {
     let dense = xquad("corpus.en.jsonl", "queries.zh.jsonl", "dense");
     let hybrid = xquad("corpus.en.jsonl", "queries.zh.jsonl", "hybrid");
     let (d, h) = (
@@ -236,7 +237,10 @@ fn xquad_cross_lingual_quality() {
     );
     assert!(d >= 0.93, "zh→en dense Recall@10 {d}");
     assert!(h >= d - 0.01, "zh→en hybrid Recall@10 {h} vs dense {d}");
-    // English questions over Chinese passages.
+}
+
+#[test]
+fn xquad_english_questions_over_chinese_passages() {
     let dense = xquad("corpus.zh.jsonl", "queries.en.jsonl", "dense");
     let hybrid = xquad("corpus.zh.jsonl", "queries.en.jsonl", "hybrid");
     let (d, h) = (

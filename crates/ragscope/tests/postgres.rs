@@ -514,6 +514,62 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
     assert!(compared > 200, "only {compared} hits compared");
     assert!(fed_back > 0, "no query was matched against FAQ entries");
     assert!(rescored > 0, "no dense list was rescored by sentences");
+
+    // The embedding map reads its passages and vectors by id from
+    // PostgreSQL and from the in-memory indexes: the same points. (An open
+    // server acts for the default tenant: a key of the import's tenant
+    // reads its map.)
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let map = |server: &Served, key: Option<&str>| -> (String, Vec<String>) {
+        rt.block_on(async {
+            let mut req = http.get(format!("{}/api/v1/kbs/demo/map", server.url));
+            if let Some(key) = key {
+                req = req.bearer_auth(key);
+            }
+            let m: serde_json::Value = req.send().await.unwrap().json().await.unwrap();
+            let mut ids: Vec<String> = m["points"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{m}"))
+                .iter()
+                .map(|p| p["id"].to_string())
+                .collect();
+            ids.sort();
+            (m["method"].as_str().unwrap().to_owned(), ids)
+        })
+    };
+    let served = serve_store(&data, Some(&app));
+    let key = rt.block_on(async {
+        // The import wrote the tenant's rows; the key registry learns of it here.
+        let res = http
+            .post(format!("{}/api/v1/tenants", served.url))
+            .json(&serde_json::json!({ "name": tenant }))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{:?}", res.text().await);
+        let created: serde_json::Value = http
+            .post(format!("{}/api/v1/keys", served.url))
+            .json(&serde_json::json!({ "role": "read_only", "tenant": tenant }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        created["key"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{created}"))
+            .to_owned()
+    });
+    let postgres = map(&served, Some(&key));
+    drop(served);
+    let embedded = map(&serve_store(&data, None), None);
+    assert!(embedded.1.len() > 100, "{embedded:?}");
+    assert_eq!(postgres, embedded, "the same points on the map");
 }
 
 /// What a test compares of a query's events: the language and tokens, each

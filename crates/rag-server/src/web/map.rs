@@ -12,7 +12,6 @@ use axum::http::StatusCode;
 use axum::Json;
 use rag_core::{PassageId, TenantId};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::sync::Arc;
 use utoipa::ToSchema;
 
@@ -33,28 +32,18 @@ async fn projection(
     if let Some(p) = state.maps.get(&key, seq) {
         return Ok(Some(p));
     }
-    let snapshot = state.engine.store().snapshot(tenant, kb.id).await?;
-    let viewer = viewer.clone();
-    let Some(space) = snapshot.space.clone() else {
+    let sample = state
+        .engine
+        .map_sample(tenant, kb, viewer, MAP_POINTS)
+        .await?;
+    let Some(space) = sample.space.clone() else {
         return Ok(None);
     };
     let computed = tokio::task::spawn_blocking(move || {
-        let vectors: HashMap<PassageId, &rag_core::PassageVector> =
-            snapshot.vectors.iter().map(|v| (v.id, v)).collect();
         let mut rows = Vec::new();
         let mut points = Vec::new();
-        for p in snapshot
-            .passages
-            .iter()
-            .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()))
-        {
-            let Some(v) = vectors.get(&p.id) else {
-                continue;
-            };
-            if v.vector.len() != space.dims {
-                continue;
-            }
-            rows.push(unit(&v.vector));
+        for (p, v) in &sample.passages {
+            rows.push(unit(v));
             let kind = match p.id {
                 PassageId::Chunk(_) => "chunk",
                 PassageId::Faq(_) => "faq",
@@ -88,7 +77,10 @@ async fn projection(
         }
         let (mean, axes, explained) = pca2(&rows, space.dims);
         let mut proj = Projection {
-            seq: snapshot.seq,
+            seq: sample.seq,
+            visible: sample.visible,
+            sampled: sample.sampled,
+            note: sample.note.clone(),
             model_id: space.model_id.clone(),
             mean,
             axes,
@@ -121,6 +113,10 @@ async fn projection(
 /// Passages up to which the map is a UMAP layout (neighbours kept
 /// together); above, the PCA projection, whose cost grows linearly.
 const UMAP_UP_TO: usize = 20_000;
+/// Passages the map shows at most: a larger knowledge base is drawn from a
+/// fixed sample of this many (`Engine::map_sample`), so the server reads
+/// and keeps that many vectors, whatever the knowledge base's size.
+const MAP_POINTS: usize = 50_000;
 /// Nearest passages whose places, weighted by cosine, place a query on a
 /// UMAP layout (a layout has no formula for new points).
 const PLACE_BY: usize = 5;
@@ -157,7 +153,8 @@ pub struct EmbeddingMap {
     pub method: String,
     /// Share of the variance along each principal axis (PCA only; zeros for UMAP).
     pub explained: [f64; 2],
-    /// Every passage with a vector.
+    /// Every passage with a vector, or a fixed sample of 50,000 of them in
+    /// a larger knowledge base (the notes say so).
     pub points: Vec<MapPoint>,
     /// The query, when one was given and an embedder is configured.
     pub query: Option<MapQueryPoint>,
@@ -175,8 +172,9 @@ pub struct MapParams {
 }
 
 /// The knowledge base's vectors laid out in 2-D, by UMAP up to 20,000
-/// passages and by PCA above (cached; recomputed
-/// when the knowledge base changes), with an optional query placed on it.
+/// passages and by PCA above, at most 50,000 of them (a larger knowledge
+/// base is drawn from a fixed sample; cached, recomputed when the
+/// knowledge base changes), with an optional query placed on it.
 #[utoipa::path(get, path = "/kbs/{kb}/map", tag = "workbench", params(("kb" = String, Path), MapParams),
     responses((status = 200, body = EmbeddingMap), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
@@ -197,7 +195,14 @@ pub(super) async fn embedding_map(
             notes: vec!["this knowledge base has no vectors (no embedder was configured when it was ingested)".into()],
         }));
     };
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = p.note.iter().cloned().collect();
+    if p.sampled {
+        notes.push(format!(
+            "a fixed sample of {} of the {} passages is shown",
+            p.points.len(),
+            p.visible
+        ));
+    }
     let mut query = None;
     if let Some(q) = params
         .query

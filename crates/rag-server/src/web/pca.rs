@@ -12,6 +12,12 @@ use utoipa::ToSchema;
 pub(crate) struct Projection {
     /// The knowledge base's commit sequence the projection was computed at.
     pub(crate) seq: u64,
+    /// Searchable passages the viewer may see.
+    pub(crate) visible: usize,
+    /// Whether the points are a sample of them (`Engine::map_sample`).
+    pub(crate) sampled: bool,
+    /// Why vectors are missing, when they are.
+    pub(crate) note: Option<String>,
     pub(crate) model_id: String,
     pub(crate) mean: Vec<f32>,
     pub(crate) axes: [Vec<f32>; 2],
