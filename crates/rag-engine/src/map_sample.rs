@@ -7,6 +7,7 @@
 use crate::engine::{Engine, KbIndex};
 use rag_core::{CoreError, EmbeddingSpace, KnowledgeBase, Passage, PassageId, TenantId, Viewer};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Vectors read from the store per statement.
 const VECTOR_BATCH: usize = 1_000;
@@ -86,38 +87,56 @@ impl Engine {
             });
         };
         let recall = self.store().store_recall();
+        // Listing, sampling and reading the indexes is CPU work over up to
+        // the whole knowledge base: off the async runtime.
         let ids: Vec<PassageId> = match (&index.store_passages, &recall) {
             (Some(_), Some(recall)) => {
                 recall
                     .passages_except(tenant, kb.id, viewer, &[], i64::MAX as usize)
                     .await?
             }
-            _ => index
-                .lexical
-                .passage_metas()
-                .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()))
-                .map(|p| p.id)
-                .collect(),
+            _ => {
+                let (index, viewer) = (index.clone(), viewer.clone());
+                blocking(move || {
+                    index
+                        .lexical
+                        .passage_metas()
+                        .filter(|p| p.searchable && viewer.sees(p.owner.as_deref()))
+                        .map(|p| p.id)
+                        .collect()
+                })
+                .await?
+            }
         };
         let visible = ids.len();
-        let sampled = visible > limit;
-        let ids = sample(ids, limit);
+        let ids = blocking(move || sample(ids, limit)).await?;
         let (vectors, note) = self.vectors_of(tenant, kb, &index, &ids).await?;
-        let mut passages = self
-            .passages_by_id((tenant, kb.id), &index, ids.iter().copied())
-            .await?;
+        let mut passages = if index.store_passages.is_some() {
+            self.passages_by_id((tenant, kb.id), &index, ids.iter().copied())
+                .await?
+        } else {
+            let (index, ids) = (index.clone(), ids.clone());
+            blocking(move || {
+                ids.iter()
+                    .filter_map(|id| Some((*id, index.lexical.passage(*id)?.into_owned())))
+                    .collect::<HashMap<_, _>>()
+            })
+            .await?
+        };
+        let dims = space.dims;
+        let mut vectors = vectors;
         let passages = ids
             .iter()
             .filter_map(|id| {
-                let v = vectors.get(id).filter(|v| v.len() == space.dims)?;
-                Some((passages.remove(id)?, v.clone()))
+                let v = vectors.remove(id).filter(|v| v.len() == dims)?;
+                Some((passages.remove(id)?, v))
             })
             .collect();
         Ok(MapSample {
             space: Some(space),
             seq: index.seq(),
             visible,
-            sampled,
+            sampled: visible > limit,
             passages,
             note,
         })
@@ -129,11 +148,11 @@ impl Engine {
         &self,
         tenant: &TenantId,
         kb: &KnowledgeBase,
-        index: &KbIndex,
+        index: &Arc<KbIndex>,
         ids: &[PassageId],
     ) -> Result<(HashMap<PassageId, Vec<f32>>, Option<String>), CoreError> {
-        let mut out = HashMap::with_capacity(ids.len());
         if index.store_dense {
+            let mut out = HashMap::with_capacity(ids.len());
             if let Some(recall) = self.store().store_recall() {
                 for part in ids.chunks(VECTOR_BATCH) {
                     out.extend(recall.vectors(tenant, kb.id, part).await?);
@@ -142,18 +161,38 @@ impl Engine {
             return Ok((out, None));
         }
         match &index.dense {
-            Some(Ok(dense)) => {
-                for id in ids {
-                    if let Some(v) = dense.vector_of(*id) {
-                        out.insert(*id, v.to_vec());
-                    }
-                }
+            Some(Ok(_)) => {
+                let (index, ids) = (index.clone(), ids.to_vec());
+                let out = blocking(move || {
+                    let Some(Ok(dense)) = &index.dense else {
+                        return HashMap::new();
+                    };
+                    ids.iter()
+                        .filter_map(|id| Some((*id, dense.vector_of(*id)?.to_vec())))
+                        .collect()
+                })
+                .await?;
                 Ok((out, None))
             }
-            Some(Err(e)) => Ok((out, Some(format!("the vectors could not be loaded: {e}")))),
-            None => Ok((out, None)),
+            Some(Err(e)) => Ok((
+                HashMap::new(),
+                Some(format!("the vectors could not be loaded: {e}")),
+            )),
+            None => Ok((HashMap::new(), None)),
         }
     }
+}
+
+/// Runs `f` on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| CoreError::Component {
+            component: "embedding map".into(),
+            message: e.to_string(),
+        })
 }
 
 #[cfg(test)]
