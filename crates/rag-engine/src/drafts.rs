@@ -10,6 +10,7 @@
 //! re-syncing the document (see the ingest module, which moves them to the
 //! new version).
 
+use crate::blocking::blocking;
 use crate::engine::Engine;
 use futures::StreamExt;
 use rag_core::{
@@ -135,7 +136,7 @@ impl Engine {
         settings.validate()?;
         let max_pairs = settings.max_pairs;
         let (title, text) = (document.title.clone(), document.text.clone());
-        let prompt = blocking(move || {
+        let prompt = blocking("drafts", move || {
             rag_answer::draft_prompt(&title, &text, max_pairs, DRAFT_BUDGET_CHARS)
         })
         .await?;
@@ -154,7 +155,10 @@ impl Engine {
                 GenEvent::Done => break,
             }
         }
-        let parsed = blocking(move || rag_answer::parse_drafts(&reply, max_pairs)).await??;
+        let parsed = blocking("drafts", move || {
+            rag_answer::parse_drafts(&reply, max_pairs)
+        })
+        .await??;
 
         // What is there now: the drafts to replace, and questions already answered elsewhere.
         let existing = self.store().faqs(tenant, kb.id).await?;
@@ -231,16 +235,4 @@ impl Engine {
             generator: generator.name().to_owned(),
         })
     }
-}
-
-/// Runs CPU work (prompt building over a long text, parsing) on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, CoreError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| CoreError::Component {
-            component: "drafts".into(),
-            message: e.to_string(),
-        })
 }

@@ -442,18 +442,6 @@ impl Engine {
     }
 }
 
-/// Runs CPU work (extraction, chunking) on a blocking thread.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, CoreError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| CoreError::Component {
-            component: "ingest".into(),
-            message: e.to_string(),
-        })
-}
-
 /// An embedder that failed (a model or endpoint error) fails the file, not the job.
 pub(crate) fn embedding_failure(e: &CoreError) -> bool {
     matches!(e, CoreError::Component { .. })

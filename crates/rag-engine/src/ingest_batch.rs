@@ -9,10 +9,11 @@
 //! alone. A crash before the write leaves none of the batch; a re-run skips
 //! the files that were committed (same content).
 
+use crate::blocking::blocking;
 use crate::chunk::{split, to_chunks};
 use crate::embed::{hex_sha256, EmbedStats};
 use crate::engine::Engine;
-use crate::ingest::{blocking, cancelled, embedding_failure, file_stem};
+use crate::ingest::{cancelled, embedding_failure, file_stem};
 use crate::job::{IngestOptions, IngestProgress, TokenCountFn};
 use crate::pipeline::error_code;
 use crate::sentences::{embed_sentences, SentenceSource};
@@ -291,7 +292,7 @@ impl Engine {
         let params = options.chunk;
         let split_all = docs.into_iter().map(|(i, hash, doc)| {
             let counter = counter.clone();
-            blocking(move || {
+            blocking("ingest", move || {
                 let pieces = split(&doc, &params, counter.as_ref());
                 (i, hash, doc, pieces)
             })

@@ -24,6 +24,7 @@
 
 mod analytics;
 mod answer;
+mod blocking;
 mod chunk;
 mod dense;
 mod dense_file;

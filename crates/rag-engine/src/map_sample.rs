@@ -4,10 +4,14 @@
 //! base (before, the map read a whole snapshot, every text and vector, into
 //! the server and kept every vector in its cache).
 
+use crate::blocking::blocking;
 use crate::engine::{Engine, KbIndex};
 use rag_core::{CoreError, EmbeddingSpace, KnowledgeBase, Passage, PassageId, TenantId, Viewer};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The component named when its work fails to run.
+const MAP: &str = "embedding map";
 
 /// Vectors read from the store per statement.
 const VECTOR_BATCH: usize = 1_000;
@@ -97,7 +101,7 @@ impl Engine {
             }
             _ => {
                 let (index, viewer) = (index.clone(), viewer.clone());
-                blocking(move || {
+                blocking(MAP, move || {
                     index
                         .lexical
                         .passage_metas()
@@ -109,14 +113,14 @@ impl Engine {
             }
         };
         let visible = ids.len();
-        let ids = blocking(move || sample(ids, limit)).await?;
+        let ids = blocking(MAP, move || sample(ids, limit)).await?;
         let (vectors, note) = self.vectors_of(tenant, kb, &index, &ids).await?;
         let mut passages = if index.store_passages.is_some() {
             self.passages_by_id((tenant, kb.id), &index, ids.iter().copied())
                 .await?
         } else {
             let (index, ids) = (index.clone(), ids.clone());
-            blocking(move || {
+            blocking(MAP, move || {
                 ids.iter()
                     .filter_map(|id| Some((*id, index.lexical.passage(*id)?.into_owned())))
                     .collect::<HashMap<_, _>>()
@@ -163,7 +167,7 @@ impl Engine {
         match &index.dense {
             Some(Ok(_)) => {
                 let (index, ids) = (index.clone(), ids.to_vec());
-                let out = blocking(move || {
+                let out = blocking(MAP, move || {
                     let Some(Ok(dense)) = &index.dense else {
                         return HashMap::new();
                     };
@@ -183,32 +187,16 @@ impl Engine {
     }
 }
 
-/// Runs `f` on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, CoreError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| CoreError::Component {
-            component: "embedding map".into(),
-            message: e.to_string(),
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rag_core::FaqId;
 
-    fn ids(n: usize) -> Vec<PassageId> {
-        (0..n)
-            .map(|i| PassageId::Faq(FaqId(uuid::Uuid::from_u128(i as u128 + 1))))
-            .collect()
-    }
-
     #[test]
     fn a_sample_keeps_order_is_the_same_every_time_and_spreads_out() {
-        let all = ids(10_000);
+        let all: Vec<PassageId> = (1..=10_000u128)
+            .map(|i| PassageId::Faq(FaqId(uuid::Uuid::from_u128(i))))
+            .collect();
         assert_eq!(sample(all.clone(), 20_000), all);
         let a = sample(all.clone(), 1_000);
         assert_eq!(a.len(), 1_000);

@@ -5,9 +5,8 @@
 mod support;
 
 use rag_core::{PassageId, Viewer};
-use rag_engine::IngestOptions;
 use std::collections::HashMap;
-use support::{engine, stored};
+use support::{engine, ingest_owned, stored};
 
 #[tokio::test]
 async fn the_map_reads_a_fixed_sample_of_what_the_viewer_may_see() {
@@ -15,21 +14,14 @@ async fn the_map_reads_a_fixed_sample_of_what_the_viewer_may_see() {
         .map(|i| format!(r#"{{"question": "question number {i}", "answer": "answer {i}"}}"#))
         .collect();
     let (_dir, engine, tenant) = engine(&[("faq.jsonl", faqs.join("\n"))]).await;
-    let mut options = IngestOptions::new(engine.config().chunk);
-    options.owner = Some("alice".into());
-    engine
-        .ingest_with(
-            &tenant,
-            "kb",
-            "secret.md",
-            "# Secret\n\nThe internal rules of refunds."
-                .as_bytes()
-                .to_vec(),
-            &options,
-            &mut |_| {},
-        )
-        .await
-        .unwrap();
+    ingest_owned(
+        &engine,
+        &tenant,
+        "secret.md",
+        "# Secret\n\nThe internal rules of refunds.",
+        "alice",
+    )
+    .await;
     let vectors: HashMap<PassageId, Vec<f32>> =
         stored(&engine, &tenant).await.into_iter().collect();
     assert_eq!(vectors.len(), 301);

@@ -6,8 +6,10 @@ use rag_core::{
     CoreError, Filters, KbSettings, PathKind, QueryRequest, RetrievalOverrides, TenantId,
     UserError, Viewer,
 };
-use rag_engine::{Components, Engine, EngineConfig, IngestOptions, WhyNot};
+use rag_engine::{Components, Engine, EngineConfig, WhyNot};
 use std::sync::Arc;
+
+mod support;
 
 async fn engine() -> (tempfile::TempDir, Engine, TenantId) {
     let dir = tempfile::tempdir().unwrap();
@@ -35,19 +37,14 @@ async fn engine() -> (tempfile::TempDir, Engine, TenantId) {
         .ingest(&tenant, "kb", "faq.jsonl", faqs.join("\n").into_bytes())
         .await
         .unwrap();
-    let mut options = IngestOptions::new(engine.config().chunk);
-    options.owner = Some("alice".into());
-    engine
-        .ingest_with(
-            &tenant,
-            "kb",
-            "secret.md",
-            "# 机密\n\n退款的内部规定。".as_bytes().to_vec(),
-            &options,
-            &mut |_| {},
-        )
-        .await
-        .unwrap();
+    support::ingest_owned(
+        &engine,
+        &tenant,
+        "secret.md",
+        "# 机密\n\n退款的内部规定。",
+        "alice",
+    )
+    .await;
     (dir, engine, tenant)
 }
 

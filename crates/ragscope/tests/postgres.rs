@@ -105,6 +105,15 @@ fn migrate_then_ingest_and_query_through_postgres() {
     );
 }
 
+/// A runtime and an HTTP client for a test's calls to its servers.
+fn http_runtime() -> (tokio::runtime::Runtime, reqwest::Client) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    (rt, reqwest::Client::new())
+}
+
 /// A `ragscope serve` child over the PostgreSQL store; killed when dropped.
 struct Served {
     child: std::process::Child,
@@ -163,11 +172,7 @@ fn two_servers_on_one_database_stay_consistent_and_survive_a_killed_writer() {
     let app = app_url(&admin);
     let (a, b) = (serve(&data, &app), serve(&data, &app));
     let kb = unique("two");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let http = reqwest::Client::new();
+    let (rt, http) = http_runtime();
     let call = |server: &Served, method: reqwest::Method, path: String, body: serde_json::Value| {
         let req = http
             .request(method, format!("{}/api/v1{path}", server.url))
@@ -519,11 +524,7 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
     // PostgreSQL and from the in-memory indexes: the same points. (An open
     // server acts for the default tenant: a key of the import's tenant
     // reads its map.)
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let http = reqwest::Client::new();
+    let (rt, http) = http_runtime();
     let map = |server: &Served, key: Option<&str>| -> (String, Vec<String>) {
         rt.block_on(async {
             let mut req = http.get(format!("{}/api/v1/kbs/demo/map", server.url));
@@ -717,11 +718,7 @@ fn passages_never_retrieved_are_listed_by_postgres_as_by_the_embedded_store() {
         .args(["import", "--as", &kb])
         .arg(&file);
     ok(c);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let http = reqwest::Client::new();
+    let (rt, http) = http_runtime();
     let never = |server: &Served, kb: &str| {
         rt.block_on(async {
             for q in ["怎么申请退款", "营业时间"] {

@@ -8,7 +8,7 @@ use rag_core::{
     CoreError, Embedder, Filters, KbSettings, PassageId, PathKind, QueryRequest, RankedList,
     RetrievalParams, TenantId, Viewer,
 };
-use rag_engine::{Components, Engine, EngineConfig, QueryOptions};
+use rag_engine::{Components, Engine, EngineConfig, IngestOptions, QueryOptions};
 use std::sync::Arc;
 
 /// Characters hashed into 16 dimensions; passages get a marker dimension,
@@ -185,4 +185,21 @@ pub async fn assert_cut_by_k(
         (dense.score.unwrap() - score as f64).abs() < 1e-5,
         "{dense:?} against {score}"
     );
+}
+
+/// Ingests a document restricted to `owner` into the knowledge base "kb".
+pub async fn ingest_owned(engine: &Engine, tenant: &TenantId, name: &str, text: &str, owner: &str) {
+    let mut options = IngestOptions::new(engine.config().chunk);
+    options.owner = Some(owner.into());
+    engine
+        .ingest_with(
+            tenant,
+            "kb",
+            name,
+            text.as_bytes().to_vec(),
+            &options,
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
 }
