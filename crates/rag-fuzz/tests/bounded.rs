@@ -1,8 +1,9 @@
 //! The bounded fuzzing run of CI: every target, in a watched child process,
-//! for `RAGSCOPE_FUZZ_SECONDS` seconds each (default 8), as many targets
-//! at once as there are cores (about 48 s for the 12 targets on 2 cores). Fails on any panic (or broken
-//! invariant), and on a crash or hang of a target that production does not
-//! run inside rag-sandbox's worker process; prints executions per target.
+//! for `RAGSCOPE_FUZZ_SECONDS` seconds each (default 8), as many targets at
+//! once as there are cores (about 48 s for the 12 targets on 2 cores).
+//! Fails on any panic (or broken invariant), and on a crash or hang of a
+//! target that production does not run inside rag-sandbox's worker
+//! process; prints executions per target.
 //!
 //! `RAGSCOPE_FUZZ_TARGETS=pdf,html` runs only those; `RAGSCOPE_FUZZ_SEED`
 //! changes the mutation seed (default fixed, so every run tries the same
