@@ -114,7 +114,7 @@ impl Engine {
         };
         let visible = ids.len();
         let ids = blocking(MAP, move || sample(ids, limit)).await?;
-        let (vectors, note) = self.vectors_of(tenant, kb, &index, &ids).await?;
+        let (mut vectors, note) = self.vectors_of(tenant, kb, &index, &ids).await?;
         let mut passages = if index.store_passages.is_some() {
             self.passages_by_id((tenant, kb.id), &index, ids.iter().copied())
                 .await?
@@ -128,7 +128,6 @@ impl Engine {
             .await?
         };
         let dims = space.dims;
-        let mut vectors = vectors;
         let passages = ids
             .iter()
             .filter_map(|id| {

@@ -8,6 +8,17 @@ use rag_core::{PassageId, Viewer};
 use std::collections::HashMap;
 use support::{engine, ingest_owned, stored};
 
+/// The map's passages of "kb" for `viewer`, at most `limit`.
+async fn map(
+    engine: &rag_engine::Engine,
+    tenant: &rag_core::TenantId,
+    kb: &rag_core::KnowledgeBase,
+    viewer: &Viewer,
+    limit: usize,
+) -> rag_engine::MapSample {
+    engine.map_sample(tenant, kb, viewer, limit).await.unwrap()
+}
+
 #[tokio::test]
 async fn the_map_reads_a_fixed_sample_of_what_the_viewer_may_see() {
     let faqs: Vec<String> = (0..300)
@@ -28,10 +39,7 @@ async fn the_map_reads_a_fixed_sample_of_what_the_viewer_may_see() {
     let kb = engine.kb(&tenant, "kb").await.unwrap();
 
     // Below the limit: every passage the viewer may see, with its vector.
-    let all = engine
-        .map_sample(&tenant, &kb, &Viewer::Public, 1_000)
-        .await
-        .unwrap();
+    let all = map(&engine, &tenant, &kb, &Viewer::Public, 1_000).await;
     assert_eq!(
         (all.visible, all.sampled, all.passages.len()),
         (300, false, 300)
@@ -41,26 +49,17 @@ async fn the_map_reads_a_fixed_sample_of_what_the_viewer_may_see() {
         assert_eq!(&vectors[&p.id], v, "the stored vector");
         assert!(p.owner.is_none(), "alice's document is hers only");
     }
-    let alice = engine
-        .map_sample(&tenant, &kb, &Viewer::Owner("alice".into()), 1_000)
-        .await
-        .unwrap();
+    let alice = map(&engine, &tenant, &kb, &Viewer::Owner("alice".into()), 1_000).await;
     assert_eq!(alice.passages.len(), 301);
 
     // Above it: a sample of the limit's size, the same every time, part of
     // what the viewer sees.
-    let some = engine
-        .map_sample(&tenant, &kb, &Viewer::Public, 40)
-        .await
-        .unwrap();
+    let some = map(&engine, &tenant, &kb, &Viewer::Public, 40).await;
     assert_eq!(
         (some.visible, some.sampled, some.passages.len()),
         (300, true, 40)
     );
-    let again = engine
-        .map_sample(&tenant, &kb, &Viewer::Public, 40)
-        .await
-        .unwrap();
+    let again = map(&engine, &tenant, &kb, &Viewer::Public, 40).await;
     let ids = |s: &rag_engine::MapSample| s.passages.iter().map(|(p, _)| p.id).collect::<Vec<_>>();
     assert_eq!(ids(&some), ids(&again));
     let everyone: Vec<PassageId> = ids(&all);

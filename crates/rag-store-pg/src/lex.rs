@@ -87,35 +87,19 @@ pub(crate) async fn current(tx: &Transaction<'_>, kb: KbId) -> Result<bool, Core
     Ok(row.is_some_and(|r| r.get::<_, i32>(0) == LEX_VERSION))
 }
 
-/// What [`sync`] wrote.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Synced {
-    /// Passages analysed and written.
-    pub written: i64,
-    /// The knowledge base's passages after the write (its statistics' count).
-    pub passages: i64,
-}
-
-/// Brings the recall rows of `kb` up to date with a write that touched
-/// `dirty`, inside the write's transaction (after its operations ran).
-pub(crate) async fn sync(
-    tx: &Transaction<'_>,
-    tenant: &TenantId,
-    kb: KbId,
-    analyzer: &Analyzer,
-    dirty: Dirty,
-) -> Result<Synced, CoreError> {
-    let written = sync_rows(tx, tenant, kb, analyzer, dirty).await?;
-    let passages: i64 = tx
+/// The passages `kb` holds (its statistics' count).
+pub(crate) async fn passage_count(tx: &Transaction<'_>, kb: KbId) -> Result<i64, CoreError> {
+    Ok(tx
         .query_opt("SELECT n FROM lex_stats WHERE kb_id = $1", &[&kb.0])
         .await
         .map_err(pg)?
-        .map_or(0, |r| r.get(0));
-    Ok(Synced { written, passages })
+        .map_or(0, |r| r.get(0)))
 }
 
-/// [`sync`]'s rows; how many passages it wrote.
-async fn sync_rows(
+/// Brings the recall rows of `kb` up to date with a write that touched
+/// `dirty`, inside the write's transaction (after its operations ran);
+/// how many passages it analysed and wrote.
+pub(crate) async fn sync(
     tx: &Transaction<'_>,
     tenant: &TenantId,
     kb: KbId,

@@ -507,7 +507,14 @@ impl StoreWrite for PgStore {
         if !run.is_empty() {
             put_documents(&tx, tenant, kb, run, &mut log).await?;
         }
-        let synced = crate::lex::sync(&tx, tenant, kb, &self.analyzer, dirty).await?;
+        let written = crate::lex::sync(&tx, tenant, kb, &self.analyzer, dirty).await?;
+        // The knowledge base's size, for the statistics after a large load
+        // (`analyze.rs`); read only when they may be refreshed.
+        let passages = if self.analyses.allowed() && written > 0 {
+            crate::lex::passage_count(&tx, kb).await?
+        } else {
+            0
+        };
         let seq: i64 = tx
             .query_one(
                 "UPDATE kbs SET seq = seq + 1 WHERE id = $1 RETURNING seq",
@@ -524,7 +531,7 @@ impl StoreWrite for PgStore {
         }
         tx.commit().await.map_err(pg)?;
         self.analyses
-            .after_write(&conn, kb, synced.passages, synced.written)
+            .after_write(&conn, kb, passages, written)
             .await;
         Ok(seq as u64)
     }

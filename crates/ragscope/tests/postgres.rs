@@ -114,6 +114,11 @@ fn http_runtime() -> (tokio::runtime::Runtime, reqwest::Client) {
     (rt, reqwest::Client::new())
 }
 
+/// POSTs `body` as JSON.
+async fn post(http: &reqwest::Client, url: String, body: serde_json::Value) -> reqwest::Response {
+    http.post(url).json(&body).send().await.unwrap()
+}
+
 /// A `ragscope serve` child over the PostgreSQL store; killed when dropped.
 struct Served {
     child: std::process::Child,
@@ -545,22 +550,12 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
     let served = serve_store(&data, Some(&app));
     let key = rt.block_on(async {
         // The import wrote the tenant's rows; the key registry learns of it here.
-        let res = http
-            .post(format!("{}/api/v1/tenants", served.url))
-            .json(&serde_json::json!({ "name": tenant }))
-            .send()
-            .await
-            .unwrap();
+        let url = format!("{}/api/v1/tenants", served.url);
+        let res = post(&http, url, serde_json::json!({ "name": tenant })).await;
         assert!(res.status().is_success(), "{:?}", res.text().await);
-        let created: serde_json::Value = http
-            .post(format!("{}/api/v1/keys", served.url))
-            .json(&serde_json::json!({ "role": "read_only", "tenant": tenant }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let url = format!("{}/api/v1/keys", served.url);
+        let body = serde_json::json!({ "role": "read_only", "tenant": tenant });
+        let created: serde_json::Value = post(&http, url, body).await.json().await.unwrap();
         created["key"]
             .as_str()
             .unwrap_or_else(|| panic!("{created}"))
@@ -722,12 +717,8 @@ fn passages_never_retrieved_are_listed_by_postgres_as_by_the_embedded_store() {
     let never = |server: &Served, kb: &str| {
         rt.block_on(async {
             for q in ["怎么申请退款", "营业时间"] {
-                let res = http
-                    .post(format!("{}/api/v1/kbs/{kb}/query/sync", server.url))
-                    .json(&serde_json::json!({ "query": q }))
-                    .send()
-                    .await
-                    .unwrap();
+                let url = format!("{}/api/v1/kbs/{kb}/query/sync", server.url);
+                let res = post(&http, url, serde_json::json!({ "query": q })).await;
                 assert_eq!(res.status().as_u16(), 200);
             }
             let a: serde_json::Value = http
