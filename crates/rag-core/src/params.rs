@@ -358,7 +358,9 @@ pub struct RetrievalParams {
     pub paths: Vec<PathKind>,
     /// BM25 knobs.
     pub bm25: Bm25Params,
-    /// Fuzzy path: minimum trigram similarity.
+    /// Typo path: the trigram similarity a vocabulary word needs to be
+    /// checked as a correction (which then must be within the edits the
+    /// word's length allows).
     pub fuzzy_threshold: f32,
     /// Fusion.
     pub fusion: FusionParams,
@@ -374,7 +376,7 @@ impl Default for RetrievalParams {
             per_path_k: 20,
             paths: PathKind::ALL.to_vec(),
             bm25: Bm25Params::default(),
-            fuzzy_threshold: 0.3,
+            fuzzy_threshold: 0.2,
             fusion: FusionParams::default(),
             rerank_top_k: 5,
             rerank: true,

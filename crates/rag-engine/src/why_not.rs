@@ -255,7 +255,7 @@ fn verdicts(
             if path == PathKind::Fuzzy {
                 v.status = "below_threshold".into();
                 v.reason = format!(
-                    "no query term is within the typo threshold {} of its terms",
+                    "no query term reads as a typo of its terms (a word or two edits away among the vocabulary's words of trigram similarity at least {})",
                     params.fuzzy_threshold
                 );
             } else {

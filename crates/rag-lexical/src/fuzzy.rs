@@ -13,6 +13,35 @@ use rustc_hash::FxHashMap;
 pub const HOMOPHONE_SIMILARITY: f32 = 0.9;
 /// Corrections kept per unknown term.
 pub const MAX_CORRECTIONS: usize = 3;
+/// Vocabulary words most similar to an unknown word by trigrams whose edit
+/// distance to it is checked (both stores take the same ones, in the same
+/// order).
+pub const TYPO_CANDIDATES: usize = 32;
+
+/// The corrections of an unknown `word` among `candidates`, its most
+/// similar vocabulary words by trigrams (best first): those within the
+/// edits a word of its length may carry ([`rag_text::typo_edits_allowed`]),
+/// the fewest edits first and, among equals, in the candidates' order, at
+/// most [`MAX_CORRECTIONS`]. Each comes with its weight in the search, 1
+/// less the share of the word's characters that were edited (refnud →
+/// refund: 1 − 1/6). Trigram similarity alone mistook a swap of two
+/// letters in a short word (refnud and refund share 3 of 11 trigrams) for
+/// a worse match than another word (north and norman share 3 of 10).
+pub fn typo_corrections<T: AsRef<str> + Clone>(word: &str, candidates: &[T]) -> Vec<(T, f32)> {
+    let chars = word.chars().count();
+    let allowed = rag_text::typo_edits_allowed(chars);
+    let mut near: Vec<(usize, &T)> = candidates
+        .iter()
+        .filter_map(|c| rag_text::osa_distance_within(word, c.as_ref(), allowed).map(|d| (d, c)))
+        .filter(|(d, _)| *d > 0)
+        .collect();
+    // Stable: the candidates' order among equals.
+    near.sort_by_key(|(d, _)| *d);
+    near.truncate(MAX_CORRECTIONS);
+    near.into_iter()
+        .map(|(d, c)| (c.clone(), 1.0 - d as f32 / chars.max(1) as f32))
+        .collect()
+}
 
 /// Trigram and pinyin look-up tables over the vocabulary.
 #[derive(Debug, Default)]
@@ -113,7 +142,8 @@ impl FuzzyVocab {
 struct Correction {
     from: String,
     to: Box<str>,
-    similarity: f32,
+    /// Its weight in the search.
+    weight: f32,
 }
 
 impl LexicalIndex {
@@ -141,31 +171,32 @@ impl LexicalIndex {
                 }
             }
         }
-        let mut out: Vec<(Correction, u32)> = found
+        // (term, similarity, passages holding it)
+        let mut out: Vec<(Box<str>, f32, u32)> = found
             .into_iter()
             .filter(|(text, _)| self.term_visible(text, filter))
             .map(|(text, sim)| {
                 let common = self.term_stats(&text).map_or(0, |s| s.passages);
-                (
-                    Correction {
-                        from: word.to_owned(),
-                        to: text,
-                        similarity: sim,
-                    },
-                    common,
-                )
+                (text, sim, common)
             })
             .collect();
         // Most similar first; among equals the more common term (a likelier
         // intended word), then the term itself.
-        out.sort_by(|(a, ca), (b, cb)| {
-            b.similarity
-                .total_cmp(&a.similarity)
-                .then_with(|| cb.cmp(ca))
-                .then_with(|| a.to.cmp(&b.to))
+        out.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| b.2.cmp(&a.2))
+                .then_with(|| a.0.cmp(&b.0))
         });
-        out.truncate(MAX_CORRECTIONS);
-        out.into_iter().map(|(c, _)| c).collect()
+        out.truncate(TYPO_CANDIDATES);
+        let candidates: Vec<Box<str>> = out.into_iter().map(|(t, _, _)| t).collect();
+        typo_corrections(word, &candidates)
+            .into_iter()
+            .map(|(to, weight)| Correction {
+                from: word.to_owned(),
+                to,
+                weight,
+            })
+            .collect()
     }
 
     fn homophone_corrections(&self, q: &AnalyzedQuery, filter: &Filter) -> Vec<Correction> {
@@ -199,7 +230,7 @@ impl LexicalIndex {
                 out.push(Correction {
                     from: window.text.clone(),
                     to: text.into(),
-                    similarity: HOMOPHONE_SIMILARITY,
+                    weight: HOMOPHONE_SIMILARITY,
                 });
             }
         }
@@ -207,12 +238,13 @@ impl LexicalIndex {
     }
 
     /// Typo-tolerant recall. Query terms missing from the vocabulary are read as
-    /// the vocabulary terms most similar by character trigrams (similarity ≥
-    /// `threshold`); windows of Chinese characters that are not words are read
+    /// the vocabulary terms a typo or two away among those most similar by
+    /// character trigrams (similarity ≥ `threshold`; see
+    /// [`typo_corrections`]); windows of Chinese characters that are not words are read
     /// as words with the same toneless pinyin, unless they hold a stop word or
     /// cut through a word of the query that the knowledge base contains (see
     /// [`HanWindow`]). The query's known terms plus the corrections, weighted
-    /// by similarity, are scored with BM25. When nothing looks like a typo the
+    /// by their weights, are scored with BM25. When nothing looks like a typo the
     /// path returns no hits, so it never duplicates BM25.
     pub fn fuzzy(
         &self,
@@ -223,12 +255,17 @@ impl LexicalIndex {
         filter: &Filter,
     ) -> RankedList {
         let mut corrections = Vec::new();
+        let mut uncorrected = Vec::new();
         for t in &q.tokens {
             if matches!(t.kind, TokenKind::Word | TokenKind::Ident)
                 && t.text.chars().count() >= 3
                 && !self.term_visible(&t.text, filter)
             {
-                corrections.extend(self.trigram_corrections(&t.text, threshold, filter));
+                let found = self.trigram_corrections(&t.text, threshold, filter);
+                if found.is_empty() {
+                    uncorrected.push(t.text.as_str());
+                }
+                corrections.extend(found);
             }
         }
         corrections.extend(self.homophone_corrections(q, filter));
@@ -236,22 +273,35 @@ impl LexicalIndex {
             return RankedList {
                 path: PathKind::Fuzzy,
                 hits: vec![],
-                notes: vec!["no unknown term to correct".into()],
+                notes: vec![no_correction_note(&uncorrected)],
             };
         }
         let notes = corrections
             .iter()
-            .map(|c| format!("{} → {} ({:.2})", c.from, c.to, c.similarity))
+            .map(|c| format!("{} → {} ({:.2})", c.from, c.to, c.weight))
             .collect();
         let mut terms = self.query_terms(q);
         terms.extend(corrections.iter().map(|c| WeightedTerm {
             text: c.to.clone(),
-            weight: c.similarity,
+            weight: c.weight,
             gram: false,
             retrieves: true,
         }));
         let scored = self.score_terms(&terms, params, filter, k);
         self.ranked(PathKind::Fuzzy, scored, &terms, notes)
+    }
+}
+
+/// The typo path's note when it corrected nothing: which unknown words no
+/// vocabulary word is a typo away from, if any.
+pub fn no_correction_note(uncorrected: &[&str]) -> String {
+    if uncorrected.is_empty() {
+        "no unknown term to correct".into()
+    } else {
+        format!(
+            "no word of the knowledge base is a typo away from: {}",
+            uncorrected.join(", ")
+        )
     }
 }
 
@@ -411,6 +461,37 @@ mod tests {
         index
             .fuzzy(&q, 10, 0.3, &Bm25Params::default(), &Filter::everything())
             .notes
+    }
+
+    /// A swap of two letters is read as the word meant although the two
+    /// share few trigrams; a word several edits from another is not its
+    /// typo, however many trigrams they share.
+    #[test]
+    fn english_typos_are_read_by_edit_distance() {
+        let index = index(&[
+            "how do I get a refund",
+            "refer a friend",
+            "revert the payment",
+            "the norman conquest",
+            "launch date",
+        ]);
+        let notes = |query: &str| {
+            let q = index.analyze_query(query);
+            let p = Bm25Params::default();
+            let threshold = rag_core::RetrievalParams::default().fuzzy_threshold;
+            index
+                .fuzzy(&q, 10, threshold, &p, &Filter::everything())
+                .notes
+        };
+        assert_eq!(notes("refnud"), vec!["refnud → refund (0.83)".to_owned()]);
+        assert_eq!(
+            notes("north punch"),
+            vec!["no word of the knowledge base is a typo away from: north, punch".to_owned()]
+        );
+        assert_eq!(
+            notes("refund"),
+            vec!["no unknown term to correct".to_owned()]
+        );
     }
 
     #[test]

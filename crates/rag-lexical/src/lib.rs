@@ -61,7 +61,10 @@ mod vocab;
 pub use blob::SharedBytes;
 pub use bm25::idf;
 pub use filter::Filter;
-pub use fuzzy::{han_windows, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
+pub use fuzzy::{
+    han_windows, no_correction_note, typo_corrections, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS,
+    TYPO_CANDIDATES,
+};
 pub use highlight::highlight;
 pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms, SEGMENT_PASSAGES};
 pub use language::{language_of_script, script_of};

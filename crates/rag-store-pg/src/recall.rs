@@ -15,7 +15,10 @@ use rag_core::{
     CoreError, Hit, KbId, PassageId, PathKind, QueryTerm, RankedList, SearchCtx, StoreQuery,
     StoreRecall, TenantId, TokenKind, Viewer,
 };
-use rag_lexical::{han_windows, SubstringPlan, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS};
+use rag_lexical::{
+    han_windows, no_correction_note, typo_corrections, SubstringPlan, HOMOPHONE_SIMILARITY,
+    MAX_CORRECTIONS, TYPO_CANDIDATES,
+};
 use rag_text::pinyin_key;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Transaction;
@@ -270,8 +273,10 @@ async fn synonym_path(
     })
 }
 
-/// Typo tolerance: unknown English words corrected by pg_trgm similarity
-/// over the vocabulary, Chinese character windows by pinyin.
+/// Typo tolerance: unknown English words corrected by edit distance among
+/// their most similar vocabulary words by pg_trgm similarity (as the
+/// in-memory index does: [`typo_corrections`]), Chinese character windows
+/// by pinyin.
 async fn fuzzy_path(
     tx: &Transaction<'_>,
     kb: KbId,
@@ -301,7 +306,7 @@ async fn fuzzy_path(
     let all = sees_all(tx, f).await?;
     let have = known(tx, f, all, &probe).await?;
 
-    // (from, to, similarity), in the in-memory index's order: words first, then windows.
+    // (from, to, weight), in the in-memory index's order: words first, then windows.
     let mut corrections: Vec<(String, String, f32)> = Vec::new();
     // `%` uses the index; the explicit comparison keeps the bound inclusive.
     tx.execute(
@@ -317,24 +322,31 @@ async fn fuzzy_path(
          WHERE {} ORDER BY s.n LIMIT $4",
         visible_posting("s.term", "$5")
     );
+    let mut uncorrected = Vec::new();
     for w in words.iter().filter(|w| !have.contains(**w)) {
         let rows = if all {
             tx.query(
                 "SELECT term, similarity FROM similar_terms($1, $2, $3, $4)",
-                &[&kb.0, w, &threshold, &(MAX_CORRECTIONS as i64)],
+                &[&kb.0, w, &threshold, &(TYPO_CANDIDATES as i64)],
             )
             .await
         } else {
             tx.query(
                 &similar_visible,
-                &[&kb.0, w, &threshold, &(MAX_CORRECTIONS as i64), &f.owner],
+                &[&kb.0, w, &threshold, &(TYPO_CANDIDATES as i64), &f.owner],
             )
             .await
         }
         .map_err(pg)?;
+        let candidates: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let found = typo_corrections(w, &candidates);
+        if found.is_empty() {
+            uncorrected.push(*w);
+        }
         corrections.extend(
-            rows.iter()
-                .map(|r| ((*w).to_owned(), r.get::<_, String>(0), r.get::<_, f32>(1))),
+            found
+                .into_iter()
+                .map(|(to, weight)| ((*w).to_owned(), to, weight)),
         );
     }
     let unknown_windows: Vec<(&String, String)> = windows
@@ -376,7 +388,7 @@ async fn fuzzy_path(
         return Ok(RankedList {
             path: PathKind::Fuzzy,
             hits: vec![],
-            notes: vec!["no unknown term to correct".into()],
+            notes: vec![no_correction_note(&uncorrected)],
         });
     }
     let notes = corrections

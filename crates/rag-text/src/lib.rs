@@ -30,12 +30,14 @@
 //! ```
 
 mod analyzer;
+mod edit_distance;
 mod latin;
 mod normalize;
 mod pinyin_key;
 mod stopwords;
 
 pub use analyzer::{detect_language, Analyzer, Mode, ANALYZER_NAME, ANALYZER_VERSION};
+pub use edit_distance::{osa_distance_within, typo_edits_allowed};
 pub use normalize::{normalize, normalize_for_match, Normalized};
 pub use pinyin_key::pinyin_key;
 pub use rag_core::{Language, Token, TokenKind};

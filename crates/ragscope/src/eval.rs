@@ -450,10 +450,19 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                     (l.path.to_string(), serde_json::Value::Array(hits))
                 })
                 .collect();
+            let notes: serde_json::Map<String, serde_json::Value> = run
+                .lists
+                .iter()
+                .filter(|l| !l.notes.is_empty())
+                .map(|l| (l.path.to_string(), serde_json::json!(l.notes)))
+                .collect();
             let line = serde_json::json!({
                 "qid": qid,
                 "language": run.analyzed.language,
                 "tokens": run.analyzed.tokens.len(),
+                "terms": run.analyzed.tokens.iter().map(|t| [t.text.clone(), format!("{:?}", t.kind)]).collect::<Vec<_>>(),
+                "matched": run.lists.iter().map(|l| (l.path.to_string(), serde_json::json!(l.hits.iter().map(|h| &h.matched).collect::<Vec<_>>()))).collect::<serde_json::Map<String, serde_json::Value>>(),
+                "notes": notes,
                 "suggested_lambda": lambdas.0,
                 "suggestion_reason": lambdas.1,
                 "applied_lambda": lambdas.2,
