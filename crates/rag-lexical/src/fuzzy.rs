@@ -237,15 +237,16 @@ impl LexicalIndex {
         out
     }
 
-    /// Typo-tolerant recall. Query terms missing from the vocabulary are read as
-    /// the vocabulary terms a typo or two away among those most similar by
-    /// character trigrams (similarity ≥ `threshold`; see
-    /// [`typo_corrections`]); windows of Chinese characters that are not words are read
-    /// as words with the same toneless pinyin, unless they hold a stop word or
-    /// cut through a word of the query that the knowledge base contains (see
-    /// [`HanWindow`]). The query's known terms plus the corrections, weighted
-    /// by their weights, are scored with BM25. When nothing looks like a typo the
-    /// path returns no hits, so it never duplicates BM25.
+    /// Typo-tolerant recall. Query terms missing from the vocabulary are read
+    /// as the vocabulary terms a typo or two away among those most similar
+    /// by character trigrams (similarity ≥ `threshold`; see
+    /// [`typo_corrections`]); windows of Chinese characters that are not
+    /// words are read as words with the same toneless pinyin, unless they
+    /// hold a stop word or cut through a word of the query that the
+    /// knowledge base contains (see [`HanWindow`]). The query's known terms
+    /// plus the corrections, each at its weight, are scored with BM25. When
+    /// nothing looks like a typo the path returns no hits, so it never
+    /// duplicates BM25.
     pub fn fuzzy(
         &self,
         q: &AnalyzedQuery,

@@ -456,12 +456,27 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 .filter(|l| !l.notes.is_empty())
                 .map(|l| (l.path.to_string(), serde_json::json!(l.notes)))
                 .collect();
+            // What each hit matched, per path, for offline analysis.
+            let matched: serde_json::Map<String, serde_json::Value> = run
+                .lists
+                .iter()
+                .map(|l| {
+                    let per_hit: Vec<&Vec<String>> = l.hits.iter().map(|h| &h.matched).collect();
+                    (l.path.to_string(), serde_json::json!(per_hit))
+                })
+                .collect();
+            let terms: Vec<[String; 2]> = run
+                .analyzed
+                .tokens
+                .iter()
+                .map(|t| [t.text.clone(), format!("{:?}", t.kind)])
+                .collect();
             let line = serde_json::json!({
                 "qid": qid,
                 "language": run.analyzed.language,
                 "tokens": run.analyzed.tokens.len(),
-                "terms": run.analyzed.tokens.iter().map(|t| [t.text.clone(), format!("{:?}", t.kind)]).collect::<Vec<_>>(),
-                "matched": run.lists.iter().map(|l| (l.path.to_string(), serde_json::json!(l.hits.iter().map(|h| &h.matched).collect::<Vec<_>>()))).collect::<serde_json::Map<String, serde_json::Value>>(),
+                "terms": terms,
+                "matched": matched,
                 "notes": notes,
                 "suggested_lambda": lambdas.0,
                 "suggestion_reason": lambdas.1,
