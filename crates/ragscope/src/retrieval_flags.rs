@@ -44,7 +44,7 @@ pub struct RetrievalFlags {
     /// BM25 fields: "flat" or "multi:TITLE,BODY,TAGS" weights.
     #[arg(long)]
     pub fields: Option<String>,
-    /// Fuzzy path trigram threshold.
+    /// Typo path: the trigram similarity a correction's candidates need.
     #[arg(long)]
     pub fuzzy_threshold: Option<f32>,
     /// Minimum normalised fused score.
