@@ -43,6 +43,31 @@ pub fn typo_corrections<T: AsRef<str> + Clone>(word: &str, candidates: &[T]) -> 
         .collect()
 }
 
+/// The words made by swapping two neighbouring letters of `word`, left to
+/// right, for a word of letters long enough to carry a typo. They join an
+/// unknown word's candidates when the vocabulary holds them: a swap near
+/// the start of a short word leaves few trigrams in common (lcok and lock
+/// share 2 of 10), so trigram similarity alone would not propose them.
+pub fn swap_variants(word: &str) -> Vec<String> {
+    let chars: Vec<char> = word.chars().collect();
+    if rag_text::typo_edits_allowed(chars.len()) == 0 || !chars.iter().all(|c| c.is_alphabetic()) {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for i in 0..chars.len() - 1 {
+        if chars[i] == chars[i + 1] {
+            continue;
+        }
+        let mut v = chars.clone();
+        v.swap(i, i + 1);
+        let v: String = v.into_iter().collect();
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 /// Trigram and pinyin look-up tables over the vocabulary.
 #[derive(Debug, Default)]
 pub(crate) struct FuzzyVocab {
@@ -188,7 +213,12 @@ impl LexicalIndex {
                 .then_with(|| a.0.cmp(&b.0))
         });
         out.truncate(TYPO_CANDIDATES);
-        let candidates: Vec<Box<str>> = out.into_iter().map(|(t, _, _)| t).collect();
+        let mut candidates: Vec<Box<str>> = out.into_iter().map(|(t, _, _)| t).collect();
+        for v in swap_variants(word) {
+            if !candidates.iter().any(|c| **c == *v) && self.term_visible(&v, filter) {
+                candidates.push(v.into());
+            }
+        }
         typo_corrections(word, &candidates)
             .into_iter()
             .map(|(to, weight)| Correction {
@@ -475,6 +505,7 @@ mod tests {
             "revert the payment",
             "the norman conquest",
             "launch date",
+            "lock the door",
         ]);
         let notes = |query: &str| {
             let q = index.analyze_query(query);
@@ -485,6 +516,9 @@ mod tests {
                 .notes
         };
         assert_eq!(notes("refnud"), vec!["refnud → refund (0.83)".to_owned()]);
+        assert_eq!(notes("lcok"), vec!["lcok → lock (0.75)".to_owned()]);
+        assert_eq!(swap_variants("lcok"), ["clok", "lock", "lcko"]);
+        assert!(swap_variants("ab").is_empty() && swap_variants("a12b").is_empty());
         assert_eq!(
             notes("north punch"),
             vec!["no word of the knowledge base is a typo away from: north, punch".to_owned()]

@@ -62,8 +62,8 @@ pub use blob::SharedBytes;
 pub use bm25::idf;
 pub use filter::Filter;
 pub use fuzzy::{
-    han_windows, no_correction_note, typo_corrections, HOMOPHONE_SIMILARITY, MAX_CORRECTIONS,
-    TYPO_CANDIDATES,
+    han_windows, no_correction_note, swap_variants, typo_corrections, HOMOPHONE_SIMILARITY,
+    MAX_CORRECTIONS, TYPO_CANDIDATES,
 };
 pub use highlight::highlight;
 pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms, SEGMENT_PASSAGES};

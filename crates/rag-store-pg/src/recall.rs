@@ -16,8 +16,8 @@ use rag_core::{
     StoreRecall, TenantId, TokenKind, Viewer,
 };
 use rag_lexical::{
-    han_windows, no_correction_note, typo_corrections, SubstringPlan, HOMOPHONE_SIMILARITY,
-    MAX_CORRECTIONS, TYPO_CANDIDATES,
+    han_windows, no_correction_note, swap_variants, typo_corrections, SubstringPlan,
+    HOMOPHONE_SIMILARITY, MAX_CORRECTIONS, TYPO_CANDIDATES,
 };
 use rag_text::pinyin_key;
 use tokio_postgres::types::ToSql;
@@ -338,7 +338,19 @@ async fn fuzzy_path(
             .await
         }
         .map_err(pg)?;
-        let candidates: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let mut candidates: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        // Swaps of two neighbouring letters the vocabulary holds, as the
+        // in-memory index adds them.
+        let swaps = swap_variants(w);
+        if !swaps.is_empty() {
+            let refs: Vec<&str> = swaps.iter().map(String::as_str).collect();
+            let held = known(tx, f, all, &refs).await?;
+            for v in swaps {
+                if held.contains(&v) && !candidates.contains(&v) {
+                    candidates.push(v);
+                }
+            }
+        }
         let found = typo_corrections(w, &candidates);
         if found.is_empty() {
             uncorrected.push(*w);

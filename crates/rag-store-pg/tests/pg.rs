@@ -1046,6 +1046,7 @@ fn another_owners_words_stay_hidden_from_notes_and_corrections() {
                 vec![
                     put("public refund policy 退款", None),
                     put("zebrafish 配送费 genome", Some("alice")),
+                    put("lock the door", None),
                 ],
             )
             .await
@@ -1090,6 +1091,15 @@ fn another_owners_words_stay_hidden_from_notes_and_corrections() {
         }
         let note = notes("zebrafish", PathKind::Bm25, alice.clone()).await;
         assert!(!note.contains("zebrafish"), "{note}");
+        // English typos as the in-memory index reads them: by edit
+        // distance, swaps of two letters included.
+        for (typo, read) in [
+            ("refnud", "refnud → refund (0.83)"),
+            ("lcok", "lcok → lock (0.75)"),
+        ] {
+            let seen = notes(typo, PathKind::Fuzzy, Viewer::Public).await;
+            assert_eq!(seen, read);
+        }
         for typo in ["zebrafsh", "陪送费"] {
             for viewer in [bob.clone(), Viewer::Public] {
                 let seen = notes(typo, PathKind::Fuzzy, viewer.clone()).await;
