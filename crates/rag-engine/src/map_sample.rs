@@ -6,7 +6,9 @@
 
 use crate::blocking::blocking;
 use crate::engine::{Engine, KbIndex};
-use rag_core::{CoreError, EmbeddingSpace, KnowledgeBase, Passage, PassageId, TenantId, Viewer};
+use rag_core::{
+    CoreError, EmbeddingSpace, KnowledgeBase, Passage, PassageId, StoreRecall, TenantId, Viewer,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -114,7 +116,9 @@ impl Engine {
         };
         let visible = ids.len();
         let ids = blocking(MAP, move || sample(ids, limit)).await?;
-        let (mut vectors, note) = self.vectors_of(tenant, kb, &index, &ids).await?;
+        let (mut vectors, note) = self
+            .vectors_of(tenant, kb, &index, recall.as_deref(), &ids)
+            .await?;
         let mut passages = if index.store_passages.is_some() {
             self.passages_by_id((tenant, kb.id), &index, ids.iter().copied())
                 .await?
@@ -146,17 +150,18 @@ impl Engine {
     }
 
     /// The stored vectors of `ids`: from the dense index, or from a store
-    /// that searches them itself.
+    /// that searches them itself (`recall`).
     async fn vectors_of(
         &self,
         tenant: &TenantId,
         kb: &KnowledgeBase,
         index: &Arc<KbIndex>,
+        recall: Option<&dyn StoreRecall>,
         ids: &[PassageId],
     ) -> Result<(HashMap<PassageId, Vec<f32>>, Option<String>), CoreError> {
         if index.store_dense {
             let mut out = HashMap::with_capacity(ids.len());
-            if let Some(recall) = self.store().store_recall() {
+            if let Some(recall) = recall {
                 for part in ids.chunks(VECTOR_BATCH) {
                     out.extend(recall.vectors(tenant, kb.id, part).await?);
                 }

@@ -294,7 +294,12 @@ async fn fuzzy_path(
         .map(|t| t.text.as_str())
         .collect();
     let windows = han_windows(q.query);
+    // The words with two neighbouring letters swapped, looked up with the
+    // rest in one statement: those the vocabulary holds join the
+    // candidates of an unknown word, as in the in-memory index.
+    let swaps: Vec<Vec<String>> = words.iter().map(|w| swap_variants(w)).collect();
     let mut probe: Vec<&str> = words.clone();
+    probe.extend(swaps.iter().flatten().map(String::as_str));
     for w in &windows {
         probe.push(&w.text);
         probe.extend(w.cuts.iter().map(String::as_str));
@@ -323,7 +328,7 @@ async fn fuzzy_path(
         visible_posting("s.term", "$5")
     );
     let mut uncorrected = Vec::new();
-    for w in words.iter().filter(|w| !have.contains(**w)) {
+    for (w, swaps) in words.iter().zip(swaps).filter(|(w, _)| !have.contains(**w)) {
         let rows = if all {
             tx.query(
                 "SELECT term, similarity FROM similar_terms($1, $2, $3, $4)",
@@ -339,16 +344,9 @@ async fn fuzzy_path(
         }
         .map_err(pg)?;
         let mut candidates: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-        // Swaps of two neighbouring letters the vocabulary holds, as the
-        // in-memory index adds them.
-        let swaps = swap_variants(w);
-        if !swaps.is_empty() {
-            let refs: Vec<&str> = swaps.iter().map(String::as_str).collect();
-            let held = known(tx, f, all, &refs).await?;
-            for v in swaps {
-                if held.contains(&v) && !candidates.contains(&v) {
-                    candidates.push(v);
-                }
+        for v in swaps {
+            if have.contains(&v) && !candidates.contains(&v) {
+                candidates.push(v);
             }
         }
         let found = typo_corrections(w, &candidates);
