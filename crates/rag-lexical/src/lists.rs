@@ -12,6 +12,16 @@
 //! `u32`s, in key order in a buffer of their own. Intersecting a short list
 //! with a long one then jumps over the long one's blocks instead of
 //! decoding every value.
+//!
+//! A list whose values are dense (more of them than the bytes of a bitmap
+//! up to its last value) is stored as that bitmap instead: bit `v % 8` of
+//! byte `v / 8` is set for each value `v`, and it has no skip entries. It
+//! is never larger than the varints would be (they take at least a byte a
+//! value), and seeking it is a look at one byte, where a varint list is
+//! read up to the value sought: the common n-grams, whose lists the
+//! substring path seeks for every passage it weighs, are such lists. The
+//! form needs no flag: a list of fewer bytes than values is a bitmap, since
+//! varints cannot be.
 
 use crate::blob::Blob;
 use rustc_hash::FxHashMap;
@@ -22,8 +32,32 @@ pub(crate) const BLOCK: usize = 128;
 /// Bytes of one skip entry: the block's last value and its end.
 const SKIP_BYTES: usize = 8;
 
-/// Skip bytes of a list of `count` values (none for one block).
-pub(crate) fn skip_len(count: u32) -> usize {
+/// Whether a list of `count` values stored in `len` bytes is a bitmap.
+fn is_bitmap(count: u32, len: usize) -> bool {
+    len < count as usize
+}
+
+/// Whether a list of `count` values up to `last` is stored as a bitmap: its
+/// bytes are fewer than its values.
+fn wants_bitmap(count: u32, last: u32) -> bool {
+    (last as usize / 8 + 1) < count as usize
+}
+
+/// The bitmap of `values` (strictly increasing, up to `last`).
+fn bitmap_of(values: impl Iterator<Item = u32>, last: u32) -> Vec<u8> {
+    let mut bits = vec![0u8; last as usize / 8 + 1];
+    for v in values {
+        bits[v as usize / 8] |= 1 << (v % 8);
+    }
+    bits
+}
+
+/// Skip bytes of a list of `count` values in `len` bytes (none for one
+/// block or a bitmap).
+pub(crate) fn skip_len(count: u32, len: usize) -> usize {
+    if is_bitmap(count, len) {
+        return 0;
+    }
     let count = count as usize;
     if count > BLOCK {
         count.div_ceil(BLOCK) * SKIP_BYTES
@@ -91,6 +125,7 @@ impl<'a> List<'a> {
             read: 0,
             prev: None,
             found: None,
+            bitmap: is_bitmap(self.count, self.bytes.len()),
         }
     }
 }
@@ -105,6 +140,8 @@ pub(crate) struct ListIter<'a> {
     prev: Option<u32>,
     /// The value [`ListIter::seek`] last found.
     found: Option<u32>,
+    /// The list is a bitmap: `at` is the next bit to look at.
+    bitmap: bool,
 }
 
 impl ListIter<'_> {
@@ -115,6 +152,10 @@ impl ListIter<'_> {
     pub(crate) fn seek(&mut self, target: u32) -> Option<u32> {
         if let Some(v) = self.found.filter(|v| *v >= target) {
             return Some(v);
+        }
+        if self.bitmap {
+            self.found = self.next_bit(self.at.max(target as usize));
+            return self.found;
         }
         let skip = |i: usize| -> Option<(u32, u32)> {
             let b = self.skips.get(i * SKIP_BYTES..(i + 1) * SKIP_BYTES)?;
@@ -147,12 +188,33 @@ impl ListIter<'_> {
         self.found = self.find(|v| *v >= target);
         self.found
     }
+
+    /// The first set bit at or past `from` of a bitmap list.
+    fn next_bit(&mut self, from: usize) -> Option<u32> {
+        let end = self.bytes.len() * 8;
+        let mut i = from / 8;
+        let mut byte = self.bytes.get(i).map(|b| b & (0xff << (from % 8)));
+        while let Some(b) = byte {
+            if b != 0 {
+                let v = i * 8 + b.trailing_zeros() as usize;
+                self.at = v + 1;
+                return u32::try_from(v).ok();
+            }
+            i += 1;
+            byte = self.bytes.get(i).copied();
+        }
+        self.at = end;
+        None
+    }
 }
 
 impl Iterator for ListIter<'_> {
     type Item = u32;
 
     fn next(&mut self) -> Option<u32> {
+        if self.bitmap {
+            return self.next_bit(self.at);
+        }
         let gap = get_var(self.bytes, &mut self.at)?;
         // The lists were checked when built or read: the sum cannot overflow.
         let v = match self.prev {
@@ -193,6 +255,22 @@ impl GrowingList {
         self.count += 1;
     }
 
+    /// The values, decoded.
+    fn values(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut at = 0usize;
+        let mut v = 0u32;
+        (0..self.count).map(move |i| {
+            let gap = get_var(&self.bytes, &mut at).expect("bytes this list wrote");
+            v = if i == 0 { gap } else { v + gap };
+            v
+        })
+    }
+
+    /// The bitmap of the list when it is stored as one.
+    fn bitmap(&self) -> Option<Vec<u8>> {
+        wants_bitmap(self.count, self.last).then(|| bitmap_of(self.values(), self.last))
+    }
+
     /// The skip entries of the list (none for one of at most [`BLOCK`]
     /// entries), as [`PostingLists::from_lists`] writes them.
     fn skips(&self) -> Vec<u8> {
@@ -230,8 +308,11 @@ impl PostingLists {
             skips: Blob::default(),
         };
         for (k, list) in lists {
-            out.push_raw(k, list.count, &list.bytes, &list.skips())
-                .expect("keys of a map are distinct and sorted");
+            let pushed = match list.bitmap() {
+                Some(bits) => out.push_raw(k, list.count, &bits, &[]),
+                None => out.push_raw(k, list.count, &list.bytes, &list.skips()),
+            };
+            pushed.expect("keys of a map are distinct and sorted");
         }
         if let Blob::Owned(v) = &mut out.skips {
             v.shrink_to_fit();
@@ -257,6 +338,12 @@ impl PostingLists {
         for (k, list) in lists {
             bytes.clear();
             skips.clear();
+            if let Some(&last) = list.last().filter(|l| wants_bitmap(list.len() as u32, **l)) {
+                let bits = bitmap_of(list.iter().copied(), last);
+                out.push_raw(k, list.len() as u32, &bits, &[])
+                    .expect("keys of a map are distinct and sorted");
+                continue;
+            }
             let mut prev = 0u32;
             for (i, &v) in list.iter().enumerate() {
                 put_var(&mut bytes, u64::from(if i == 0 { v } else { v - prev }));
@@ -301,8 +388,14 @@ impl PostingLists {
         let mut ends = Vec::with_capacity(lengths.len());
         let mut end = 0usize;
         for (&len, &count) in lengths.iter().zip(&counts) {
-            // A varint of a u32 takes one to five bytes.
-            if len < count as usize || len > 5 * count as usize {
+            // A varint of a u32 takes one to five bytes; a bitmap (fewer
+            // bytes than values) holds at most eight values a byte.
+            let holds = if is_bitmap(count, len) {
+                count as usize <= len.saturating_mul(8)
+            } else {
+                len <= 5 * count as usize
+            };
+            if !holds {
                 return Err(ListError::Truncated);
             }
             end = end.checked_add(len).ok_or(ListError::Truncated)?;
@@ -313,9 +406,9 @@ impl PostingLists {
         }
         let mut skip_starts = Vec::with_capacity(counts.len());
         let mut skip_end = 0usize;
-        for &count in &counts {
+        for (&count, &len) in counts.iter().zip(lengths) {
             skip_starts.push(skip_end);
-            skip_end += skip_len(count);
+            skip_end += skip_len(count, len);
         }
         if skip_end != skips.len() {
             return Err(ListError::Truncated);
@@ -365,10 +458,11 @@ impl PostingLists {
     fn list(&self, i: usize) -> List<'_> {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         let skip = self.skip_starts[i];
+        let len = self.ends[i] - start;
         List {
             count: self.counts[i],
             bytes: &self.data[start..self.ends[i]],
-            skips: &self.skips[skip..skip + skip_len(self.counts[i])],
+            skips: &self.skips[skip..skip + skip_len(self.counts[i], len)],
         }
     }
 
@@ -467,6 +561,28 @@ mod tests {
     }
 
     #[test]
+    fn dense_lists_are_bitmaps_no_larger_than_their_varints() {
+        let dense: Vec<u32> = (0..1000).filter(|v| v % 3 != 1).collect();
+        let sparse: Vec<u32> = (0..1000).map(|v| v * 9).collect();
+        let p = PostingLists::from_lists(vec![(1, dense.clone()), (2, sparse.clone())]);
+        let sizes: Vec<(u32, usize)> = p.iter().map(|(_, n, b)| (n, b.len())).collect();
+        // 667 values up to 998 in 125 bytes; 1,000 sparse ones as varints
+        // (one or two bytes each), with their eight skip entries.
+        assert_eq!(sizes[0], (667, 125));
+        assert!(sizes[1].1 >= 1000);
+        assert_eq!(p.skip_bytes().len(), 8 * 8);
+        let mut it = p.get(1).unwrap().iter();
+        assert_eq!(it.seek(1), Some(2));
+        assert_eq!(it.seek(2), Some(2));
+        assert_eq!(it.next(), Some(3));
+        assert_eq!(it.seek(997), Some(998));
+        assert_eq!(it.seek(999), Some(999));
+        assert_eq!(it.seek(1000), None);
+        assert_eq!(p.get(1).unwrap().iter().collect::<Vec<_>>(), dense);
+        assert_eq!(p.get(2).unwrap().iter().collect::<Vec<_>>(), sparse);
+    }
+
+    #[test]
     fn malformed_tables_are_refused_and_damaged_bytes_read_safely() {
         let table = |keys: Vec<u64>, counts: Vec<u32>, lengths: &[usize], data: &[u8]| {
             PostingLists::from_table(
@@ -486,11 +602,12 @@ mod tests {
             table(vec![5, 5], vec![1, 1], &[1, 1], &[1, 1]),
             Err(ListError::KeyOrder)
         );
-        // Fewer bytes than entries, more than five per entry, lengths that
+        // More entries than a bitmap of the bytes holds, more than five bytes per entry, lengths that
         // do not add up to the bytes, tables of unequal sizes.
         assert_eq!(
-            table(vec![1], vec![2], &[1], &[1]),
-            Err(ListError::Truncated)
+            table(vec![1], vec![9], &[1], &[1]),
+            Err(ListError::Truncated),
+            "a bitmap byte holds at most eight values"
         );
         assert_eq!(
             table(vec![1], vec![1], &[6], &[0x80; 6]),
@@ -516,14 +633,14 @@ mod tests {
         assert_eq!(intersect(&[1, 2, 3], p.get(1).unwrap()), Vec::<u32>::new());
         // Damaged skip entries make a seek jump wrongly, never out of
         // bounds or backwards.
-        let long: Vec<u32> = (0..400).map(|v| v * 3).collect();
+        let long: Vec<u32> = (0..400).map(|v| v * 30).collect();
         let p = PostingLists::from_lists(vec![(7, long.clone())]);
         let (k, n, bytes) = p.iter().next().unwrap();
         let mut skips = p.skip_bytes().to_vec();
         assert_eq!(skips.len(), 4 * 8);
         assert_eq!(
-            intersect(&[3, 600, 1197], p.get(7).unwrap()),
-            [3, 600, 1197]
+            intersect(&[30, 6000, 11970], p.get(7).unwrap()),
+            [30, 6000, 11970]
         );
         for i in 0..skips.len() {
             for v in [0u8, 0x80, 0xff] {
@@ -537,11 +654,17 @@ mod tests {
                     Blob::Owned(skips.clone()),
                 )
                 .unwrap();
-                let got = intersect(&[3, 600, 1197, 5000], q.get(7).unwrap());
-                assert!(got.iter().all(|v| [3, 600, 1197].contains(v)), "{got:?}");
+                let got = intersect(&[30, 6000, 11970, 50000], q.get(7).unwrap());
+                assert!(got.iter().all(|v| [30, 6000, 11970].contains(v)), "{got:?}");
                 skips[i] = keep;
             }
         }
+        // A bitmap's announced count is not checked against its bits (that
+        // would read every page): its reader yields the bits that are set.
+        let p = table(vec![3], vec![5], &[2], &[0b1000_0001, 0]).unwrap();
+        assert_eq!(p.get(3).unwrap().iter().collect::<Vec<_>>(), [0, 7]);
+        assert_eq!(intersect(&[0, 1, 7, 8, 15, 16], p.get(3).unwrap()), [0, 7]);
+        assert_eq!(p.get(3).unwrap().iter().seek(u32::MAX), None);
         assert_eq!(
             get_var(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut 0),
             None,

@@ -89,6 +89,14 @@ impl TopK {
         self.heap.len() >= self.k && bound * SLACK < self.threshold()
     }
 
+    /// Whether `score` may enter, for some id (a tie with the k-th is
+    /// settled by id: [`TopK::enters`]); the passage's record, a read from
+    /// anywhere in memory, is fetched only then.
+    fn may_enter(&self, score: f32) -> bool {
+        score > 0.0
+            && (self.heap.len() < self.k || self.heap.peek().is_none_or(|w| score >= w.score))
+    }
+
     /// Whether `score` for `id` would enter.
     fn enters(&self, score: f32, id: PassageId) -> bool {
         if score <= 0.0 {
@@ -307,17 +315,19 @@ impl LexicalIndex {
                     }
                     if reachable {
                         let score = scores.iter().flatten().fold(0f32, |s, v| s + v);
-                        let r = Ref {
-                            seg: si as u32,
-                            ord,
-                        };
-                        let meta = self.meta_at(r);
-                        if top.enters(score, meta.id) && filter.allows(meta) {
-                            top.push(Kept {
-                                score,
-                                id: meta.id,
-                                r,
-                            });
+                        if top.may_enter(score) {
+                            let r = Ref {
+                                seg: si as u32,
+                                ord,
+                            };
+                            let meta = self.meta_at(r);
+                            if top.enters(score, meta.id) && filter.allows(meta) {
+                                top.push(Kept {
+                                    score,
+                                    id: meta.id,
+                                    r,
+                                });
+                            }
                         }
                     }
                     scores.iter_mut().for_each(|s| *s = None);
