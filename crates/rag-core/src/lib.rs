@@ -24,6 +24,7 @@ pub mod log;
 pub mod metrics;
 pub mod model;
 pub mod overrides;
+pub mod pages;
 pub mod params;
 pub mod query;
 pub mod redact;
@@ -44,6 +45,7 @@ pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLo
 pub use metrics::Metrics;
 pub use model::*;
 pub use overrides::{Origin, Provenance, RetrievalOverrides};
+pub use pages::{PassageCursor, PassagePage};
 pub use params::*;
 pub use query::*;
 pub use seams::*;

@@ -482,6 +482,23 @@ pub trait StoreRead: Send + Sync {
             .map_err(|e| crate::CoreError::Store(format!("cannot send the snapshot: {e}")))?;
         Ok(vectors)
     }
+    /// One page of a knowledge base's text passages, in the snapshot's
+    /// order (document chunks by their document's (`created_at`, id) and
+    /// ordinal, then FAQ entries by (`created_at`, id)): at most `limit`
+    /// after `after` (from the first when `None`), each with the text hash
+    /// of its stored vector. Each page is a read of its own through the
+    /// indexes that give that order (keyset pagination: a page costs the
+    /// same wherever it lies), so a caller that writes between pages
+    /// (`reembed`) holds no read open across its writes and memory holds
+    /// one page. Passages written between pages may be missed or seen
+    /// twice; one removed is not returned after its removal.
+    async fn passages_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        after: Option<&crate::pages::PassageCursor>,
+        limit: usize,
+    ) -> Result<crate::pages::PassagePage>;
     /// What changed after commit `since` (exclusive) up to the current
     /// commit, or `None` when the store cannot tell (it keeps no change
     /// log, or `since` is older than what it keeps): the caller then builds

@@ -2,14 +2,15 @@
 //! (and, for a document passage of several sentences, its sentence
 //! vectors) from the configured embedder.
 
-use crate::embed::text_hash;
+use crate::embed::{text_hash, CachedEmbedder};
 use crate::engine::Engine;
 use crate::sentences::{embed_sentences, sentence_texts, SentenceSource};
 use rag_core::{
-    CoreError, EmbeddingSpace, Passage, PassageId, PassageVector, TenantId, UserError, WriteOp,
+    CoreError, EmbeddingSpace, KbId, Passage, PassageId, PassageVector, TenantId, UserError,
+    WriteOp,
 };
 
-/// Passages per write.
+/// Passages per page read and per write.
 const BATCH: usize = 256;
 
 /// What a re-embedding run did.
@@ -45,7 +46,8 @@ impl Engine {
     /// passages of several sentences get sentence vectors beside (when
     /// they are on), also those whose vector was current but stored
     /// without them. Writes in batches, each atomic, so an interrupted run
-    /// keeps its progress.
+    /// keeps its progress. `progress` hears (passages looked at, passages
+    /// of the knowledge base).
     pub async fn reembed(
         &self,
         tenant: &TenantId,
@@ -57,12 +59,12 @@ impl Engine {
             reason: "no embedder is configured".into(),
         })?;
         let kb = self.kb(tenant, kb_name).await?;
-        let snapshot = self.store().snapshot(tenant, kb.id).await?;
         let mut report = ReembedReport::default();
         let model_id = embedder.model().model_id().to_owned();
-        let switched = snapshot
-            .space
-            .as_ref()
+        let switched = self
+            .store()
+            .embedding_space(tenant, kb.id)
+            .await?
             .is_some_and(|s| s.model_id != model_id);
         if switched {
             self.store()
@@ -70,21 +72,56 @@ impl Engine {
                 .await?;
             report.switched_model = true;
         }
-        let current: std::collections::HashMap<_, _> = if switched {
-            Default::default()
-        } else {
-            snapshot
-                .vectors
-                .iter()
-                .map(|v| (v.id, v.text_hash.clone()))
-                .collect()
-        };
+        // The passages are read a page at a time, each page a read of its
+        // own, so memory holds one page whatever the knowledge base's size
+        // and no read stays open across the writes.
+        let counts = self.store().kb_counts(tenant, kb.id).await?;
+        let total = counts.chunks + counts.faqs;
+        let mut seen = 0;
+        progress(0, total);
+        let mut after = None;
+        loop {
+            let page = self
+                .store()
+                .passages_page(tenant, kb.id, after.as_ref(), BATCH)
+                .await?;
+            seen += page.passages.len();
+            self.reembed_page(
+                tenant,
+                kb.id,
+                &embedder,
+                &model_id,
+                page.passages,
+                &mut report,
+            )
+            .await?;
+            progress(seen.min(total), total);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        Ok(report)
+    }
+
+    /// One page of [`Engine::reembed`]: its passages without a current
+    /// vector embedded and written (one atomic write), then sentence
+    /// vectors for current ones stored without them.
+    async fn reembed_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        embedder: &CachedEmbedder,
+        model_id: &str,
+        passages: Vec<(Passage, Option<String>)>,
+        report: &mut ReembedReport,
+    ) -> Result<(), CoreError> {
         let sentences_on = self.config().sentence_vectors;
         let (mut todo, mut kept) = (Vec::new(), Vec::new());
-        for p in snapshot.passages.iter().filter(|p| p.searchable) {
+        for (p, stored) in passages.iter().filter(|(p, _)| p.searchable) {
             let text = p.embedding_text();
             let hash = text_hash(&text);
-            if current.get(&p.id) != Some(&hash) {
+            if stored.as_ref() != Some(&hash) {
                 todo.push((p, hash, text));
             } else if sentences_on
                 && matches!(p.id, PassageId::Chunk(_))
@@ -93,11 +130,9 @@ impl Engine {
                 kept.push(sentence_source(p, hash));
             }
         }
-        report.needed = todo.len();
-        let mut done = 0;
-        progress(0, todo.len());
-        for part in todo.chunks(BATCH) {
-            let texts: Vec<String> = part.iter().map(|(_, _, t)| t.clone()).collect();
+        report.needed += todo.len();
+        if !todo.is_empty() {
+            let texts: Vec<String> = todo.iter().map(|(_, _, t)| t.clone()).collect();
             let (vectors, stats) = embedder
                 .embed_documents(&texts, self.config().embed_batch)
                 .await?;
@@ -105,10 +140,10 @@ impl Engine {
             report.computed += stats.computed;
             let dims = vectors.first().map_or(0, Vec::len);
             let space = EmbeddingSpace {
-                model_id: model_id.clone(),
+                model_id: model_id.to_owned(),
                 dims,
             };
-            let vectors = part
+            let vectors = todo
                 .iter()
                 .zip(vectors)
                 .map(|((p, hash, _), vector)| PassageVector {
@@ -119,33 +154,30 @@ impl Engine {
                 .collect();
             let mut ops = vec![WriteOp::PutVectors { space, vectors }];
             if sentences_on {
-                let sources: Vec<SentenceSource> = part
+                let sources: Vec<SentenceSource> = todo
                     .iter()
                     .filter(|(p, _, _)| matches!(p.id, PassageId::Chunk(_)))
                     .map(|(p, hash, _)| sentence_source(p, hash.clone()))
                     .collect();
                 let batch = self.config().embed_batch;
-                ops.extend(embed_sentences(&embedder, &sources, batch).await?);
+                ops.extend(embed_sentences(embedder, &sources, batch).await?);
             }
-            self.store().apply(tenant, kb.id, ops).await?;
-            done += part.len();
-            progress(done, todo.len());
+            self.store().apply(tenant, kb, ops).await?;
         }
         // Current vectors stored without their sentences.
-        for part in kept.chunks(BATCH) {
-            let ids: Vec<PassageId> = part.iter().map(|s| s.id).collect();
-            let have = self.store().sentence_vectors(tenant, kb.id, &ids).await?;
-            let missing: Vec<SentenceSource> = part
-                .iter()
+        if !kept.is_empty() {
+            let ids: Vec<PassageId> = kept.iter().map(|s| s.id).collect();
+            let have = self.store().sentence_vectors(tenant, kb, &ids).await?;
+            let missing: Vec<SentenceSource> = kept
+                .into_iter()
                 .filter(|s| !have.iter().any(|(id, _)| *id == s.id))
-                .cloned()
                 .collect();
             let batch = self.config().embed_batch;
-            if let Some(op) = embed_sentences(&embedder, &missing, batch).await? {
+            if let Some(op) = embed_sentences(embedder, &missing, batch).await? {
                 report.sentences_added += missing.len();
-                self.store().apply(tenant, kb.id, vec![op]).await?;
+                self.store().apply(tenant, kb, vec![op]).await?;
             }
         }
-        Ok(report)
+        Ok(())
     }
 }

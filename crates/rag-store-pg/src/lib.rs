@@ -49,6 +49,7 @@ mod lex;
 mod log;
 mod migrate;
 mod open;
+mod pages;
 mod pool;
 mod read;
 mod recall;
@@ -72,6 +73,7 @@ pub use recall::HNSW_EF_SEARCH;
 /// that check their query plans.
 pub mod read_sql {
     pub use crate::head::{chunks_by_id_sql, faqs_by_id_sql};
+    pub use crate::pages::{chunks_page_sql, faqs_page_sql};
     pub use crate::read::{COUNT_ALL_SQL, COUNT_VISIBLE_SQL, PAGE_BY_SOURCE_SQL, PAGE_SQL};
 }
 pub use tls::{PgConfig, TlsMode};

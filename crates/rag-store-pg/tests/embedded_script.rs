@@ -53,5 +53,9 @@ fn the_script_runs_against_the_embedded_store() {
         "{}",
         find("sentence vectors of another tenant's kb")
     );
+    // Passages read a page at a time end, whatever the page size.
+    let pages = find("passages a page at a time: (page size, pages)");
+    assert!(pages.contains("(1, "), "{pages}");
+    eprintln!("{pages}");
     assert!(lines.len() > 90, "{}", lines.len());
 }

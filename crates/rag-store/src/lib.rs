@@ -38,6 +38,7 @@ mod keys;
 mod lock;
 mod log;
 mod open;
+mod pages;
 mod read;
 mod readers;
 mod rows;

@@ -403,6 +403,16 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
+    async fn passages_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        after: Option<&rag_core::PassageCursor>,
+        limit: usize,
+    ) -> Result<rag_core::PassagePage, CoreError> {
+        crate::pages::passages_page(self, tenant, kb, after, limit).await
+    }
+
     async fn sentence_vectors(
         &self,
         tenant: &TenantId,

@@ -180,6 +180,9 @@ CREATE INDEX IF NOT EXISTS documents_by_kb ON documents (kb_id, created_at, id);
 -- most of them) is tempted by it. An index only: data of format 4 without
 -- it is read as before, and gets it at the next read-write open.
 CREATE INDEX IF NOT EXISTS documents_restricted ON documents (kb_id, owner) WHERE owner IS NOT NULL;
+-- FAQ entries in snapshot order, for reads a page at a time (`reembed`).
+-- An index only, as above.
+CREATE INDEX IF NOT EXISTS faqs_by_kb_created ON faqs (kb_id, created_at, id);
 "#;
 
 /// How many of a knowledge base's latest commits the change log keeps by

@@ -99,6 +99,26 @@ const QUERIES: &[(&str, &str, &[&str])] = &[
         "SELECT embed_model, embed_dims FROM kbs WHERE id = ?1",
         &["sqlite_autoindex_kbs_1"],
     ),
+    // pages.rs
+    (
+        "passages page: chunks",
+        "SELECT c.id, c.doc_id, d.title, c.heading_path, c.text, d.tags, d.source, c.start_byte, c.end_byte, d.created_at, d.owner, c.ordinal
+         FROM documents d JOIN chunks c ON c.doc_id = d.id
+         WHERE d.kb_id = ?1 AND (d.created_at, d.id) >= (?2, ?3) AND c.ordinal > CASE WHEN d.id = ?3 THEN ?4 ELSE -1 END
+         ORDER BY d.created_at, d.id, c.ordinal LIMIT ?5",
+        &["documents_by_kb (kb_id=? AND (created_at,id)>(?,?))", "chunks_by_doc (doc_id=? AND ordinal>?)"],
+    ),
+    (
+        "passages page: FAQ entries",
+        "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
+         FROM faqs WHERE kb_id = ?1 AND (created_at, id) > (?2, ?3) ORDER BY created_at, id LIMIT ?4",
+        &["faqs_by_kb_created (kb_id=? AND (created_at,id)>(?,?))"],
+    ),
+    (
+        "passages page: a vector's hash",
+        "SELECT text_hash FROM vectors WHERE passage = ?1 AND kb_id = ?2",
+        &["sqlite_autoindex_vectors_1"],
+    ),
     // snapshot.rs
     (
         "snapshot chunks",
@@ -367,6 +387,16 @@ fn every_store_query_uses_an_index() {
             .collect();
         if !scans.is_empty() {
             failures.push(format!("{what}: full scan {scans:?} in {plan:?}"));
+        }
+        // A page is the first rows of its range, not a sort of them all
+        // (sorting one document's chunks at a time, "FOR RIGHT PART OF
+        // ORDER BY", still stops at the page's end).
+        if what.starts_with("passages page")
+            && plan
+                .iter()
+                .any(|d| d.contains("USE TEMP B-TREE FOR ORDER BY"))
+        {
+            failures.push(format!("{what}: a sort in {plan:?}"));
         }
         for index in *indexes {
             if !plan.iter().any(|d| d.contains(index)) {

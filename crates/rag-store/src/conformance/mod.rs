@@ -10,6 +10,7 @@
 //! script against both stores and compare the transcripts.
 
 mod isolation;
+mod pages;
 mod streamed;
 
 use rag_core::*;
@@ -609,6 +610,7 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     t.result("apply changes", &store.apply(&a, kb.id, ops).await);
     t.push("snapshot 2", store.snapshot(&a, kb.id).await.unwrap());
     streamed::check(store, &mut t, &a, &b, &kb).await;
+    pages::check(store, &mut t, &a, &b, &kb).await;
     t.push("sources 2", store.sources(&a, kb.id).await.unwrap());
     let ops = vec![
         WriteOp::DeleteSource(source.id),
