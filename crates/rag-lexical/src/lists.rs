@@ -255,20 +255,21 @@ impl GrowingList {
         self.count += 1;
     }
 
-    /// The values, decoded.
-    fn values(&self) -> impl Iterator<Item = u32> + '_ {
+    /// The values, decoded, each with where its bytes end.
+    fn values(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
         let mut at = 0usize;
         let mut v = 0u32;
         (0..self.count).map(move |i| {
             let gap = get_var(&self.bytes, &mut at).expect("bytes this list wrote");
             v = if i == 0 { gap } else { v + gap };
-            v
+            (v, at)
         })
     }
 
     /// The bitmap of the list when it is stored as one.
     fn bitmap(&self) -> Option<Vec<u8>> {
-        wants_bitmap(self.count, self.last).then(|| bitmap_of(self.values(), self.last))
+        wants_bitmap(self.count, self.last)
+            .then(|| bitmap_of(self.values().map(|(v, _)| v), self.last))
     }
 
     /// The skip entries of the list (none for one of at most [`BLOCK`]
@@ -278,10 +279,7 @@ impl GrowingList {
         if self.count as usize <= BLOCK {
             return skips;
         }
-        let (mut at, mut v) = (0usize, 0u32);
-        for i in 0..self.count as usize {
-            let gap = get_var(&self.bytes, &mut at).expect("bytes this list wrote");
-            v = if i == 0 { gap } else { v + gap };
+        for (i, (v, at)) in self.values().enumerate() {
             if (i + 1) % BLOCK == 0 || i + 1 == self.count as usize {
                 skips.extend_from_slice(&v.to_le_bytes());
                 skips.extend_from_slice(&(at as u32).to_le_bytes());
