@@ -2,6 +2,7 @@
 
 use crate::filter::Filter;
 use crate::index::{LexicalIndex, Ref, TermStats, FIELDS, GRAMS, WORD_FIELDS};
+use crate::lengths::FieldLengths;
 use rag_core::{AnalyzedQuery, Bm25Params, FieldMode, Hit, PathKind, RankedList};
 
 /// A query term with a weight (1 for the query's own terms, less for
@@ -92,21 +93,26 @@ impl Scorer {
         }
     }
 
-    /// The score of a passage with frequencies `tf` and field lengths
-    /// `len`; `None` when the term does not count for it (a word only in the
-    /// bigram field, say).
+    /// The score of passage `ord`, with frequencies `tf` and field lengths
+    /// in `lengths`; `None` when the term does not count for it (a word only
+    /// in the bigram field, say). The flat and bigram modes read the
+    /// lengths' short sums only.
     #[inline]
-    pub(crate) fn score(&self, tf: &[u16; FIELDS], len: &[u32; FIELDS]) -> Option<f32> {
+    pub(crate) fn score(
+        &self,
+        tf: &[u16; FIELDS],
+        lengths: &FieldLengths,
+        ord: usize,
+    ) -> Option<f32> {
         match *self {
             Scorer::Gram { w, avg, k1, b } => (tf[GRAMS] > 0)
-                .then(|| w * saturate(tf[GRAMS] as f32, len[GRAMS] as f32, avg, k1, b)),
+                .then(|| w * saturate(tf[GRAMS] as f32, lengths.grams(ord) as f32, avg, k1, b)),
             Scorer::Flat { w, avg, k1, b } => {
                 let tf: f32 = tf[..WORD_FIELDS].iter().map(|t| *t as f32).sum();
                 if tf == 0.0 {
                     return None;
                 }
-                let len: u32 = len[..WORD_FIELDS].iter().sum();
-                Some(w * saturate(tf, len as f32, avg, k1, b))
+                Some(w * saturate(tf, lengths.words(ord) as f32, avg, k1, b))
             }
             Scorer::Multi {
                 weight,
@@ -115,6 +121,7 @@ impl Scorer {
                 k1,
                 b,
             } => {
+                let len = &lengths[ord];
                 let mut s = 0.0;
                 for f in 0..WORD_FIELDS {
                     if tf[f] > 0 && fw_idf[f] > 0.0 {
@@ -270,7 +277,7 @@ impl LexicalIndex {
                 let dead = &self.dead[si];
                 let base = offsets[si];
                 for p in seg.postings(term).filter(|p| !dead.contains(p.ord)) {
-                    let Some(v) = scorer.score(&p.tf, &seg.lengths[p.ord as usize]) else {
+                    let Some(v) = scorer.score(&p.tf, &seg.lengths, p.ord as usize) else {
                         continue;
                     };
                     let at = base + p.ord as usize;

@@ -44,6 +44,7 @@ mod fuzzy;
 mod highlight;
 mod index;
 mod language;
+mod lengths;
 mod lists;
 mod maxscore;
 mod memory;

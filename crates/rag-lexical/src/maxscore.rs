@@ -192,7 +192,7 @@ impl LexicalIndex {
                     let mut c = cursor.clone();
                     let mut best = 0f32;
                     while let Some(p) = c.current() {
-                        if let Some(v) = scorer.score(&p.tf, &seg.lengths[p.ord as usize]) {
+                        if let Some(v) = scorer.score(&p.tf, &seg.lengths, p.ord as usize) {
                             best = best.max(v);
                         }
                         c.step();
@@ -280,11 +280,10 @@ impl LexicalIndex {
                     continue;
                 }
                 if !dead.contains(ord) {
-                    let len = &seg.lengths[ord as usize];
                     let mut have = 0f32;
                     for l in &lists[first..] {
                         if let Some(p) = l.cursor.current().filter(|p| p.ord == ord) {
-                            if let Some(v) = l.scorer.score(&p.tf, len) {
+                            if let Some(v) = l.scorer.score(&p.tf, &seg.lengths, ord as usize) {
                                 scores[l.term] = Some(v);
                                 have += v;
                             }
@@ -306,7 +305,7 @@ impl LexicalIndex {
                         let l = &mut lists[i];
                         l.cursor.seek(ord);
                         if let Some(p) = l.cursor.current().filter(|p| p.ord == ord) {
-                            if let Some(v) = l.scorer.score(&p.tf, len) {
+                            if let Some(v) = l.scorer.score(&p.tf, &seg.lengths, ord as usize) {
                                 scores[l.term] = Some(v);
                                 have += v;
                             }

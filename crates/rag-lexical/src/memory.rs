@@ -50,7 +50,7 @@ impl LexicalIndex {
             parts[4].1 += seg.ngrams.heap_bytes();
             parts[5].1 += seg.fuzzy.heap_bytes();
             parts[6].1 += seg.ord_of.capacity() * slot(size_of::<(rag_core::PassageId, u32)>())
-                + seg.lengths.capacity() * size_of::<[u32; crate::index::FIELDS]>()
+                + seg.lengths.heap_bytes()
                 + seg.scripts.capacity() * size_of::<crate::segment::Script>();
         }
         let mut parts = parts.to_vec();

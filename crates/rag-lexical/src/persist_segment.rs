@@ -512,7 +512,7 @@ pub(crate) fn decode_segments(
             terms,
             posting_bytes: blob(bulk[1])?,
             skips: blob(bulk[4])?,
-            lengths: p.lengths,
+            lengths: p.lengths.into(),
             match_text,
             scripts: p.scripts,
             ngrams,

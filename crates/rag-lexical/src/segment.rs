@@ -73,7 +73,7 @@ pub(crate) struct Segment {
     pub posting_bytes: Blob,
     /// The skip entries of every list of more than one block (`skip.rs`).
     pub skips: Blob,
-    pub lengths: Vec<[u32; FIELDS]>,
+    pub lengths: crate::lengths::FieldLengths,
     /// Normalised title + body + tags of each passage, for substring matching.
     pub match_text: Texts,
     pub scripts: Vec<Script>,
@@ -102,7 +102,7 @@ impl Builder {
         Builder {
             seg: Segment {
                 passages: Vec::with_capacity(capacity),
-                lengths: Vec::with_capacity(capacity),
+                lengths: crate::lengths::FieldLengths::with_capacity(capacity),
                 match_text: Texts::default(),
                 scripts: Vec::with_capacity(capacity),
                 ..Segment::default()
@@ -218,7 +218,7 @@ impl Builder {
                 prev = Some(p.ord);
             }
             debug_assert_eq!(list.len(), term.count as usize);
-            crate::skip::write_entries(&mut skips, &list, &ends, &self.seg.lengths);
+            crate::skip::write_entries(&mut skips, &list, &ends, self.seg.lengths.as_slice());
         }
         bytes.shrink_to_fit();
         skips.shrink_to_fit();
