@@ -45,7 +45,7 @@ pub use log::{ConversationSummary, LogFilter, LoggedHit, QueryLogRecord, QueryLo
 pub use metrics::Metrics;
 pub use model::*;
 pub use overrides::{Origin, Provenance, RetrievalOverrides};
-pub use pages::{PassageCursor, PassagePage};
+pub use pages::{FaqCursor, FaqPage, FaqQuery, PassageCursor, PassagePage};
 pub use params::*;
 pub use query::*;
 pub use seams::*;

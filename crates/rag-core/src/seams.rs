@@ -570,8 +570,23 @@ pub trait StoreRead: Send + Sync {
             faqs: self.faqs(tenant, kb).await?.len(),
         })
     }
-    /// FAQ entries of a knowledge base.
+    /// FAQ entries of a knowledge base, oldest first. Loads them all:
+    /// listings shown to people and whole-knowledge-base tools (export) use
+    /// [`StoreRead::faqs_page`].
     async fn faqs(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<FaqEntry>>;
+    /// One FAQ entry of a knowledge base, read by id (primary key).
+    async fn faq(&self, tenant: &TenantId, kb: KbId, id: crate::FaqId) -> Result<Option<FaqEntry>>;
+    /// One page of a knowledge base's FAQ entries that pass `query`'s
+    /// filters, in (`created_at`, `id`) order from the cursor on.
+    /// Stores read it through an index on (knowledge base, [status,]
+    /// `created_at`, `id`), so that a page costs the same wherever it lies
+    /// and whatever the knowledge base's size.
+    async fn faqs_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        query: &crate::pages::FaqQuery,
+    ) -> Result<crate::pages::FaqPage>;
     /// URL sources of a knowledge base, oldest first.
     async fn sources(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<crate::source::Source>>;
     /// The embedding space of the knowledge base's vectors, if it has any.
@@ -580,6 +595,15 @@ pub trait StoreRead: Send + Sync {
         tenant: &TenantId,
         kb: KbId,
     ) -> Result<Option<crate::model::EmbeddingSpace>>;
+    /// The stored vectors of these passages of a knowledge base (those that
+    /// have one; in no particular order), read by id, so that a tool going
+    /// through a knowledge base (export) holds a page of them at a time.
+    async fn vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[crate::PassageId],
+    ) -> Result<Vec<crate::model::PassageVector>>;
     /// The stored sentence vectors of these passages of a knowledge base
     /// (those that have them; in no particular order). The dense path reads
     /// them for its best candidates only, so they are never held in memory

@@ -9,9 +9,9 @@
 use crate::embed::to_hex;
 use crate::engine::Engine;
 use rag_core::{
-    Chunk, ChunkId, CoreError, DocId, Document, EmbeddingSpace, Fact, FactId, FaqEntry, FaqId,
-    KbSettings, PassageId, PassageVector, SentenceVectors, Source, SourceId, SynonymGroup,
-    TenantId, UserError, UserWord, WriteOp,
+    Chunk, ChunkId, CoreError, DocId, Document, DocumentQuery, EmbeddingSpace, Fact, FactId,
+    FaqEntry, FaqId, FaqQuery, KbSettings, PassageId, PassageVector, SentenceVectors, Source,
+    SourceId, SynonymGroup, TenantId, UserError, UserWord, Viewer, WriteOp, MAX_PAGE_LIMIT,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -20,6 +20,9 @@ use std::collections::HashMap;
 pub const EXPORT_FORMAT: &str = "ragscope-kb";
 /// The format version this build writes and reads.
 pub const EXPORT_VERSION: u32 = 1;
+
+/// Items read per page while exporting.
+const PAGE: usize = MAX_PAGE_LIMIT;
 
 /// One line of an export.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -156,7 +159,10 @@ impl Remap {
 impl Engine {
     /// Writes knowledge base `kb_name` as export lines to `out`, vectors
     /// included when asked. Every owner's documents are exported (this is an
-    /// operator's tool).
+    /// operator's tool). Everything is read a page at a time (documents,
+    /// FAQ entries, passages with their vectors), so memory holds one page
+    /// whatever the knowledge base's size; each page is a read of its own,
+    /// so an export taken while writes arrive is not one commit's state.
     pub async fn export_kb(
         &self,
         tenant: &TenantId,
@@ -170,9 +176,8 @@ impl Engine {
         };
         let kb = self.kb(tenant, kb_name).await?;
         let store = self.store();
-        let snapshot = store.snapshot(tenant, kb.id).await?;
         let space = if with_vectors {
-            snapshot.space.clone()
+            store.embedding_space(tenant, kb.id).await?
         } else {
             None
         };
@@ -185,27 +190,49 @@ impl Engine {
             space: space.clone(),
         })
         .map_err(io)?;
-        for info in store.documents(tenant, kb.id).await? {
-            let Some((document, chunks)) = store.document(tenant, kb.id, info.id).await? else {
-                continue;
-            };
-            n.documents += 1;
-            n.chunks += chunks.len();
-            out(&ExportLine::Document { document, chunks }).map_err(io)?;
+        let mut docs = DocumentQuery::first_page(Viewer::Everything, PAGE);
+        loop {
+            let page = store.documents_page(tenant, kb.id, &docs).await?;
+            for info in page.documents {
+                let Some((document, chunks)) = store.document(tenant, kb.id, info.id).await? else {
+                    continue;
+                };
+                n.documents += 1;
+                n.chunks += chunks.len();
+                out(&ExportLine::Document { document, chunks }).map_err(io)?;
+            }
+            match page.next {
+                Some(next) => docs.after = Some(next),
+                None => break,
+            }
         }
-        for f in store.faqs(tenant, kb.id).await? {
-            n.faqs += 1;
-            out(&ExportLine::Faq(f)).map_err(io)?;
+        let mut faqs = FaqQuery {
+            limit: PAGE,
+            ..FaqQuery::default()
+        };
+        loop {
+            let page = store.faqs_page(tenant, kb.id, &faqs).await?;
+            for f in page.faqs {
+                n.faqs += 1;
+                out(&ExportLine::Faq(f)).map_err(io)?;
+            }
+            match page.next {
+                Some(next) => faqs.after = Some(next),
+                None => break,
+            }
         }
-        for f in self.lexicon(tenant, kb_name).await?.facts {
+        // The lexicon is small: facts, synonym groups and dictionary words.
+        let lexicon = store.lexicon_snapshot(tenant, kb.id).await?;
+        let facts = self.lexicon(tenant, kb_name).await?.facts;
+        for f in &facts {
             n.facts += 1;
-            out(&ExportLine::Fact(f)).map_err(io)?;
+            out(&ExportLine::Fact(f.clone())).map_err(io)?;
         }
-        for g in &snapshot.synonyms {
+        for g in &lexicon.synonyms {
             n.synonyms += 1;
             out(&ExportLine::Synonyms(g.clone())).map_err(io)?;
         }
-        for w in &snapshot.user_words {
+        for w in &lexicon.user_words {
             n.words += 1;
             out(&ExportLine::Word(w.clone())).map_err(io)?;
         }
@@ -214,48 +241,93 @@ impl Engine {
             out(&ExportLine::Source(s)).map_err(io)?;
         }
         if space.is_some() {
-            for part in snapshot.vectors.chunks(1_000) {
-                let ids: Vec<PassageId> = part.iter().map(|v| v.id).collect();
-                let sentences: HashMap<PassageId, SentenceVectors> = store
-                    .sentence_vectors(tenant, kb.id, &ids)
-                    .await?
-                    .into_iter()
+            // The facts' vectors, then the text passages' a page at a time.
+            let fact_ids: Vec<PassageId> = facts.iter().map(|f| PassageId::Fact(f.id)).collect();
+            for part in fact_ids.chunks(PAGE) {
+                n.vectors += self.export_vectors(tenant, kb.id, part, out).await?;
+            }
+            let mut after = None;
+            loop {
+                let page = store
+                    .passages_page(tenant, kb.id, after.as_ref(), PAGE)
+                    .await?;
+                let ids: Vec<PassageId> = page
+                    .passages
+                    .iter()
+                    .filter(|(_, hash)| hash.is_some())
+                    .map(|(p, _)| p.id)
                     .collect();
-                for v in part {
-                    n.vectors += 1;
-                    let sentences = sentences.get(&v.id).map(|s| to_hex(&s.to_bytes()));
-                    out(&ExportLine::Vector {
-                        id: v.id,
-                        text_hash: v.text_hash.clone(),
-                        vector: v.vector.clone(),
-                        sentences,
-                    })
-                    .map_err(io)?;
+                n.vectors += self.export_vectors(tenant, kb.id, &ids, out).await?;
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => break,
                 }
             }
         }
         Ok(n)
     }
 
+    /// Writes the vectors of `ids` (those that have one) with their
+    /// sentence vectors; returns how many.
+    async fn export_vectors(
+        &self,
+        tenant: &TenantId,
+        kb: rag_core::KbId,
+        ids: &[PassageId],
+        out: &mut (dyn FnMut(&ExportLine) -> std::io::Result<()> + Send),
+    ) -> Result<usize, CoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let store = self.store();
+        let mut vectors = store.vectors(tenant, kb, ids).await?;
+        // In the order asked (the snapshot's), whatever order the store
+        // answered in.
+        let order: HashMap<PassageId, usize> =
+            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        vectors.sort_by_key(|v| order.get(&v.id).copied().unwrap_or(usize::MAX));
+        let mut sentences: HashMap<PassageId, SentenceVectors> = store
+            .sentence_vectors(tenant, kb, ids)
+            .await?
+            .into_iter()
+            .collect();
+        let count = vectors.len();
+        for v in vectors {
+            let sentences = sentences.remove(&v.id).map(|s| to_hex(&s.to_bytes()));
+            out(&ExportLine::Vector {
+                id: v.id,
+                text_hash: v.text_hash,
+                vector: v.vector,
+                sentences,
+            })
+            .map_err(|e| CoreError::Component {
+                component: "export".into(),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(count)
+    }
+
     /// Creates a knowledge base from export lines (`name` overrides the
-    /// exported name). Everything is checked before the first write; the
-    /// knowledge base is deleted again when a write fails, so an import is
-    /// all or nothing.
+    /// exported name), read one at a time from `lines` and written in
+    /// batches as they come, so memory holds a batch whatever the file's
+    /// size. The header is checked before the first write; when a later
+    /// line is unreadable or a write fails, the knowledge base is deleted
+    /// again, so an import is all or nothing.
     pub async fn import_kb(
         &self,
         tenant: &TenantId,
-        lines: Vec<ExportLine>,
+        lines: &mut (dyn Iterator<Item = Result<ExportLine, CoreError>> + Send),
         name: Option<&str>,
         new_ids: bool,
     ) -> Result<(rag_core::KnowledgeBase, ExportCounts), CoreError> {
-        let mut lines = lines.into_iter();
         let Some(ExportLine::Header {
             format,
             version,
             name: exported,
             settings,
             space,
-        }) = lines.next()
+        }) = lines.next().transpose()?
         else {
             return Err(bad("the first line must be the export header"));
         };
@@ -268,131 +340,28 @@ impl Engine {
             return Err(bad(format!("export format version {version} is newer than this ragscope reads ({EXPORT_VERSION})")));
         }
         let name = name.unwrap_or(&exported).to_owned();
-        let mut remap = Remap {
-            on: new_ids,
-            ..Remap::default()
-        };
-        let mut n = ExportCounts::default();
-        let mut ops: Vec<Vec<WriteOp>> = Vec::new();
-        let mut vectors: Vec<PassageVector> = Vec::new();
-        let mut sentence_rows: Vec<(PassageId, String, SentenceVectors)> = Vec::new();
-        let mut sources: Vec<Source> = Vec::new();
-        for line in lines {
-            match line {
-                ExportLine::Header { .. } => return Err(bad("a second header line")),
-                ExportLine::Document {
-                    mut document,
-                    mut chunks,
-                } => {
-                    document.id = remap.doc(document.id);
-                    for c in &mut chunks {
-                        c.id = remap.chunk(c.id);
-                        c.doc = document.id;
-                    }
-                    n.documents += 1;
-                    n.chunks += chunks.len();
-                    ops.push(vec![WriteOp::PutDocument { document, chunks }]);
-                }
-                ExportLine::Faq(mut f) => {
-                    f.id = remap.faq(f.id);
-                    f.source_doc = f.source_doc.map(|d| remap.doc(d));
-                    n.faqs += 1;
-                    ops.push(vec![WriteOp::PutFaq(f)]);
-                }
-                ExportLine::Fact(mut f) => {
-                    f.id = remap.fact(f.id);
-                    n.facts += 1;
-                    ops.push(vec![WriteOp::PutFact(f)]);
-                }
-                ExportLine::Synonyms(g) => {
-                    n.synonyms += 1;
-                    ops.push(vec![WriteOp::AddSynonyms(g)]);
-                }
-                ExportLine::Word(w) => {
-                    n.words += 1;
-                    ops.push(vec![WriteOp::AddUserWord(w)]);
-                }
-                ExportLine::Source(s) => sources.push(s),
-                ExportLine::Vector {
-                    id,
-                    text_hash,
-                    vector,
-                    sentences,
-                } => {
-                    if space.is_none() {
-                        return Err(bad("vectors without an embedding space in the header"));
-                    }
-                    let id = remap.passage(id);
-                    if let Some(hex) = sentences {
-                        let s = from_hex(&hex)
-                            .and_then(|b| SentenceVectors::from_bytes(&b))
-                            .ok_or_else(|| bad("unreadable sentence vectors"))?;
-                        sentence_rows.push((id, text_hash.clone(), s));
-                    }
-                    vectors.push(PassageVector {
-                        id,
-                        text_hash,
-                        vector,
-                    });
-                }
-            }
-        }
         let kb = self.create_kb(tenant, &name, settings).await?;
-        let fix_kb = |op: &mut WriteOp| match op {
-            WriteOp::PutDocument { document, .. } => document.kb = kb.id,
-            WriteOp::PutFaq(f) => f.kb = kb.id,
-            WriteOp::PutFact(f) => f.kb = kb.id,
-            _ => {}
+        let mut import = Import {
+            engine: self,
+            tenant,
+            kb: kb.id,
+            space,
+            remap: Remap {
+                on: new_ids,
+                ..Remap::default()
+            },
+            n: ExportCounts::default(),
+            batch: Vec::new(),
+            batch_bytes: 0,
+            vectors: Vec::new(),
+            sentences: Vec::new(),
+            sources: Vec::new(),
         };
-        for mut s in sources {
-            if new_ids {
-                s.id = SourceId::generate();
-            }
-            s.kb = kb.id;
-            for p in &mut s.pages {
-                p.doc = p.doc.map(|d| remap.doc(d));
-            }
-            n.sources += 1;
-            ops.push(vec![WriteOp::PutSource(s)]);
-        }
-        if let Some(space) = space.filter(|_| !vectors.is_empty()) {
-            n.vectors = vectors.len();
-            for batch in vectors.chunks(2_000) {
-                ops.push(vec![WriteOp::PutVectors {
-                    space: space.clone(),
-                    vectors: batch.to_vec(),
-                }]);
-            }
-            // After every vector they belong beside.
-            for batch in sentence_rows.chunks(2_000) {
-                ops.push(vec![WriteOp::PutSentenceVectors(batch.to_vec())]);
-            }
-        }
-        // Documents one write each; the small items in batches.
-        let mut batch: Vec<WriteOp> = Vec::new();
-        let store = self.store();
         let result: Result<(), CoreError> = async {
-            for group in ops {
-                for mut op in group {
-                    fix_kb(&mut op);
-                    let big = matches!(
-                        op,
-                        WriteOp::PutDocument { .. }
-                            | WriteOp::PutVectors { .. }
-                            | WriteOp::PutSentenceVectors(_)
-                    );
-                    batch.push(op);
-                    if big || batch.len() >= 500 {
-                        store
-                            .apply(tenant, kb.id, std::mem::take(&mut batch))
-                            .await?;
-                    }
-                }
+            for line in lines {
+                import.line(line?).await?;
             }
-            if !batch.is_empty() {
-                store.apply(tenant, kb.id, batch).await?;
-            }
-            Ok(())
+            import.finish().await
         }
         .await;
         if let Err(e) = result {
@@ -400,6 +369,170 @@ impl Engine {
             let _ = self.delete_kb(tenant, &name).await;
             return Err(e);
         }
-        Ok((kb, n))
+        Ok((kb, import.n))
+    }
+}
+
+/// Items written per batch (one transaction) while importing.
+const IMPORT_BATCH: usize = 500;
+/// Text written per batch at most (about: the batch that passes it is the
+/// last to grow).
+const IMPORT_BATCH_BYTES: usize = 8 << 20;
+/// Vectors written per batch while importing.
+const VECTOR_BATCH: usize = 2_000;
+
+/// An import under way: what is waiting to be written.
+struct Import<'a> {
+    engine: &'a Engine,
+    tenant: &'a TenantId,
+    kb: rag_core::KbId,
+    space: Option<EmbeddingSpace>,
+    remap: Remap,
+    n: ExportCounts,
+    /// Documents, FAQ entries, facts, synonym groups and words, in file
+    /// order.
+    batch: Vec<WriteOp>,
+    /// The documents' text in `batch`.
+    batch_bytes: usize,
+    vectors: Vec<PassageVector>,
+    sentences: Vec<(PassageId, String, SentenceVectors)>,
+    /// URL sources, written last: their pages point at documents.
+    sources: Vec<Source>,
+}
+
+impl Import<'_> {
+    async fn write(&self, ops: Vec<WriteOp>) -> Result<(), CoreError> {
+        self.engine.store().apply(self.tenant, self.kb, ops).await?;
+        Ok(())
+    }
+
+    async fn flush_batch(&mut self) -> Result<(), CoreError> {
+        if !self.batch.is_empty() {
+            let ops = std::mem::take(&mut self.batch);
+            self.batch_bytes = 0;
+            self.write(ops).await?;
+        }
+        Ok(())
+    }
+
+    /// The waiting vectors, then their sentence vectors (which are stored
+    /// beside a vector).
+    async fn flush_vectors(&mut self) -> Result<(), CoreError> {
+        if self.vectors.is_empty() {
+            return Ok(());
+        }
+        let Some(space) = self.space.clone() else {
+            return Err(bad("vectors without an embedding space in the header"));
+        };
+        self.n.vectors += self.vectors.len();
+        let vectors = std::mem::take(&mut self.vectors);
+        self.write(vec![WriteOp::PutVectors { space, vectors }])
+            .await?;
+        if !self.sentences.is_empty() {
+            let rows = std::mem::take(&mut self.sentences);
+            self.write(vec![WriteOp::PutSentenceVectors(rows)]).await?;
+        }
+        Ok(())
+    }
+
+    /// Adds an item to the batch, written once it holds [`IMPORT_BATCH`]
+    /// items or [`IMPORT_BATCH_BYTES`] of text.
+    async fn small(&mut self, op: WriteOp) -> Result<(), CoreError> {
+        self.batch.push(op);
+        if self.batch.len() >= IMPORT_BATCH || self.batch_bytes >= IMPORT_BATCH_BYTES {
+            self.flush_batch().await?;
+        }
+        Ok(())
+    }
+
+    async fn line(&mut self, line: ExportLine) -> Result<(), CoreError> {
+        let kb = self.kb;
+        match line {
+            ExportLine::Header { .. } => return Err(bad("a second header line")),
+            ExportLine::Document {
+                mut document,
+                mut chunks,
+            } => {
+                document.id = self.remap.doc(document.id);
+                document.kb = kb;
+                for c in &mut chunks {
+                    c.id = self.remap.chunk(c.id);
+                    c.doc = document.id;
+                }
+                self.n.documents += 1;
+                self.n.chunks += chunks.len();
+                self.batch_bytes +=
+                    document.text.len() + chunks.iter().map(|c| c.text.len()).sum::<usize>();
+                self.small(WriteOp::PutDocument { document, chunks })
+                    .await?;
+            }
+            ExportLine::Faq(mut f) => {
+                f.id = self.remap.faq(f.id);
+                f.kb = kb;
+                f.source_doc = f.source_doc.map(|d| self.remap.doc(d));
+                self.n.faqs += 1;
+                self.small(WriteOp::PutFaq(f)).await?;
+            }
+            ExportLine::Fact(mut f) => {
+                f.id = self.remap.fact(f.id);
+                f.kb = kb;
+                self.n.facts += 1;
+                self.small(WriteOp::PutFact(f)).await?;
+            }
+            ExportLine::Synonyms(g) => {
+                self.n.synonyms += 1;
+                self.small(WriteOp::AddSynonyms(g)).await?;
+            }
+            ExportLine::Word(w) => {
+                self.n.words += 1;
+                self.small(WriteOp::AddUserWord(w)).await?;
+            }
+            ExportLine::Source(s) => self.sources.push(s),
+            ExportLine::Vector {
+                id,
+                text_hash,
+                vector,
+                sentences,
+            } => {
+                if self.space.is_none() {
+                    return Err(bad("vectors without an embedding space in the header"));
+                }
+                // Their passages first.
+                self.flush_batch().await?;
+                let id = self.remap.passage(id);
+                if let Some(hex) = sentences {
+                    let s = from_hex(&hex)
+                        .and_then(|b| SentenceVectors::from_bytes(&b))
+                        .ok_or_else(|| bad("unreadable sentence vectors"))?;
+                    self.sentences.push((id, text_hash.clone(), s));
+                }
+                self.vectors.push(PassageVector {
+                    id,
+                    text_hash,
+                    vector,
+                });
+                if self.vectors.len() >= VECTOR_BATCH {
+                    self.flush_vectors().await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<(), CoreError> {
+        self.flush_batch().await?;
+        self.flush_vectors().await?;
+        for mut s in std::mem::take(&mut self.sources) {
+            if self.remap.on {
+                s.id = SourceId::generate();
+            }
+            s.kb = self.kb;
+            for p in &mut s.pages {
+                p.doc = p.doc.map(|d| self.remap.doc(d));
+            }
+            self.n.sources += 1;
+            self.batch.push(WriteOp::PutSource(s));
+        }
+        self.flush_batch().await
     }
 }

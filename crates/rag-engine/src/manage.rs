@@ -7,8 +7,9 @@
 use crate::engine::Engine;
 use rag_core::{
     Chunk, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery, Fact, FactId,
-    FaqEntry, FaqId, FaqStatus, KbSettings, KnowledgeBase, PassageId, PassageKind, SynonymGroup,
-    TenantId, Timestamp, UserError, UserWord, Viewer, WriteOp, MAX_PAGE_LIMIT,
+    FaqEntry, FaqId, FaqPage, FaqQuery, FaqStatus, KbSettings, KnowledgeBase, PassageId,
+    PassageKind, SynonymGroup, TenantId, Timestamp, UserError, UserWord, Viewer, WriteOp,
+    MAX_PAGE_LIMIT,
 };
 
 /// A new FAQ entry.
@@ -221,12 +222,33 @@ impl Engine {
         self.store().faqs(tenant, kb.id).await
     }
 
-    /// One FAQ entry.
+    /// One page of the FAQ entries (of one status, when asked), in
+    /// (`created_at`, `id`) order from `after` on, with how many there are
+    /// in all. `limit` must be 1 to [`rag_core::MAX_PAGE_LIMIT`]
+    /// (`invalid_param` otherwise).
+    pub async fn faqs_page(
+        &self,
+        tenant: &TenantId,
+        kb: &str,
+        query: &FaqQuery,
+    ) -> Result<FaqPage, CoreError> {
+        if !(1..=MAX_PAGE_LIMIT).contains(&query.limit) {
+            return Err(UserError::InvalidParam {
+                name: "limit",
+                reason: format!("must be from 1 to {MAX_PAGE_LIMIT}, not {}", query.limit),
+            }
+            .into());
+        }
+        let kb = self.kb(tenant, kb).await?;
+        self.store().faqs_page(tenant, kb.id, query).await
+    }
+
+    /// One FAQ entry, read by its id.
     pub async fn faq(&self, tenant: &TenantId, kb: &str, id: FaqId) -> Result<FaqEntry, CoreError> {
-        self.faqs(tenant, kb)
+        let kb = self.kb(tenant, kb).await?;
+        self.store()
+            .faq(tenant, kb.id, id)
             .await?
-            .into_iter()
-            .find(|f| f.id == id)
             .ok_or_else(|| not_found("FAQ entry", id))
     }
 

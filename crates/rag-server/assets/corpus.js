@@ -2,15 +2,16 @@
 // Editing controls exist only for keys that may write.
 import { app, api, el, clear, t, table, notice, kbPath, confirmDialog, modal, documentView } from './core.js';
 
-const PAGE_SIZE = 20;
 let root;
 let tab = 'faqs';
-// Documents are read from the server a page at a time (its cursors: the
-// start of page i is cursors[i]); FAQ entries are paged here.
+// Documents and FAQ entries are read from the server a page at a time (its
+// cursors: the start of page i is cursors[i]); the FAQ status and text
+// filters run there too.
 const DOC_PAGE_SIZE = 50;
+const FAQ_PAGE_SIZE = 20;
 const view = {
   docs: { kb: null, filter: '', page: 0, cursors: [null], rows: [], total: 0, next: null },
-  faqs: { filter: '', status: '', page: 0, rows: [] },
+  faqs: { kb: null, filter: '', status: '', page: 0, cursors: [null], rows: [], total: 0, next: null, seq: 0 },
 };
 
 const canWrite = () => !!(app.session && app.session.can_write);
@@ -80,42 +81,37 @@ async function deleteKb(name) {
   } catch (e) { root.prepend(notice('error', e.message)); }
 }
 
-function pager(v, total, rerender) {
-  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
-  if (v.page >= pages) v.page = pages - 1;
-  return el('div', { class: 'pager' },
-    el('button', { type: 'button', class: 'prev', i18n: 'corpus.prev', disabled: v.page === 0, onclick: () => { v.page--; rerender(); } }),
-    el('span', { class: 'pageinfo', text: `${v.page + 1} / ${pages} · ${total}` }),
-    el('button', { type: 'button', class: 'next', i18n: 'corpus.next', disabled: v.page >= pages - 1, onclick: () => { v.page++; rerender(); } }));
-}
-
-function filterInput(v, id, rerender) {
-  const input = el('input', { id, type: 'search', i18nPlaceholder: 'corpus.filter', value: v.filter, 'aria-label': 'filter' });
-  input.addEventListener('input', () => { v.filter = input.value; v.page = 0; rerender(); });
-  return input;
-}
-
 // ---------------------------------------------------------------- documents
 
-async function loadDocs(v) {
-  const q = new URLSearchParams({ limit: String(DOC_PAGE_SIZE) });
+// Reads page v.page of a listing into v; `key` names the rows in the
+// response. Only the latest request of a view is kept (typing in a filter
+// sends one per pause).
+async function loadPage(v, path, key, size, params = {}) {
+  const q = new URLSearchParams({ limit: String(size), ...params });
   const cursor = v.cursors[v.page];
   if (cursor) q.set('cursor', cursor);
-  const r = await api('GET', `${kbPath(app.kb)}/documents?${q}`);
-  v.rows = r.documents;
+  const seq = (v.seq = (v.seq || 0) + 1);
+  const r = await api('GET', `${kbPath(app.kb)}/${path}?${q}`);
+  if (seq !== v.seq) return false;
+  v.rows = r[key];
   v.total = r.total;
   v.next = r.next_cursor;
   if (v.next) v.cursors[v.page + 1] = v.next;
   else v.cursors.length = v.page + 1;
+  return true;
 }
 
-// Previous / next over the server's pages; the count is the knowledge
-// base's, the filter applies to the page shown.
-function docPager(v, go) {
-  const pages = Math.max(v.page + 1, Math.ceil(v.total / DOC_PAGE_SIZE));
+const loadDocs = (v) => loadPage(v, 'documents', 'documents', DOC_PAGE_SIZE);
+
+// Previous / next over the server's pages. The count is the knowledge
+// base's (of the status asked, for FAQ entries); a filter applied on the
+// server makes the number of pages unknown.
+function serverPager(v, go, size, filtered = false) {
+  const pages = Math.max(v.page + 1, Math.ceil(v.total / size));
+  const info = filtered ? `${v.page + 1} · ${v.total}` : `${v.page + 1} / ${pages} · ${v.total}`;
   return el('div', { class: 'pager' },
     el('button', { type: 'button', class: 'prev', i18n: 'corpus.prev', disabled: v.page === 0, onclick: () => go(-1) }),
-    el('span', { class: 'pageinfo', text: `${v.page + 1} / ${pages} · ${v.total}` }),
+    el('span', { class: 'pageinfo', text: info }),
     el('button', { type: 'button', class: 'next', i18n: 'corpus.next', disabled: !v.next, onclick: () => go(1) }));
 }
 
@@ -140,7 +136,7 @@ async function renderDocs(box) {
         el('button', { type: 'button', class: 'view-doc', i18n: 'corpus.view', onclick: () => showDoc(d) }),
         canWrite() ? el('button', { type: 'button', class: 'draft-doc', i18n: 'corpus.draft', onclick: () => draftFaqs(d) }) : null,
         canWrite() ? el('button', { type: 'button', class: 'danger del-doc', i18n: 'corpus.delete', onclick: () => deleteDoc(d) }) : null) },
-    ], rows, { rowAttrs: (d) => ({ dataset: { doc: d.id } }) }), docPager(v, go));
+    ], rows, { rowAttrs: (d) => ({ dataset: { doc: d.id } }) }), serverPager(v, go, DOC_PAGE_SIZE));
   };
   const go = async (step) => {
     const from = v.page;
@@ -191,19 +187,25 @@ async function deleteDoc(d) {
 
 // ---------------------------------------------------------------- FAQ entries
 
+const faqFilters = (v) => {
+  const p = {};
+  if (v.status) p.status = v.status;
+  if (v.filter.trim()) p.contains = v.filter.trim();
+  return p;
+};
+const loadFaqs = (v) => loadPage(v, 'faqs', 'faqs', FAQ_PAGE_SIZE, faqFilters(v));
+
 async function renderFaqs(box) {
   const v = view.faqs;
-  v.rows = await api('GET', `${kbPath(app.kb)}/faqs`);
+  if (v.kb !== app.kb) Object.assign(v, { kb: app.kb, filter: '', status: '', page: 0, cursors: [null] });
+  await loadFaqs(v);
+  // A page emptied by deletes: step back to one that has entries.
+  while (!v.rows.length && v.page > 0) {
+    v.page--;
+    await loadFaqs(v);
+  }
   const list = el('div', { class: 'list' });
-  const status = el('select', { id: 'faq-status', 'aria-label': 'status' },
-    el('option', { value: '', i18n: 'corpus.all' }), ['approved', 'pending', 'disabled'].map((s) => el('option', { value: s, text: s })));
-  status.value = v.status;
-  status.addEventListener('change', () => { v.status = status.value; v.page = 0; draw(); });
   const draw = () => {
-    const f = v.filter.toLowerCase();
-    const rows = v.rows.filter((x) => (!v.status || x.status === v.status)
-      && (!f || x.question.toLowerCase().includes(f) || x.answer.toLowerCase().includes(f) || x.tags.some((tg) => tg.toLowerCase().includes(f))));
-    const pageRows = rows.slice(v.page * PAGE_SIZE, (v.page + 1) * PAGE_SIZE);
     clear(list, table([
       { i18n: 'col.question', cell: (x) => x.question },
       { i18n: 'col.answer', class: 'answer-cell', cell: (x) => x.answer },
@@ -211,10 +213,36 @@ async function renderFaqs(box) {
       { i18n: 'col.edited', cell: (x) => el('span', { class: 'edited', dataset: { edited: String(x.edited) }, i18n: x.edited ? 'yes' : 'no' }) },
       { i18n: 'col.tags', cell: (x) => x.tags.join(', ') },
       ...(canWrite() ? [{ i18n: 'col.actions', cell: (x) => faqActions(x, draw) }] : []),
-    ], pageRows, { rowAttrs: (x) => ({ dataset: { faq: x.id, status: x.status } }) }), pager(v, rows.length, draw));
+    ], v.rows, { rowAttrs: (x) => ({ dataset: { faq: x.id, status: x.status } }) }), serverPager(v, go, FAQ_PAGE_SIZE, !!v.filter.trim()));
   };
-  const add = canWrite() ? el('button', { type: 'button', id: 'new-faq', i18n: 'corpus.newfaq', onclick: () => newFaq(draw) }) : null;
-  clear(box, el('div', { class: 'row' }, filterInput(v, 'faq-filter', () => draw()), status, add), list);
+  // Moves `step` pages (0: reads the current page again).
+  const go = async (step) => {
+    const from = v.page;
+    v.page = Math.max(0, v.page + step);
+    try {
+      if (!(await loadFaqs(v))) return;
+    } catch (e) {
+      v.page = from;
+      list.prepend(notice('error', e.message));
+      return;
+    }
+    draw();
+  };
+  // A new filter starts from the first page.
+  const refilter = () => { v.page = 0; v.cursors = [null]; go(0); };
+  const status = el('select', { id: 'faq-status', 'aria-label': 'status' },
+    el('option', { value: '', i18n: 'corpus.all' }), ['approved', 'pending', 'disabled'].map((x) => el('option', { value: x, text: x })));
+  status.value = v.status;
+  status.addEventListener('change', () => { v.status = status.value; refilter(); });
+  const filter = el('input', { id: 'faq-filter', type: 'search', i18nPlaceholder: 'corpus.filter', value: v.filter, 'aria-label': 'filter' });
+  let pause;
+  filter.addEventListener('input', () => {
+    v.filter = filter.value;
+    clearTimeout(pause);
+    pause = setTimeout(refilter, 250);
+  });
+  const add = canWrite() ? el('button', { type: 'button', id: 'new-faq', i18n: 'corpus.newfaq', onclick: () => newFaq(() => go(0)) }) : null;
+  clear(box, el('div', { class: 'row' }, filter, status, add), list);
   draw();
 }
 
@@ -234,13 +262,12 @@ function newFaq(draw) {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
-      const created = await api('POST', `${kbPath(app.kb)}/faqs`, {
+      await api('POST', `${kbPath(app.kb)}/faqs`, {
         question: q.value.trim(), answer: a.value.trim(), status: status.value,
         tags: tags.value.split(',').map((x) => x.trim()).filter(Boolean),
       });
       dlg.close();
-      view.faqs.rows.unshift(created);
-      view.faqs.page = 0;
+      // The listing is oldest first: the new entry is on the last page.
       draw();
     } catch (e) { clear(err, notice('error', e.message)); }
   });
@@ -264,6 +291,7 @@ function faqActions(x, draw) {
       try {
         await api('DELETE', `${kbPath(app.kb)}/faqs/${x.id}`);
         view.faqs.rows = view.faqs.rows.filter((r) => r.id !== x.id);
+        view.faqs.total = Math.max(0, view.faqs.total - 1);
         draw();
       } catch (e) { root.prepend(notice('error', e.message)); }
     } }));

@@ -295,7 +295,7 @@ async fn no_route_reveals_another_tenants_data() {
     let (_, docs) = server.get("/kbs/shop/documents", &alpha).await;
     let doc_id = docs["documents"][0]["id"].as_str().unwrap().to_owned();
     let (_, faqs) = server.get("/kbs/shop/faqs", &alpha).await;
-    let faq_id = faqs[0]["id"].as_str().unwrap().to_owned();
+    let faq_id = faqs["faqs"][0]["id"].as_str().unwrap().to_owned();
     let (_, lex) = server.get("/kbs/shop/lexicon", &alpha).await;
     let fact_id = lex["facts"][0]["id"].as_str().unwrap().to_owned();
     let (_, sources) = server.get("/kbs/shop/sources", &alpha).await;
@@ -993,7 +993,7 @@ async fn faq_and_document_lifecycle_over_the_api() {
             .map(str::to_owned)
     };
     let (_, faqs) = server.get("/kbs/shop/faqs", &key).await;
-    let refund = faqs
+    let refund = faqs["faqs"]
         .as_array()
         .unwrap()
         .iter()

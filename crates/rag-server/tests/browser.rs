@@ -377,7 +377,7 @@ async fn retrieval_lab_explains_why_an_expected_entry_was_not_returned() {
     let (_, faqs) = server
         .call(reqwest::Method::GET, "/kbs/demo/faqs", None)
         .await;
-    let other = faqs
+    let other = faqs["faqs"]
         .as_array()
         .unwrap()
         .iter()
@@ -427,7 +427,7 @@ async fn corpus_page_edits_disables_and_approves_an_faq_entry_through_the_api() 
     let server = start(true).await;
     server.seed_demo().await;
     let (_, faqs) = server.call(Method::GET, "/kbs/demo/faqs", None).await;
-    let entry = faqs
+    let entry = faqs["faqs"]
         .as_array()
         .unwrap()
         .iter()
@@ -517,7 +517,7 @@ async fn corpus_page_edits_disables_and_approves_an_faq_entry_through_the_api() 
     b.type_into("#faq-filter", "开发票").await;
     b.wait_for("[...document.querySelectorAll('#corpus-body tr[data-faq]')].some(r => r.textContent.includes('可以开发票吗？') && r.dataset.status === 'pending')", "the new entry").await;
     let (_, faqs) = server.call(Method::GET, "/kbs/demo/faqs", None).await;
-    assert!(faqs
+    assert!(faqs["faqs"]
         .as_array()
         .unwrap()
         .iter()
@@ -917,7 +917,8 @@ async fn ingest_page_uploads_several_files_and_shows_each_files_progress() {
     let (_, docs) = server.call(Method::GET, "/kbs/fresh/documents", None).await;
     assert_eq!(docs["documents"].as_array().unwrap().len(), 2);
     let (_, faqs) = server.call(Method::GET, "/kbs/fresh/faqs", None).await;
-    assert_eq!(faqs.as_array().unwrap().len(), 1);
+    assert_eq!(faqs["faqs"].as_array().unwrap().len(), 1);
+    assert_eq!(faqs["total"], 1);
 
     // A web page with its same-site links: added, synced, each page's outcome shown.
     let site = small_site().await;
@@ -1129,7 +1130,7 @@ async fn insights_turn_a_missed_question_into_an_faq_entry_and_replay_a_logged_q
     )
     .await;
     let (_, faqs) = server.call(Method::GET, "/kbs/demo/faqs", None).await;
-    let made = faqs
+    let made = faqs["faqs"]
         .as_array()
         .unwrap()
         .iter()

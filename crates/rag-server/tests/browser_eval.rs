@@ -14,7 +14,7 @@ async fn eval_page_compares_two_settings_and_adopts_b() {
     server.seed_demo().await;
     let (s, faqs) = server.call(Method::GET, "/kbs/demo/faqs", None).await;
     assert_eq!(s, 200, "{faqs}");
-    let faqs = faqs.as_array().unwrap();
+    let faqs = faqs["faqs"].as_array().unwrap();
     assert!(faqs.len() >= 2, "the demo has FAQ entries");
     let (_, before) = server.call(Method::GET, "/kbs/demo", None).await;
     // Two questions of the demo FAQ, each expecting its own entry; the

@@ -17,7 +17,7 @@ const FAQS: &str = r#"{"question":"怎么申请退款？","answer":"在订单页
 async fn faq_id(server: &common::Server, key: &str, question: &str) -> String {
     let (s, list) = server.get("/kbs/shop/faqs", key).await;
     assert_eq!(s, 200, "{list}");
-    let id = list
+    let id = list["faqs"]
         .as_array()
         .unwrap()
         .iter()

@@ -73,8 +73,13 @@ pub use recall::HNSW_EF_SEARCH;
 /// that check their query plans.
 pub mod read_sql {
     pub use crate::head::{chunks_by_id_sql, faqs_by_id_sql};
-    pub use crate::pages::{chunks_page_sql, faqs_page_sql};
-    pub use crate::read::{COUNT_ALL_SQL, COUNT_VISIBLE_SQL, PAGE_BY_SOURCE_SQL, PAGE_SQL};
+    pub use crate::pages::{
+        chunks_page_sql, faq_by_id_sql, faq_page_sql, faqs_page_sql, faqs_status_page_sql,
+        FAQ_COUNT_SQL, FAQ_STATUS_COUNT_SQL,
+    };
+    pub use crate::read::{
+        COUNT_ALL_SQL, COUNT_VISIBLE_SQL, PAGE_BY_SOURCE_SQL, PAGE_SQL, VECTORS_BY_ID_SQL,
+    };
 }
 pub use tls::{PgConfig, TlsMode};
 pub use tokio_postgres::Config;

@@ -73,6 +73,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "maintain",
         sql: include_str!("../migrations/0011_maintain.sql"),
     },
+    Migration {
+        version: 12,
+        name: "faqs_by_status",
+        sql: include_str!("../migrations/0012_faqs_by_status.sql"),
+    },
 ];
 
 /// The schema version this build needs.

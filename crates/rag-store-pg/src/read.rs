@@ -11,6 +11,10 @@ use rag_core::{
 };
 use std::sync::Arc;
 
+/// The vectors of some passages ($2) of a knowledge base ($1).
+pub const VECTORS_BY_ID_SQL: &str =
+    "SELECT passage, text_hash, vector FROM vectors WHERE kb_id = $1 AND passage = ANY($2)";
+
 /// A page of the documents listing: the knowledge base's documents after
 /// the key ($2, $3) in key order, those the viewer may see ($4: every
 /// owner's; else unrestricted ones and $5's), $6 rows at most. The row
@@ -319,6 +323,32 @@ impl StoreRead for PgStore {
         Ok(out)
     }
 
+    async fn faq(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        id: rag_core::FaqId,
+    ) -> Result<Option<FaqEntry>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, false).await?;
+        owned(&tx, tenant, kb).await?;
+        let row = tx
+            .query_opt(&crate::pages::faq_by_id_sql(), &[&id.0, &kb.0])
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        row.map(|r| crate::rows::faq_from_row(&r, kb)).transpose()
+    }
+
+    async fn faqs_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        query: &rag_core::FaqQuery,
+    ) -> Result<rag_core::FaqPage, CoreError> {
+        crate::pages::faqs_page(self, tenant, kb, query).await
+    }
+
     async fn sources(&self, tenant: &TenantId, kb: KbId) -> Result<Vec<Source>, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, false).await?;
@@ -336,6 +366,39 @@ impl StoreRead for PgStore {
         limit: usize,
     ) -> Result<rag_core::PassagePage, CoreError> {
         crate::pages::passages_page(self, tenant, kb, after, limit).await
+    }
+
+    async fn vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[PassageId],
+    ) -> Result<Vec<rag_core::PassageVector>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        let rows = tx
+            .query(VECTORS_BY_ID_SQL, &[&kb.0, &keys])
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        let corrupt = |column, detail: String| crate::error::corrupt("vectors", column, detail);
+        rows.iter()
+            .map(|r| {
+                let passage: String = r.get(0);
+                let id = PassageId::parse(&passage)
+                    .ok_or_else(|| corrupt("passage", passage.clone()))?;
+                let vector: crate::vector::VectorOwned = r
+                    .try_get(2)
+                    .map_err(|e| corrupt("vector", crate::error::describe(&e)))?;
+                Ok(rag_core::PassageVector {
+                    id,
+                    text_hash: r.get(1),
+                    vector: vector.0,
+                })
+            })
+            .collect()
     }
 
     async fn sentence_vectors(

@@ -890,15 +890,19 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
             )
             .await
             .unwrap();
-        admin
-            .execute(
-                "INSERT INTO ragscope.faqs (id, tenant, kb_id, question, answer, status, edited, tags, created_at, updated_at)
-                 SELECT gen_random_uuid(), 'default', $1, 'q' || i, 'a', 'approved', false, '{}', i, i
-                 FROM generate_series(1, 20000) AS i",
-                &[&kb.0],
-            )
-            .await
-            .unwrap();
+        // FAQ entries in both too, one in fifty waiting for review.
+        for (kb, n) in [(kb, 20_000), (other, 100_000)] {
+            admin
+                .execute(
+                    "INSERT INTO ragscope.faqs (id, tenant, kb_id, question, answer, status, edited, tags, created_at, updated_at)
+                     SELECT gen_random_uuid(), 'default', $1, 'q' || i, 'a',
+                            CASE WHEN i % 50 = 0 THEN 'pending' ELSE 'approved' END, false, '{}', i, i
+                     FROM generate_series(1, $2) AS i",
+                    &[&kb.0, &n],
+                )
+                .await
+                .unwrap();
+        }
         admin
             .batch_execute("ANALYZE ragscope.documents; ANALYZE ragscope.chunks; ANALYZE ragscope.faqs")
             .await
@@ -943,7 +947,25 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
             &[&kb.0, &at, &id, &limit_page],
         )
         .await;
+        let pending = "pending";
+        let faq_status_page = app_plan(
+            &db,
+            &rag_store_pg::read_sql::faqs_status_page_sql(),
+            &[&kb.0, &at, &id, &limit_page, &pending],
+        )
+        .await;
+        let text = "q12";
+        let faq_text_page = app_plan(
+            &db,
+            &rag_store_pg::read_sql::faq_page_sql(false, true),
+            &[&kb.0, &at, &id, &limit_page, &text],
+        )
+        .await;
+        let faq_count = app_plan(&db, rag_store_pg::read_sql::FAQ_COUNT_SQL, &[&kb.0]).await;
+        let faq_status_count =
+            app_plan(&db, rag_store_pg::read_sql::FAQ_STATUS_COUNT_SQL, &[&kb.0, &pending]).await;
         let faqs = app_plan(&db, &rag_store_pg::read_sql::faqs_by_id_sql(), &[&some, &kb.0]).await;
+        let one_faq = app_plan(&db, &rag_store_pg::read_sql::faq_by_id_sql(), &[&id, &kb.0]).await;
         eprintln!("page:\n{page}\n\nby source:\n{by_source}\n\ncount:\n{all}\n\nvisible:\n{visible}\n\nchunks by id:\n{chunks}");
         for (what, plan, index) in [
             ("page", &page, "documents_by_kb"),
@@ -955,6 +977,8 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
             ("chunks page", &chunk_page, "documents_by_kb"),
             ("chunks page", &chunk_page, "chunks_by_doc"),
             ("FAQ page", &faq_page, "faqs_by_kb"),
+            ("FAQ page of one status", &faq_status_page, "faqs_by_kb_status"),
+            ("FAQ count of one status", &faq_status_count, "faqs_by_kb_status"),
         ] {
             assert!(plan.contains(index), "{what}: no {index} in\n{plan}");
         }
@@ -965,8 +989,13 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
             ("visible count", &visible),
             ("chunks by id", &chunks),
             ("FAQ entries by id", &faqs),
+            ("FAQ entry by id", &one_faq),
             ("chunks page", &chunk_page),
             ("FAQ page", &faq_page),
+            ("FAQ page of one status", &faq_status_page),
+            ("FAQ page of a text", &faq_text_page),
+            ("FAQ count", &faq_count),
+            ("FAQ count of one status", &faq_status_count),
         ] {
             assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan in\n{plan}");
         }
@@ -979,7 +1008,12 @@ fn the_documents_listing_reads_a_page_and_counts_through_indexes() {
                 l.starts_with("Sort ") && !l.starts_with("Sort Key")
             })
         };
-        for (what, plan) in [("page", &page), ("chunks page", &chunk_page), ("FAQ page", &faq_page)] {
+        for (what, plan) in [
+            ("page", &page),
+            ("chunks page", &chunk_page),
+            ("FAQ page", &faq_page),
+            ("FAQ page of one status", &faq_status_page),
+        ] {
             assert!(!full_sort(plan), "{what}: a sort in\n{plan}");
         }
         assert!(!page.contains("Sort"), "page: a sort in\n{page}");

@@ -5,10 +5,16 @@
 //! through `documents_by_kb` and `chunks_by_doc`, then FAQ entries in
 //! (`created_at`, id) order through `faqs_by_kb_created`; a page starts
 //! after the cursor's key, so reading it costs the same wherever it lies.
+//!
+//! [`rag_core::StoreRead::faqs_page`]: the FAQ listing, in the same
+//! (`created_at`, id) order, through `faqs_by_kb_created` or, for one
+//! status, `faqs_by_kb_status`.
 
 use crate::open::{owned, EmbeddedStore};
 use crate::rows::{chunk_passage, faq_from_row, parse_id, sql, CHUNK_PASSAGE_COLUMNS, FAQ_COLUMNS};
-use rag_core::{CoreError, DocId, KbId, Passage, PassageCursor, PassagePage, TenantId};
+use rag_core::{
+    CoreError, DocId, FaqPage, FaqQuery, KbId, Passage, PassageCursor, PassagePage, TenantId,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// The chunks after a (document `created_at`, document id, ordinal) key.
@@ -18,13 +24,6 @@ fn chunks_sql() -> String {
          FROM documents d JOIN chunks c ON c.doc_id = d.id
          WHERE d.kb_id = ?1 AND (d.created_at, d.id) >= (?2, ?3) AND c.ordinal > CASE WHEN d.id = ?3 THEN ?4 ELSE -1 END
          ORDER BY d.created_at, d.id, c.ordinal LIMIT ?5"
-    )
-}
-
-/// The FAQ entries after a (`created_at`, id) key.
-fn faqs_sql() -> String {
-    format!(
-        "SELECT {FAQ_COLUMNS} FROM faqs WHERE kb_id = ?1 AND (created_at, id) > (?2, ?3) ORDER BY created_at, id LIMIT ?4"
     )
 }
 
@@ -86,7 +85,7 @@ fn read_page(
             Some(PassageCursor::Faq { created_at, id }) => (*created_at, id.to_string()),
             _ => (i64::MIN, String::new()),
         };
-        let mut stmt = c.prepare_cached(&faqs_sql()).map_err(sql)?;
+        let mut stmt = c.prepare_cached(&faq_page_sql(false, false)).map_err(sql)?;
         let mut found = stmt
             .query(params![kb_s, at, id, (limit - rows.len()) as i64])
             .map_err(sql)?;
@@ -114,4 +113,83 @@ fn read_page(
         passages.push((p, h));
     }
     Ok(PassagePage { passages, next })
+}
+
+/// A page of the FAQ listing after a (`created_at`, id) key (?2, ?3), ?4
+/// rows at most: of one status (?5) when `status`, of entries containing
+/// ?6 (lowercased) when `contains`.
+pub(crate) fn faq_page_sql(status: bool, contains: bool) -> String {
+    let mut filters = String::new();
+    if status {
+        filters.push_str(" AND status = ?5");
+    }
+    if contains {
+        filters.push_str(
+            " AND (instr(lower(question), ?6) > 0 OR instr(lower(answer), ?6) > 0
+                   OR EXISTS (SELECT 1 FROM json_each(faqs.tags) t WHERE instr(lower(t.value), ?6) > 0))",
+        );
+    }
+    format!(
+        "SELECT {FAQ_COLUMNS} FROM faqs WHERE kb_id = ?1{filters} AND (created_at, id) > (?2, ?3) ORDER BY created_at, id LIMIT ?4"
+    )
+}
+
+/// The FAQ entries of a knowledge base.
+const FAQ_COUNT_SQL: &str = "SELECT count(*) FROM faqs WHERE kb_id = ?1";
+/// The FAQ entries of a knowledge base with one status.
+const FAQ_STATUS_COUNT_SQL: &str = "SELECT count(*) FROM faqs WHERE kb_id = ?1 AND status = ?2";
+
+pub(crate) async fn faqs_page(
+    store: &EmbeddedStore,
+    tenant: &TenantId,
+    kb: KbId,
+    query: &FaqQuery,
+) -> Result<FaqPage, CoreError> {
+    let (tenant, query) = (tenant.clone(), query.clone());
+    store
+        .with_read(move |c| {
+            owned(c, &tenant, kb)?;
+            let kb_s = kb.to_string();
+            // The first page starts before every key.
+            let (at, id) = query
+                .after
+                .map(|a| (a.created_at, a.id.to_string()))
+                .unwrap_or((i64::MIN, String::new()));
+            let limit = query.limit as i64 + 1;
+            let status = query.status.map(|s| s.as_str());
+            let contains = query.contains.as_deref().map(str::to_ascii_lowercase);
+            let mut stmt = c
+                .prepare_cached(&faq_page_sql(status.is_some(), contains.is_some()))
+                .map_err(sql)?;
+            // Unused parameters are bound too (as NULL): the statement
+            // names the highest it uses.
+            let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&kb_s, &at, &id, &limit];
+            if status.is_some() || contains.is_some() {
+                bound.push(&status);
+            }
+            if contains.is_some() {
+                bound.push(&contains);
+            }
+            let mut rows = stmt.query(bound.as_slice()).map_err(sql)?;
+            let mut faqs = Vec::new();
+            while let Some(r) = rows.next().map_err(sql)? {
+                faqs.push(faq_from_row(r, kb)?);
+            }
+            let total = if query.with_total {
+                let n: i64 = match status {
+                    None => c
+                        .prepare_cached(FAQ_COUNT_SQL)
+                        .and_then(|mut s| s.query_row([&kb_s], |r| r.get(0))),
+                    Some(status) => c
+                        .prepare_cached(FAQ_STATUS_COUNT_SQL)
+                        .and_then(|mut s| s.query_row(params![kb_s, status], |r| r.get(0))),
+                }
+                .map_err(sql)?;
+                Some(n.max(0) as usize)
+            } else {
+                None
+            };
+            Ok(FaqPage::from_rows(faqs, query.limit, total))
+        })
+        .await
 }

@@ -1,11 +1,13 @@
 //! The reads other than snapshots: [`StoreRead`] for the embedded store.
 
 use crate::open::{owned, EmbeddedStore};
-use crate::rows::{json_vec, kb_from_row, parse_id, read_faqs, sql, to_kb};
+use crate::rows::{
+    faq_from_row, json_vec, kb_from_row, parse_id, read_faqs, sql, to_kb, FAQ_COLUMNS,
+};
 use async_trait::async_trait;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery,
-    EmbeddingSpace, FaqEntry, KbCounts, KbId, KbSnapshot, KnowledgeBase, PassageId,
+    EmbeddingSpace, FaqEntry, FaqId, KbCounts, KbId, KbSnapshot, KnowledgeBase, PassageId,
     SentenceVectors, StoreRead, TenantId, UserError,
 };
 use rusqlite::{params, OptionalExtension};
@@ -390,6 +392,40 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
+    async fn faq(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        id: FaqId,
+    ) -> Result<Option<FaqEntry>, CoreError> {
+        let tenant = tenant.clone();
+        self.with_read(move |c| {
+            owned(c, &tenant, kb)?;
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {FAQ_COLUMNS} FROM faqs WHERE id = ?1 AND kb_id = ?2"
+                ))
+                .map_err(sql)?;
+            let mut rows = stmt
+                .query(params![id.to_string(), kb.to_string()])
+                .map_err(sql)?;
+            match rows.next().map_err(sql)? {
+                Some(r) => Ok(Some(faq_from_row(r, kb)?)),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn faqs_page(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        query: &rag_core::FaqQuery,
+    ) -> Result<rag_core::FaqPage, CoreError> {
+        crate::pages::faqs_page(self, tenant, kb, query).await
+    }
+
     async fn sources(
         &self,
         tenant: &TenantId,
@@ -411,6 +447,36 @@ impl StoreRead for EmbeddedStore {
         limit: usize,
     ) -> Result<rag_core::PassagePage, CoreError> {
         crate::pages::passages_page(self, tenant, kb, after, limit).await
+    }
+
+    async fn vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        ids: &[PassageId],
+    ) -> Result<Vec<rag_core::PassageVector>, CoreError> {
+        let (tenant, keys) = (
+            tenant.clone(),
+            ids.iter().map(|id| id.to_string()).collect::<Vec<_>>(),
+        );
+        self.with_read(move |c| {
+            owned(c, &tenant, kb)?;
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT passage, text_hash, vector FROM vectors WHERE passage = ?1 AND kb_id = ?2",
+                )
+                .map_err(sql)?;
+            let kb_s = kb.to_string();
+            let mut out = Vec::new();
+            for key in &keys {
+                let mut rows = stmt.query(params![key, kb_s]).map_err(sql)?;
+                if let Some(r) = rows.next().map_err(sql)? {
+                    out.push(crate::rows::vector_from_row(r)?);
+                }
+            }
+            Ok(out)
+        })
+        .await
     }
 
     async fn sentence_vectors(

@@ -183,6 +183,9 @@ CREATE INDEX IF NOT EXISTS documents_restricted ON documents (kb_id, owner) WHER
 -- FAQ entries in snapshot order, for reads a page at a time (`reembed`).
 -- An index only, as above.
 CREATE INDEX IF NOT EXISTS faqs_by_kb_created ON faqs (kb_id, created_at, id);
+-- The FAQ listing of one status, a page at a time, and its count. An index
+-- only, as above.
+CREATE INDEX IF NOT EXISTS faqs_by_kb_status ON faqs (kb_id, status, created_at, id);
 "#;
 
 /// How many of a knowledge base's latest commits the change log keeps by

@@ -95,6 +95,12 @@ const QUERIES: &[(&str, &str, &[&str])] = &[
         &["faqs_by_"],
     ),
     (
+        "faq by id",
+        "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
+         FROM faqs WHERE id = ?1 AND kb_id = ?2",
+        &["sqlite_autoindex_faqs_1"],
+    ),
+    (
         "embedding_space",
         "SELECT embed_model, embed_dims FROM kbs WHERE id = ?1",
         &["sqlite_autoindex_kbs_1"],
@@ -113,6 +119,30 @@ const QUERIES: &[(&str, &str, &[&str])] = &[
         "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
          FROM faqs WHERE kb_id = ?1 AND (created_at, id) > (?2, ?3) ORDER BY created_at, id LIMIT ?4",
         &["faqs_by_kb_created (kb_id=? AND (created_at,id)>(?,?))"],
+    ),
+    (
+        "FAQ page of one status",
+        "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
+         FROM faqs WHERE kb_id = ?1 AND status = ?5 AND (created_at, id) > (?2, ?3) ORDER BY created_at, id LIMIT ?4",
+        &["faqs_by_kb_status (kb_id=? AND status=? AND (created_at,id)>(?,?))"],
+    ),
+    (
+        "FAQ page of entries containing a text",
+        "SELECT id, question, answer, status, edited, source_url, tags, created_at, updated_at, valid_from, valid_until, source_doc
+         FROM faqs WHERE kb_id = ?1 AND (instr(lower(question), ?6) > 0 OR instr(lower(answer), ?6) > 0
+                   OR EXISTS (SELECT 1 FROM json_each(faqs.tags) t WHERE instr(lower(t.value), ?6) > 0))
+         AND (created_at, id) > (?2, ?3) ORDER BY created_at, id LIMIT ?4",
+        &["faqs_by_kb_created (kb_id=? AND (created_at,id)>(?,?))"],
+    ),
+    (
+        "FAQ page: count",
+        "SELECT count(*) FROM faqs WHERE kb_id = ?1",
+        &["COVERING INDEX faqs_by_"],
+    ),
+    (
+        "FAQ page: count of one status",
+        "SELECT count(*) FROM faqs WHERE kb_id = ?1 AND status = ?2",
+        &["COVERING INDEX faqs_by_kb_status (kb_id=? AND status=?)"],
     ),
     (
         "passages page: a vector's hash",

@@ -75,7 +75,7 @@ pub enum Command {
     Dict(TsvArgs),
     /// List FAQ entries (pending or expired ones are flagged for review), or
     /// draft entries from a document with the configured LLM (--draft-from).
-    Faq(FaqArgs),
+    Faq(crate::faq_cmd::FaqArgs),
     /// Ask a knowledge base; prints every pipeline stage.
     Query(QueryArgs),
     /// Ask a question and get a cited answer (streamed), logged in the query log.
@@ -202,27 +202,6 @@ pub struct TsvArgs {
     pub kb: String,
     /// The TSV file.
     pub file: PathBuf,
-}
-
-#[derive(Debug, Args)]
-pub struct FaqArgs {
-    /// Knowledge base.
-    #[arg(long)]
-    pub kb: String,
-    /// A question: print the FAQ tool's answer for agents ("Q: … A: … Source: …")
-    /// instead of listing entries.
-    pub question: Option<String>,
-    /// Only entries that need review (pending, or past their valid_until).
-    #[arg(long)]
-    pub review: bool,
-    /// Draft FAQ entries from this document (its id, see GET
-    /// /kbs/{kb}/documents) with the configured LLM; replaces the document's
-    /// earlier drafts that nobody edited.
-    #[arg(long, value_name = "DOC_ID", conflicts_with_all = ["question", "review"])]
-    pub draft_from: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -493,63 +472,6 @@ pub async fn dict(app: &App, args: TsvArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn faq(app: &App, args: FaqArgs) -> anyhow::Result<()> {
-    if let Some(doc) = &args.draft_from {
-        return draft_faqs(app, &args.kb, doc, args.json).await;
-    }
-    let engine = app.engine(OpenMode::ReadOnly)?;
-    if let Some(q) = &args.question {
-        let text = engine
-            .faq_tool(&app.tenant, &args.kb, q, &rag_core::Viewer::Everything)
-            .await
-            .map_err(core_err)?;
-        println!("{text}");
-        return Ok(());
-    }
-    let kb = engine.kb(&app.tenant, &args.kb).await.map_err(core_err)?;
-    let now = rag_core::now();
-    let entries = engine
-        .store()
-        .faqs(&app.tenant, kb.id)
-        .await
-        .map_err(core_err)?;
-    let rows: Vec<serde_json::Value> = entries
-        .iter()
-        .map(|e| {
-            let expired = e.valid_until.is_some_and(|u| now > u);
-            let review = expired || e.status == rag_core::FaqStatus::Pending;
-            (e, expired, review)
-        })
-        .filter(|(_, _, review)| !args.review || *review)
-        .map(|(e, expired, review)| {
-            serde_json::json!({
-                "id": e.id, "question": e.question, "status": e.status, "edited": e.edited,
-                "tags": e.tags, "valid_until": e.valid_until, "expired": expired, "needs_review": review,
-            })
-        })
-        .collect();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    for r in &rows {
-        let flag = if r["expired"] == true {
-            "  ⚠ expired: review"
-        } else if r["needs_review"] == true {
-            "  ⚠ pending review"
-        } else {
-            ""
-        };
-        println!(
-            "{:<9} {}{flag}",
-            r["status"].as_str().unwrap_or(""),
-            r["question"].as_str().unwrap_or("")
-        );
-    }
-    println!("{} entries", rows.len());
-    Ok(())
-}
-
 pub fn time_flag(name: &str, v: &Option<String>) -> anyhow::Result<Option<i64>> {
     v.as_deref()
         .map(|s| {
@@ -730,45 +652,4 @@ pub async fn ask(app: &App, args: AskArgs) -> anyhow::Result<()> {
         Some((_, message)) => Err(UserFacing(message).into()),
         None => Ok(()),
     }
-}
-
-/// `ragscope faq --kb K --draft-from DOC_ID`: drafts FAQ entries with the LLM.
-async fn draft_faqs(app: &App, kb: &str, doc: &str, json: bool) -> anyhow::Result<()> {
-    let doc_id = rag_core::DocId::parse(doc)
-        .ok_or_else(|| UserFacing(format!("{doc:?} is not a document id")))?;
-    let engine = app.engine(OpenMode::ReadWrite)?;
-    let outcome = match engine
-        .draft_faqs(&app.tenant, kb, doc_id, &rag_core::Viewer::Everything)
-        .await
-    {
-        Ok(o) => o,
-        Err(rag_engine::DraftFailure::Core(e)) => return Err(core_err(e)),
-        Err(
-            e @ (rag_engine::DraftFailure::NoLlm | rag_engine::DraftFailure::Restricted { .. }),
-        ) => return Err(UserFacing(e.to_string()).into()),
-        Err(e) => return Err(anyhow::Error::new(e)),
-    };
-    if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-        return Ok(());
-    }
-    for e in &outcome.added {
-        println!(
-            "{:<9} {}\n          {}",
-            e.status.as_str(),
-            e.question,
-            e.answer
-        );
-    }
-    for d in &outcome.dropped {
-        println!("  dropped: {d}");
-    }
-    println!(
-        "{} entries drafted by {}, {} earlier unedited drafts replaced, {} dropped",
-        outcome.added.len(),
-        outcome.generator,
-        outcome.replaced,
-        outcome.dropped.len()
-    );
-    Ok(())
 }

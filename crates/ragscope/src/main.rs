@@ -15,6 +15,7 @@ mod corpus_kind;
 mod demo;
 mod docs_cmd;
 mod eval;
+mod faq_cmd;
 mod ingest_cmd;
 mod intents_cmd;
 mod mcp_cmd;
@@ -393,7 +394,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::Synonyms(args) => cli::synonyms(&app, args).await,
         Command::Facts(args) => cli::facts(&app, args).await,
         Command::Dict(args) => cli::dict(&app, args).await,
-        Command::Faq(args) => cli::faq(&app, args).await,
+        Command::Faq(args) => faq_cmd::run(&app, args).await,
         Command::Query(args) => cli::query(&app, args).await,
         Command::Ask(args) => cli::ask(&app, args).await,
         Command::Eval(args) => eval::run(&app, args).await,
@@ -457,26 +458,30 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Import(args) => {
-            let text = std::fs::read_to_string(&args.file)
+            // Read a line at a time: an export of any size is imported in
+            // the memory of one batch.
+            use std::io::BufRead;
+            let file = std::fs::File::open(&args.file)
                 .with_context(|| format!("reading {}", args.file.display()))?;
-            let mut lines = Vec::new();
-            for (i, line) in text
+            let shown = args.file.display().to_string();
+            let mut lines = std::io::BufReader::new(file)
                 .lines()
                 .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                let parsed: rag_engine::ExportLine = serde_json::from_str(line).map_err(|e| {
-                    UserFacing(format!(
-                        "{} line {}: not an export line: {e}",
-                        args.file.display(),
-                        i + 1
-                    ))
-                })?;
-                lines.push(parsed);
-            }
+                .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()))
+                .map(|(i, line)| {
+                    let bad = |reason: String| {
+                        CoreError::from(rag_core::UserError::InvalidParam {
+                            name: "import",
+                            reason: format!("{shown} line {}: {reason}", i + 1),
+                        })
+                    };
+                    let line = line.map_err(|e| bad(format!("unreadable: {e}")))?;
+                    serde_json::from_str::<rag_engine::ExportLine>(&line)
+                        .map_err(|e| bad(format!("not an export line: {e}")))
+                });
             let engine = app.engine(OpenMode::ReadWrite)?;
             let (kb, counts) = engine
-                .import_kb(&app.tenant, lines, args.name.as_deref(), args.new_ids)
+                .import_kb(&app.tenant, &mut lines, args.name.as_deref(), args.new_ids)
                 .await
                 .map_err(core_err)?;
             println!(

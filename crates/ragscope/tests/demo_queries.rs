@@ -220,11 +220,18 @@ fn user_dictionary_and_review_flags() {
         .iter()
         .all(|(t, _)| !t.contains("特价")));
     let mut c = cmd(&data);
-    c.args(["faq", "--kb", "shop", "--review", "--json"]);
+    c.args(["faq", "--kb", "shop", "--review", "--limit", "2", "--json"]);
     let r = ok(c);
-    let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    let rows = rows.as_array().unwrap();
-    assert_eq!(rows.len(), 2);
+    // One object per page; review goes through every page.
+    let rows: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .flat_map(|l| {
+            let page: serde_json::Value = serde_json::from_str(l).unwrap();
+            page["faqs"].as_array().unwrap().clone()
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", r.stdout);
     assert!(rows
         .iter()
         .any(|r| r["question"] == "本周特价" && r["expired"] == true));

@@ -82,8 +82,25 @@ fn a_knowledge_base_moves_to_another_store_and_answers_the_same() {
         "{}",
         r.stderr
     );
+    // A broken line after some were written: the import is undone.
+    let broken = dir.path().join("broken.jsonl");
+    let mut head: String = text.lines().take(3).collect::<Vec<_>>().join("\n");
+    head.push_str("\n{\"type\":\"document\",\"document\":7}\n");
+    std::fs::write(&broken, head).unwrap();
+    let mut c = cmd(&other);
+    c.arg("import")
+        .arg(&broken)
+        .args(["--as", "half", "--new-ids"]);
+    let r = run(c);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("line 4") && r.stderr.contains("not an export line"),
+        "{}",
+        r.stderr
+    );
     let mut c = cmd(&other);
     c.args(["kb", "list"]);
     let listed = ok(c).stdout;
     assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(!listed.contains("half"), "{listed}");
 }

@@ -4,14 +4,17 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
 use crate::state::AppState;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
-use rag_core::{FaqEntry, FaqId, FaqStatus};
+use rag_core::{
+    CoreError, FaqCursor, FaqEntry, FaqId, FaqQuery, FaqStatus, UserError, DEFAULT_PAGE_LIMIT,
+    MAX_PAGE_LIMIT,
+};
 use rag_engine::{FaqPatch, NewFaq};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 /// A stored link must be an http or https URL with a host
 /// ([`rag_core::link::is_web_link`]): anything else would come back as a
@@ -33,15 +36,127 @@ fn parse_faq(id: &str) -> Result<FaqId, ApiError> {
     FaqId::parse(id).ok_or_else(|| ApiError::not_found(format!("FAQ entry {id:?} not found")))
 }
 
-/// FAQ entries of a knowledge base.
-#[utoipa::path(get, path = "/kbs/{kb}/faqs", tag = "faqs", params(("kb" = String, Path)),
-    responses((status = 200, body = Vec<FaqEntry>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+/// The longest text the FAQ listing filters by.
+const MAX_CONTAINS_CHARS: usize = 200;
+
+/// Which page of the FAQ listing.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FaqsParams {
+    /// Entries per page, 1 to 500 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    pub limit: Option<String>,
+    /// The `next_cursor` of the previous page (absent: the first page).
+    pub cursor: Option<String>,
+    /// Only entries of this status: `approved`, `pending` or `disabled`.
+    #[param(value_type = Option<FaqStatus>)]
+    pub status: Option<String>,
+    /// Only entries whose question, answer or tags contain this text
+    /// (letters A to Z in either case; at most 200 characters). The
+    /// entries are read in order until the page is full: a filter for
+    /// looking through the listing, not a search.
+    pub contains: Option<String>,
+}
+
+/// One page of the FAQ listing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FaqList {
+    /// The entries, oldest first (by creation time, then id).
+    pub faqs: Vec<FaqEntry>,
+    /// Pass as `cursor` to get the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// How many entries the knowledge base holds (of `status`, when given;
+    /// the `contains` filter aside).
+    pub total: usize,
+    /// The page size used.
+    pub limit: usize,
+}
+
+impl FaqsParams {
+    /// The store's query, or 400 `invalid_param`.
+    fn query(self) -> Result<FaqQuery, ApiError> {
+        let invalid = |name: &'static str, reason: String| {
+            ApiError::from(CoreError::from(UserError::InvalidParam { name, reason }))
+        };
+        let shown = |text: &str| text.chars().take(40).collect::<String>();
+        let limit = match self.limit.as_deref().map(str::trim) {
+            None => DEFAULT_PAGE_LIMIT,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_PAGE_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    invalid(
+                        "limit",
+                        format!(
+                            "must be a whole number from 1 to {MAX_PAGE_LIMIT}, not {:?}",
+                            shown(text)
+                        ),
+                    )
+                })?,
+        };
+        let after = match self.cursor.as_deref().filter(|c| !c.is_empty()) {
+            None => None,
+            Some(text) => Some(FaqCursor::decode(text).ok_or_else(|| {
+                invalid(
+                    "cursor",
+                    "is not a cursor of this listing: pass the `next_cursor` of the previous page"
+                        .into(),
+                )
+            })?),
+        };
+        let status = match self.status.as_deref().filter(|s| !s.is_empty()) {
+            None => None,
+            Some(text) => Some(FaqStatus::parse(text).ok_or_else(|| {
+                invalid(
+                    "status",
+                    format!(
+                        "must be approved, pending or disabled, not {:?}",
+                        shown(text)
+                    ),
+                )
+            })?),
+        };
+        let contains = match self.contains.filter(|c| !c.trim().is_empty()) {
+            None => None,
+            Some(text) if text.chars().count() > MAX_CONTAINS_CHARS => {
+                return Err(invalid(
+                    "contains",
+                    format!("must be at most {MAX_CONTAINS_CHARS} characters"),
+                ))
+            }
+            Some(text) => Some(text),
+        };
+        Ok(FaqQuery {
+            after,
+            limit,
+            status,
+            contains,
+            with_total: true,
+        })
+    }
+}
+
+/// FAQ entries of a knowledge base, a page at a time: follow `next_cursor`
+/// until it is null. Each entry present from the first page to the last is
+/// listed exactly once, in order, whatever is added, edited or deleted
+/// between pages (entries added meanwhile come at the end).
+#[utoipa::path(get, path = "/kbs/{kb}/faqs", tag = "faqs", params(("kb" = String, Path), FaqsParams),
+    responses((status = 200, body = FaqList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(super) async fn list_faqs(
     State(state): State<AppState>,
     caller: Caller,
     Path(kb): Path<String>,
-) -> Result<Json<Vec<FaqEntry>>, ApiError> {
-    Ok(Json(state.engine.faqs(&caller.tenant, &kb).await?))
+    Query(params): Query<FaqsParams>,
+) -> Result<Json<FaqList>, ApiError> {
+    let query = params.query()?;
+    let page = state.engine.faqs_page(&caller.tenant, &kb, &query).await?;
+    Ok(Json(FaqList {
+        faqs: page.faqs,
+        next_cursor: page.next.map(|c| c.encode()),
+        total: page.total.unwrap_or_default(),
+        limit: query.limit,
+    }))
 }
 
 /// A new FAQ entry.
