@@ -710,6 +710,21 @@ async fn same_bytes_are_skipped_and_a_cancelled_job_stores_nothing() {
         matches!(&outcome.status, IngestStatus::Skipped { reason } if reason.contains("already present")),
         "{outcome:?}"
     );
+    // Rows already there and rows repeated in a file are left out one by one.
+    let mixed = "question,answer\n怎么退款,在订单页申请\n多久到账,三天\n多久到账,三天\n怎么退款,另一个答案\n";
+    let (outcome, _) = kb
+        .ingest("mixed.csv", mixed.as_bytes(), &IngestOptions::default())
+        .await;
+    assert!(
+        matches!(
+            outcome.status,
+            IngestStatus::Faqs {
+                added: 2,
+                duplicates: 2
+            }
+        ),
+        "{outcome:?}"
+    );
 
     let cancel = Arc::new(AtomicBool::new(true));
     let options = IngestOptions::default().with_cancel(cancel);
