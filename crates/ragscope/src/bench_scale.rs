@@ -30,7 +30,7 @@ const SYNTHETIC_DIMS: usize = 384;
 /// A stand-in embedder for scale runs: the text's hash picks one of 200
 /// centres and seeds the noise around it, so equal texts get equal vectors
 /// and the collection is clustered as sentence embeddings are.
-struct SyntheticVectors;
+pub(crate) struct SyntheticVectors;
 
 impl SyntheticVectors {
     fn vector(text: &str) -> Vec<f32> {
@@ -137,7 +137,7 @@ fn mb(bytes: usize) -> f64 {
 
 /// Kibibytes of this process's resident memory now and at the peak (0 where
 /// Linux's `/proc` is missing).
-fn rss_kb() -> (u64, u64) {
+pub(crate) fn rss_kb() -> (u64, u64) {
     let me = std::process::id();
     (
         crate::bench_http::rss_kib(me, "VmRSS:").unwrap_or(0),
@@ -145,7 +145,7 @@ fn rss_kb() -> (u64, u64) {
     )
 }
 
-fn request(kb: &str, query: &str, params: &rag_core::RetrievalParams) -> QueryRequest {
+pub(crate) fn request(kb: &str, query: &str, params: &rag_core::RetrievalParams) -> QueryRequest {
     QueryRequest {
         kb: kb.to_owned(),
         query: query.to_owned(),
@@ -157,12 +157,26 @@ fn request(kb: &str, query: &str, params: &rag_core::RetrievalParams) -> QueryRe
     }
 }
 
-fn options() -> QueryOptions {
+pub(crate) fn options() -> QueryOptions {
     QueryOptions {
         views: false,
         log: false,
         viewer: Viewer::Everything,
     }
+}
+
+/// The benchmark's queries: the first 150 SciFact and 50 CMRC 2018 queries
+/// in text order.
+pub(crate) fn bench_queries(eval: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let sorted = |path: std::path::PathBuf, n: usize| -> anyhow::Result<Vec<String>> {
+        let mut q: Vec<String> = read_queries(&path)?.into_values().collect();
+        q.sort();
+        q.truncate(n);
+        Ok(q)
+    };
+    let mut queries = sorted(eval.join("scifact/queries.jsonl"), 150)?;
+    queries.extend(sorted(eval.join("cmrc2018/queries.jsonl"), 50)?);
+    Ok(queries)
 }
 
 pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
@@ -178,14 +192,7 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     if en.is_empty() || zh.is_empty() {
         return Err(UserFacing("no sentences in the evaluation corpora".into()).into());
     }
-    let sorted = |path: std::path::PathBuf, n: usize| -> anyhow::Result<Vec<String>> {
-        let mut q: Vec<String> = read_queries(&path)?.into_values().collect();
-        q.sort();
-        q.truncate(n);
-        Ok(q)
-    };
-    let mut queries = sorted(eval.join("scifact/queries.jsonl"), 150)?;
-    queries.extend(sorted(eval.join("cmrc2018/queries.jsonl"), 50)?);
+    let queries = bench_queries(eval)?;
 
     let mut rng = Lcg(0x5eed);
     let mut corpus = Vec::with_capacity(args.docs);
@@ -515,6 +522,12 @@ pub async fn run(app: &App, args: BenchScaleArgs) -> anyhow::Result<()> {
     });
     if let Some(o) = out.as_object_mut() {
         o.extend(per_path);
+    }
+    if args.restarted_process && index_files {
+        let child = crate::bench_restart::spawn(&args, temp.path())?;
+        if let Some(o) = out.as_object_mut() {
+            o.insert("restarted_process".into(), child);
+        }
     }
     if args.json {
         println!("{out}");

@@ -95,6 +95,10 @@ pub enum Command {
     /// sentences): load, first index build, query latency, and write-to-
     /// visible latency while query streams run.
     BenchScale(BenchScaleArgs),
+    /// The restarted process of `bench-scale --restarted-process` (started
+    /// by it, not by people).
+    #[command(hide = true)]
+    BenchScaleRestart(crate::bench_restart::RestartArgs),
     /// Load the demo knowledge base and ask it a first question.
     Demo(DemoArgs),
     /// Print the effective configuration, secrets redacted.
@@ -336,6 +340,13 @@ pub struct BenchScaleArgs {
     /// them back.
     #[arg(long)]
     pub index_files: bool,
+    /// At the end, start this binary again over the same store and index
+    /// files, as a restarted server would open them (the configured
+    /// embedder loaded beside, the e5 model by default), and report its
+    /// cold start to the first answered query, its latency under the query
+    /// streams and its peak memory (`restarted_process` in the report).
+    #[arg(long)]
+    pub restarted_process: bool,
     /// Passages per lexical segment of a full build that keeps index files
     /// (the `index.segment_passages` setting).
     #[arg(long)]

@@ -7,6 +7,7 @@
 
 mod bench;
 mod bench_http;
+mod bench_restart;
 mod bench_scale;
 mod bench_store;
 mod cli;
@@ -404,6 +405,7 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
         Command::BenchHttp(args) => bench_http::run(&app, args).await,
         Command::BenchStore(args) => bench_store::run(&app, args).await,
         Command::BenchScale(args) => bench_scale::run(&app, args).await,
+        Command::BenchScaleRestart(args) => bench_restart::run(&app, args).await,
         Command::Demo(args) => demo::run(&app, args).await,
         Command::Reembed { kb } => {
             let engine = app.engine(OpenMode::ReadWrite)?;
