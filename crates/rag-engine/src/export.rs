@@ -437,7 +437,7 @@ impl Import<'_> {
 
     /// Adds an item to the batch, written once it holds [`IMPORT_BATCH`]
     /// items or [`IMPORT_BATCH_BYTES`] of text.
-    async fn small(&mut self, op: WriteOp) -> Result<(), CoreError> {
+    async fn push(&mut self, op: WriteOp) -> Result<(), CoreError> {
         self.batch.push(op);
         if self.batch.len() >= IMPORT_BATCH || self.batch_bytes >= IMPORT_BATCH_BYTES {
             self.flush_batch().await?;
@@ -463,29 +463,28 @@ impl Import<'_> {
                 self.n.chunks += chunks.len();
                 self.batch_bytes +=
                     document.text.len() + chunks.iter().map(|c| c.text.len()).sum::<usize>();
-                self.small(WriteOp::PutDocument { document, chunks })
-                    .await?;
+                self.push(WriteOp::PutDocument { document, chunks }).await?;
             }
             ExportLine::Faq(mut f) => {
                 f.id = self.remap.faq(f.id);
                 f.kb = kb;
                 f.source_doc = f.source_doc.map(|d| self.remap.doc(d));
                 self.n.faqs += 1;
-                self.small(WriteOp::PutFaq(f)).await?;
+                self.push(WriteOp::PutFaq(f)).await?;
             }
             ExportLine::Fact(mut f) => {
                 f.id = self.remap.fact(f.id);
                 f.kb = kb;
                 self.n.facts += 1;
-                self.small(WriteOp::PutFact(f)).await?;
+                self.push(WriteOp::PutFact(f)).await?;
             }
             ExportLine::Synonyms(g) => {
                 self.n.synonyms += 1;
-                self.small(WriteOp::AddSynonyms(g)).await?;
+                self.push(WriteOp::AddSynonyms(g)).await?;
             }
             ExportLine::Word(w) => {
                 self.n.words += 1;
-                self.small(WriteOp::AddUserWord(w)).await?;
+                self.push(WriteOp::AddUserWord(w)).await?;
             }
             ExportLine::Source(s) => self.sources.push(s),
             ExportLine::Vector {

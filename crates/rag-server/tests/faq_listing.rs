@@ -146,6 +146,7 @@ async fn faq_entries_are_listed_a_page_at_a_time_with_filters() {
         ("cursor=nope", "cursor"),
         ("status=archived", "status"),
         (&format!("contains={long}") as &str, "contains"),
+        ("contains=a%00b", "contains"),
     ] {
         let (s, e) = server.get(&format!("/kbs/desk/faqs?{query}"), &key).await;
         assert_eq!(

@@ -119,10 +119,10 @@ impl FaqsParams {
         };
         let contains = match self.contains.filter(|c| !c.trim().is_empty()) {
             None => None,
-            Some(text) if text.chars().count() > MAX_CONTAINS_CHARS => {
+            Some(text) if text.chars().count() > MAX_CONTAINS_CHARS || text.contains('\0') => {
                 return Err(invalid(
                     "contains",
-                    format!("must be at most {MAX_CONTAINS_CHARS} characters"),
+                    format!("must be at most {MAX_CONTAINS_CHARS} characters, without NUL"),
                 ))
             }
             Some(text) => Some(text),
