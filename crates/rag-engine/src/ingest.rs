@@ -139,17 +139,29 @@ impl Engine {
         options: &IngestOptions,
         progress: &mut (dyn FnMut(IngestProgress) + Send),
     ) -> Result<Result<IngestStatus, (&'static str, String)>, CoreError> {
+        // The (question, answer) pairs already there, by their sha256 (read
+        // a page at a time, so a large knowledge base is not held), and
+        // those of the rows taken so far.
+        let pair = |q: &str, a: &str| text_hash(&format!("{q}\u{0}{a}"));
         let store = self.store();
-        let existing = store.faqs(tenant, kb.id).await?;
+        let mut seen = std::collections::HashSet::new();
+        let mut query = rag_core::FaqQuery {
+            limit: rag_core::MAX_PAGE_LIMIT,
+            ..rag_core::FaqQuery::default()
+        };
+        loop {
+            let page = store.faqs_page(tenant, kb.id, &query).await?;
+            seen.extend(page.faqs.iter().map(|e| pair(&e.question, &e.answer)));
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => break,
+            }
+        }
         let ts = now();
         let mut duplicates = 0;
         let mut ops = Vec::new();
         for r in rows {
-            let present = existing
-                .iter()
-                .any(|e| e.question == r.question && e.answer == r.answer);
-            let repeated = ops.iter().any(|o| matches!(o, WriteOp::PutFaq(f) if f.question == r.question && f.answer == r.answer));
-            if present || repeated {
+            if !seen.insert(pair(&r.question, &r.answer)) {
                 duplicates += 1;
                 continue;
             }
