@@ -39,6 +39,24 @@ pub struct PassagePage {
     pub next: Option<PassageCursor>,
 }
 
+/// The text form of a listing's (`created_at`, id) key handed to clients
+/// as a cursor: 48 lowercase hex digits (the creation time's bits, then the
+/// id's).
+pub fn encode_key(created_at: crate::model::Timestamp, id: &uuid::Uuid) -> String {
+    format!("{:016x}{}", created_at as u64, id.simple())
+}
+
+/// Reads [`encode_key`]'s form; anything else is `None`.
+pub fn decode_key(text: &str) -> Option<(crate::model::Timestamp, uuid::Uuid)> {
+    let lower = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+    if text.len() != 48 || !text.as_bytes().iter().all(lower) {
+        return None;
+    }
+    let created_at = u64::from_str_radix(&text[..16], 16).ok()? as i64;
+    let id = uuid::Uuid::try_parse(&text[16..]).ok()?;
+    Some((created_at, id))
+}
+
 /// Where a page of the FAQ listing starts: right after the entry with this
 /// key. The listing is ordered by (`created_at`, `id`), which no edit
 /// changes, so paging goes on correctly across inserts, edits and deletes:
@@ -60,20 +78,14 @@ impl FaqCursor {
         }
     }
 
-    /// The opaque text form handed to clients: 48 lowercase hex digits
-    /// (the creation time's bits, then the id's).
+    /// The opaque text form handed to clients ([`encode_key`]).
     pub fn encode(&self) -> String {
-        format!("{:016x}{}", self.created_at as u64, self.id.0.simple())
+        encode_key(self.created_at, &self.id.0)
     }
 
     /// Reads [`FaqCursor::encode`]'s form; anything else is `None`.
     pub fn decode(text: &str) -> Option<Self> {
-        let lower = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
-        if text.len() != 48 || !text.as_bytes().iter().all(lower) {
-            return None;
-        }
-        let created_at = u64::from_str_radix(&text[..16], 16).ok()? as i64;
-        let id = uuid::Uuid::try_parse(&text[16..]).ok()?;
+        let (created_at, id) = decode_key(text)?;
         Some(FaqCursor {
             created_at,
             id: FaqId(id),

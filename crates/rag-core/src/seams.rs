@@ -321,20 +321,15 @@ impl DocCursor {
         }
     }
 
-    /// The opaque text form handed to clients: 48 lowercase hex digits
-    /// (the creation time's bits, then the id's).
+    /// The opaque text form handed to clients
+    /// ([`crate::pages::encode_key`]).
     pub fn encode(&self) -> String {
-        format!("{:016x}{}", self.created_at as u64, self.id.0.simple())
+        crate::pages::encode_key(self.created_at, &self.id.0)
     }
 
     /// Reads [`DocCursor::encode`]'s form; anything else is `None`.
     pub fn decode(text: &str) -> Option<Self> {
-        let lower = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
-        if text.len() != 48 || !text.as_bytes().iter().all(lower) {
-            return None;
-        }
-        let created_at = u64::from_str_radix(&text[..16], 16).ok()? as i64;
-        let id = uuid::Uuid::try_parse(&text[16..]).ok()?;
+        let (created_at, id) = crate::pages::decode_key(text)?;
         Some(DocCursor {
             created_at,
             id: DocId(id),

@@ -12,6 +12,18 @@ use rag_core::{
     MAX_PAGE_LIMIT,
 };
 
+/// A listing's page size: 1 to [`MAX_PAGE_LIMIT`], else `invalid_param`.
+fn check_limit(limit: usize) -> Result<(), CoreError> {
+    if (1..=MAX_PAGE_LIMIT).contains(&limit) {
+        return Ok(());
+    }
+    Err(UserError::InvalidParam {
+        name: "limit",
+        reason: format!("must be from 1 to {MAX_PAGE_LIMIT}, not {limit}"),
+    }
+    .into())
+}
+
 /// A new FAQ entry.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NewFaq {
@@ -164,13 +176,7 @@ impl Engine {
         kb: &str,
         query: &DocumentQuery,
     ) -> Result<DocumentPage, CoreError> {
-        if !(1..=MAX_PAGE_LIMIT).contains(&query.limit) {
-            return Err(UserError::InvalidParam {
-                name: "limit",
-                reason: format!("must be from 1 to {MAX_PAGE_LIMIT}, not {}", query.limit),
-            }
-            .into());
-        }
+        check_limit(query.limit)?;
         let kb = self.kb(tenant, kb).await?;
         self.store().documents_page(tenant, kb.id, query).await
     }
@@ -232,13 +238,7 @@ impl Engine {
         kb: &str,
         query: &FaqQuery,
     ) -> Result<FaqPage, CoreError> {
-        if !(1..=MAX_PAGE_LIMIT).contains(&query.limit) {
-            return Err(UserError::InvalidParam {
-                name: "limit",
-                reason: format!("must be from 1 to {MAX_PAGE_LIMIT}, not {}", query.limit),
-            }
-            .into());
-        }
+        check_limit(query.limit)?;
         let kb = self.kb(tenant, kb).await?;
         self.store().faqs_page(tenant, kb.id, query).await
     }

@@ -10,10 +10,7 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
 use futures::{Stream, StreamExt};
-use rag_core::{
-    Chunk, CoreError, DocCursor, DocId, Document, DocumentInfo, DocumentQuery, UserError,
-    DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
-};
+use rag_core::{Chunk, DocCursor, DocId, Document, DocumentInfo, DocumentQuery};
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use utoipa::{IntoParams, ToSchema};
@@ -95,33 +92,8 @@ pub struct DocumentList {
 impl DocumentsParams {
     /// The store's query for this caller, or 400 `invalid_param`.
     fn query(self, viewer: rag_core::Viewer) -> Result<DocumentQuery, ApiError> {
-        let invalid = |name: &'static str, reason: String| {
-            ApiError::from(CoreError::from(UserError::InvalidParam { name, reason }))
-        };
-        let limit = match self.limit.as_deref().map(str::trim) {
-            None => DEFAULT_PAGE_LIMIT,
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_PAGE_LIMIT).contains(n))
-                .ok_or_else(|| {
-                    let shown: String = text.chars().take(40).collect();
-                    invalid(
-                        "limit",
-                        format!("must be a whole number from 1 to {MAX_PAGE_LIMIT}, not {shown:?}"),
-                    )
-                })?,
-        };
-        let after = match self.cursor.as_deref().filter(|c| !c.is_empty()) {
-            None => None,
-            Some(text) => Some(DocCursor::decode(text).ok_or_else(|| {
-                invalid(
-                    "cursor",
-                    "is not a cursor of this listing: pass the `next_cursor` of the previous page"
-                        .into(),
-                )
-            })?),
-        };
+        let limit = super::paging::limit(self.limit.as_deref())?;
+        let after = super::paging::cursor(self.cursor.as_deref(), DocCursor::decode)?;
         Ok(DocumentQuery {
             viewer,
             after,

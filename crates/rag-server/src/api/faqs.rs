@@ -8,10 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
-use rag_core::{
-    CoreError, FaqCursor, FaqEntry, FaqId, FaqQuery, FaqStatus, UserError, DEFAULT_PAGE_LIMIT,
-    MAX_PAGE_LIMIT,
-};
+use rag_core::{FaqCursor, FaqEntry, FaqId, FaqQuery, FaqStatus};
 use rag_engine::{FaqPatch, NewFaq};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -75,36 +72,9 @@ pub struct FaqList {
 impl FaqsParams {
     /// The store's query, or 400 `invalid_param`.
     fn query(self) -> Result<FaqQuery, ApiError> {
-        let invalid = |name: &'static str, reason: String| {
-            ApiError::from(CoreError::from(UserError::InvalidParam { name, reason }))
-        };
-        let shown = |text: &str| text.chars().take(40).collect::<String>();
-        let limit = match self.limit.as_deref().map(str::trim) {
-            None => DEFAULT_PAGE_LIMIT,
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_PAGE_LIMIT).contains(n))
-                .ok_or_else(|| {
-                    invalid(
-                        "limit",
-                        format!(
-                            "must be a whole number from 1 to {MAX_PAGE_LIMIT}, not {:?}",
-                            shown(text)
-                        ),
-                    )
-                })?,
-        };
-        let after = match self.cursor.as_deref().filter(|c| !c.is_empty()) {
-            None => None,
-            Some(text) => Some(FaqCursor::decode(text).ok_or_else(|| {
-                invalid(
-                    "cursor",
-                    "is not a cursor of this listing: pass the `next_cursor` of the previous page"
-                        .into(),
-                )
-            })?),
-        };
+        use super::paging::{invalid, shown};
+        let limit = super::paging::limit(self.limit.as_deref())?;
+        let after = super::paging::cursor(self.cursor.as_deref(), FaqCursor::decode)?;
         let status = match self.status.as_deref().filter(|s| !s.is_empty()) {
             None => None,
             Some(text) => Some(FaqStatus::parse(text).ok_or_else(|| {

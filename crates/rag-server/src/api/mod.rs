@@ -9,6 +9,7 @@ mod faqs;
 mod intents;
 mod kbs;
 mod lexicon;
+mod paging;
 pub(crate) mod query;
 mod why_not;
 
