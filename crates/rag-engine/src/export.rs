@@ -10,8 +10,8 @@ use crate::embed::to_hex;
 use crate::engine::Engine;
 use rag_core::{
     Chunk, ChunkId, CoreError, DocId, Document, DocumentQuery, EmbeddingSpace, Fact, FactId,
-    FaqEntry, FaqId, FaqQuery, KbSettings, PassageId, PassageVector, SentenceVectors, Source,
-    SourceId, SynonymGroup, TenantId, UserError, UserWord, Viewer, WriteOp, MAX_PAGE_LIMIT,
+    FaqEntry, FaqId, KbSettings, PassageId, PassageVector, SentenceVectors, Source, SourceId,
+    SynonymGroup, TenantId, UserError, UserWord, Viewer, WriteOp, MAX_PAGE_LIMIT,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -206,21 +206,14 @@ impl Engine {
                 None => break,
             }
         }
-        let mut faqs = FaqQuery {
-            limit: PAGE,
-            ..FaqQuery::default()
-        };
-        loop {
-            let page = store.faqs_page(tenant, kb.id, &faqs).await?;
-            for f in page.faqs {
+        self.each_faq_page(tenant, kb.id, |page| {
+            for f in page {
                 n.faqs += 1;
-                out(&ExportLine::Faq(f)).map_err(io)?;
+                out(&ExportLine::Faq(f.clone())).map_err(io)?;
             }
-            match page.next {
-                Some(next) => faqs.after = Some(next),
-                None => break,
-            }
-        }
+            Ok(())
+        })
+        .await?;
         // The lexicon is small: facts, synonym groups and dictionary words.
         let lexicon = store.lexicon_snapshot(tenant, kb.id).await?;
         let facts = self.lexicon(tenant, kb_name).await?.facts;

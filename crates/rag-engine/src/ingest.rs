@@ -143,20 +143,12 @@ impl Engine {
         // a page at a time, so a large knowledge base is not held), and
         // those of the rows taken so far.
         let pair = |q: &str, a: &str| text_hash(&format!("{q}\u{0}{a}"));
-        let store = self.store();
         let mut seen = std::collections::HashSet::new();
-        let mut query = rag_core::FaqQuery {
-            limit: rag_core::MAX_PAGE_LIMIT,
-            ..rag_core::FaqQuery::default()
-        };
-        loop {
-            let page = store.faqs_page(tenant, kb.id, &query).await?;
-            seen.extend(page.faqs.iter().map(|e| pair(&e.question, &e.answer)));
-            match page.next {
-                Some(next) => query.after = Some(next),
-                None => break,
-            }
-        }
+        self.each_faq_page(tenant, kb.id, |page| {
+            seen.extend(page.iter().map(|e| pair(&e.question, &e.answer)));
+            Ok(())
+        })
+        .await?;
         let ts = now();
         let mut duplicates = 0;
         let mut ops = Vec::new();
@@ -210,7 +202,7 @@ impl Engine {
         if options.cancelled() {
             return Ok(Err(cancelled()));
         }
-        let seq = store.apply(tenant, kb.id, ops).await?;
+        let seq = self.store().apply(tenant, kb.id, ops).await?;
         tracing::info!(kb = %kb.name, source, added, duplicates, seq, "FAQ entries ingested");
         progress(IngestProgress::Indexed {
             source: source.to_owned(),

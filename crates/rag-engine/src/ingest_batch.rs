@@ -441,16 +441,17 @@ impl Engine {
             let replaced = !older.is_empty();
             // Unedited drafts of the older version, which this write deletes
             // (reported when drafting again).
-            let old_drafts = if replaced && kb.settings.drafts.auto {
-                self.store()
-                    .faqs(tenant, kb.id)
-                    .await?
-                    .iter()
-                    .filter(|f| !f.edited && f.source_doc.is_some_and(|x| older.contains(&x)))
-                    .count()
-            } else {
-                0
-            };
+            let mut old_drafts = 0;
+            if replaced && kb.settings.drafts.auto {
+                self.each_faq_page(tenant, kb.id, |page| {
+                    old_drafts += page
+                        .iter()
+                        .filter(|f| !f.edited && f.source_doc.is_some_and(|x| older.contains(&x)))
+                        .count();
+                    Ok(())
+                })
+                .await?;
+            }
             let ts = now();
             let n = d.chunks.len();
             let document = Document {

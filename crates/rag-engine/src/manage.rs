@@ -243,6 +243,29 @@ impl Engine {
         self.store().faqs_page(tenant, kb.id, query).await
     }
 
+    /// Calls `f` with every FAQ entry of a knowledge base, a page at a time
+    /// in (`created_at`, `id`) order, so that going through them holds one
+    /// page whatever the knowledge base's size; an error of `f` stops.
+    pub(crate) async fn each_faq_page(
+        &self,
+        tenant: &TenantId,
+        kb: rag_core::KbId,
+        mut f: impl FnMut(&[FaqEntry]) -> Result<(), CoreError>,
+    ) -> Result<(), CoreError> {
+        let mut query = FaqQuery {
+            limit: MAX_PAGE_LIMIT,
+            ..FaqQuery::default()
+        };
+        loop {
+            let page = self.store().faqs_page(tenant, kb, &query).await?;
+            f(&page.faqs)?;
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
     /// One FAQ entry, read by its id.
     pub async fn faq(&self, tenant: &TenantId, kb: &str, id: FaqId) -> Result<FaqEntry, CoreError> {
         let kb = self.kb(tenant, kb).await?;
