@@ -215,8 +215,8 @@ impl Engine {
         })
         .await?;
         // The lexicon is small: facts, synonym groups and dictionary words.
-        let lexicon = store.lexicon_snapshot(tenant, kb.id).await?;
-        let facts = self.lexicon(tenant, kb_name).await?.facts;
+        let lexicon = self.lexicon(tenant, kb_name).await?;
+        let facts = lexicon.facts;
         for f in &facts {
             n.facts += 1;
             out(&ExportLine::Fact(f.clone())).map_err(io)?;

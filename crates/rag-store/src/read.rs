@@ -12,6 +12,28 @@ use rag_core::{
 };
 use rusqlite::{params, OptionalExtension};
 
+/// Runs `sql` (parameters: passage key, knowledge base) once per key of
+/// `keys` through the primary key, keeping what `read` makes of each
+/// passage's row (`None`: nothing to keep).
+fn per_passage<T>(
+    c: &rusqlite::Connection,
+    sql_text: &str,
+    kb: KbId,
+    keys: &[String],
+    mut read: impl FnMut(&str, &rusqlite::Row<'_>) -> Result<Option<T>, CoreError>,
+) -> Result<Vec<T>, CoreError> {
+    let mut stmt = c.prepare_cached(sql_text).map_err(sql)?;
+    let kb_s = kb.to_string();
+    let mut out = Vec::new();
+    for key in keys {
+        let mut rows = stmt.query(params![key, kb_s]).map_err(sql)?;
+        if let Some(r) = rows.next().map_err(sql)? {
+            out.extend(read(key, r)?);
+        }
+    }
+    Ok(out)
+}
+
 /// A page of the documents listing: the knowledge base's documents after
 /// the key (?2, ?3) in key order, those the viewer may see (?4: every
 /// owner's; else unrestricted ones and ?5's), ?6 rows at most. The row
@@ -461,20 +483,13 @@ impl StoreRead for EmbeddedStore {
         );
         self.with_read(move |c| {
             owned(c, &tenant, kb)?;
-            let mut stmt = c
-                .prepare_cached(
-                    "SELECT passage, text_hash, vector FROM vectors WHERE passage = ?1 AND kb_id = ?2",
-                )
-                .map_err(sql)?;
-            let kb_s = kb.to_string();
-            let mut out = Vec::new();
-            for key in &keys {
-                let mut rows = stmt.query(params![key, kb_s]).map_err(sql)?;
-                if let Some(r) = rows.next().map_err(sql)? {
-                    out.push(crate::rows::vector_from_row(r)?);
-                }
-            }
-            Ok(out)
+            per_passage(
+                c,
+                "SELECT passage, text_hash, vector FROM vectors WHERE passage = ?1 AND kb_id = ?2",
+                kb,
+                &keys,
+                |_, r| crate::rows::vector_from_row(r).map(Some),
+            )
         })
         .await
     }
@@ -491,26 +506,19 @@ impl StoreRead for EmbeddedStore {
         );
         self.with_read(move |c| {
             owned(c, &tenant, kb)?;
-            let mut stmt = c
-                .prepare_cached(
-                    "SELECT sentences FROM vectors WHERE passage = ?1 AND kb_id = ?2 AND sentences IS NOT NULL",
-                )
-                .map_err(sql)?;
-            let kb_s = kb.to_string();
-            let mut out = Vec::new();
-            for key in &keys {
-                let bytes: Option<Vec<u8>> = stmt
-                    .query_row(params![key, kb_s], |r| r.get(0))
-                    .optional()
-                    .map_err(sql)?;
-                // Unreadable bytes are skipped: the passage is scored by its
-                // passage vector alone.
-                let id = PassageId::parse(key);
-                if let (Some(id), Some(s)) = (id, bytes.as_deref().and_then(SentenceVectors::from_bytes)) {
-                    out.push((id, s));
-                }
-            }
-            Ok(out)
+            per_passage(
+                c,
+                "SELECT sentences FROM vectors WHERE passage = ?1 AND kb_id = ?2 AND sentences IS NOT NULL",
+                kb,
+                &keys,
+                |key, r| {
+                    let bytes: Vec<u8> = r.get(0).map_err(sql)?;
+                    // Unreadable bytes are skipped: the passage is scored by
+                    // its passage vector alone.
+                    let id = PassageId::parse(key);
+                    Ok(id.zip(SentenceVectors::from_bytes(&bytes)))
+                },
+            )
         })
         .await
     }

@@ -160,10 +160,8 @@ pub async fn run(app: &App, args: RestartArgs) -> anyhow::Result<()> {
         latencies.extend(s.await?);
     }
     let wall_s = wall.elapsed().as_secs_f64();
-    let index = engine
-        .index(&app.tenant, &kb_of(&engine, app).await?)
-        .await
-        .map_err(core_err)?;
+    let kb = engine.kb(&app.tenant, "scale").await.map_err(core_err)?;
+    let index = engine.index(&app.tenant, &kb).await.map_err(core_err)?;
     let dense = index.dense.as_ref().and_then(|d| d.as_ref().ok());
     let me = std::process::id();
     let (rss_end, rss_peak) = rss_kb();
@@ -188,8 +186,4 @@ pub async fn run(app: &App, args: RestartArgs) -> anyhow::Result<()> {
     });
     println!("{report}");
     Ok(())
-}
-
-async fn kb_of(engine: &Engine, app: &App) -> anyhow::Result<rag_core::KnowledgeBase> {
-    engine.kb(&app.tenant, "scale").await.map_err(core_err)
 }

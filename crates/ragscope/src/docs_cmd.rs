@@ -41,15 +41,24 @@ fn line(d: &DocumentInfo) -> String {
     )
 }
 
-pub async fn run(app: &App, args: DocsArgs) -> anyhow::Result<()> {
-    let after = match args.cursor.as_deref() {
-        None => None,
-        Some(text) => Some(DocCursor::decode(text).ok_or_else(|| {
+/// A listing's `--cursor`, read by `decode`; a clear error when it is not
+/// one.
+pub(crate) fn cursor_flag<T>(
+    text: Option<&str>,
+    decode: impl Fn(&str) -> Option<T>,
+) -> anyhow::Result<Option<T>> {
+    match text {
+        None => Ok(None),
+        Some(text) => Ok(Some(decode(text).ok_or_else(|| {
             UserFacing(format!(
                 "{text:?} is not a cursor of this listing: pass the `next` printed under the previous page"
             ))
-        })?),
-    };
+        })?)),
+    }
+}
+
+pub async fn run(app: &App, args: DocsArgs) -> anyhow::Result<()> {
+    let after = cursor_flag(args.cursor.as_deref(), DocCursor::decode)?;
     let engine = app.engine(OpenMode::ReadOnly)?;
     let mut query = DocumentQuery {
         // The operator's command line sees every owner's documents.

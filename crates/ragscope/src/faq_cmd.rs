@@ -74,14 +74,7 @@ pub async fn run(app: &App, args: FaqArgs) -> anyhow::Result<()> {
         println!("{text}");
         return Ok(());
     }
-    let after = match args.cursor.as_deref() {
-        None => None,
-        Some(text) => Some(FaqCursor::decode(text).ok_or_else(|| {
-            UserFacing(format!(
-                "{text:?} is not a cursor of this listing: pass the `next` printed under the previous page"
-            ))
-        })?),
-    };
+    let after = crate::docs_cmd::cursor_flag(args.cursor.as_deref(), FaqCursor::decode)?;
     // Review looks at every page: an expired entry can have any status.
     let all = args.all || args.review;
     let limit = args.limit.unwrap_or(if all {
