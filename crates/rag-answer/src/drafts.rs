@@ -266,13 +266,16 @@ pub fn parse_drafts(reply: &str, max_pairs: usize) -> Result<ParsedDrafts, Draft
 
 /// Whether two questions are the same once case, spaces and end punctuation are ignored.
 pub fn same_question(a: &str, b: &str) -> bool {
-    fn key(s: &str) -> String {
-        s.chars()
-            .filter(|c| !c.is_whitespace() && !matches!(c, '?' | '？' | '.' | '。' | '!' | '！'))
-            .flat_map(char::to_lowercase)
-            .collect()
-    }
-    key(a) == key(b)
+    question_key(a) == question_key(b)
+}
+
+/// A question without case, spaces and end punctuation: two questions are
+/// [`same_question`] exactly when their keys are equal.
+pub fn question_key(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '?' | '？' | '.' | '。' | '!' | '！'))
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 fn kind(v: &Value) -> &'static str {

@@ -11,7 +11,7 @@
 use crate::Engine;
 use rag_core::{CoreError, LogFilter, PassageId, QueryLogRecord, TenantId, Timestamp, Viewer};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// Log rows read per page.
 const PAGE: usize = 2_000;
@@ -311,7 +311,9 @@ impl Engine {
             _ => None,
         };
         let lexicon = self.lexicon(tenant, kb_name).await?;
-        let faqs = self.faqs(tenant, kb_name).await?;
+        let unreviewed = self
+            .unreviewed(tenant, kb.id, now - review_days as i64 * DAY)
+            .await?;
         let viewer = viewer.clone();
         let (min_fused, min_cosine) = (kb.settings.answer.min_fused, kb.settings.answer.min_cosine);
         tokio::task::spawn_blocking(move || {
@@ -343,18 +345,6 @@ impl Engine {
                     })
                     .collect()
             });
-            let review_before = now - review_days as i64 * DAY;
-            let mut unreviewed: Vec<Unreviewed> = faqs
-                .into_iter()
-                .filter(|f| f.updated_at < review_before)
-                .map(|f| Unreviewed {
-                    id: f.id,
-                    question: f.question,
-                    updated_at: f.updated_at,
-                })
-                .collect();
-            unreviewed.sort_by_key(|u| u.updated_at);
-            unreviewed.truncate(LISTED);
             let synonyms_never_fired = lexicon
                 .synonyms
                 .iter()
@@ -394,6 +384,80 @@ impl Engine {
             component: "analytics".into(),
             message: e.to_string(),
         })
+    }
+}
+
+impl Engine {
+    /// The [`LISTED`] FAQ entries changed longest ago, all before `before`,
+    /// oldest first (ties in listing order). The entries are read a page at
+    /// a time and at most [`LISTED`] are held, so memory does not grow with
+    /// the knowledge base.
+    async fn unreviewed(
+        &self,
+        tenant: &TenantId,
+        kb: rag_core::KbId,
+        before: i64,
+    ) -> Result<Vec<Unreviewed>, CoreError> {
+        // A max-heap on (last change, listing position): its top is the
+        // entry to drop when a older one arrives.
+        let mut oldest: BinaryHeap<Oldest> = BinaryHeap::new();
+        let mut seen = 0usize;
+        self.each_faq_page(tenant, kb, |page| {
+            for f in page {
+                seen += 1;
+                if f.updated_at >= before {
+                    continue;
+                }
+                let key = (f.updated_at, seen);
+                if oldest.len() == LISTED {
+                    match oldest.peek() {
+                        Some(top) if key < top.key => {
+                            oldest.pop();
+                        }
+                        _ => continue,
+                    }
+                }
+                oldest.push(Oldest {
+                    key,
+                    entry: Unreviewed {
+                        id: f.id,
+                        question: f.question.clone(),
+                        updated_at: f.updated_at,
+                    },
+                });
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(oldest
+            .into_sorted_vec()
+            .into_iter()
+            .map(|o| o.entry)
+            .collect())
+    }
+}
+
+/// An entry due for review, ordered by its last change, then by its place
+/// in the listing.
+struct Oldest {
+    key: (i64, usize),
+    entry: Unreviewed,
+}
+
+impl PartialEq for Oldest {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for Oldest {}
+impl PartialOrd for Oldest {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Oldest {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
     }
 }
 
@@ -476,5 +540,72 @@ mod tests {
         for page in [1, 2, 3, 4] {
             assert_eq!(run(page).await, whole, "page size {page}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_oldest_entries_are_listed_for_review_whatever_the_knowledge_base_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
+        let engine = Engine::new(
+            Components::lexical(Arc::new(store)),
+            EngineConfig::default(),
+        );
+        let tenant = TenantId::default_tenant();
+        let kb = engine
+            .create_kb(&tenant, "kb", KbSettings::default())
+            .await
+            .unwrap();
+        let now = rag_core::now();
+        // More entries than are listed and than a page holds; last changes
+        // in 400 distinct days, so many tie; one in five changed recently; the
+        // last ones due but not among the oldest.
+        let n = 1_300usize;
+        let changed = |i: usize| {
+            if i.is_multiple_of(5) {
+                now - DAY
+            } else if i >= n - 100 {
+                // Due for review, but the youngest of those that are.
+                now - 91 * DAY
+            } else {
+                now - (100 + (i * 7919) % 400) as i64 * DAY
+            }
+        };
+        let ops = (0..n)
+            .map(|i| {
+                rag_core::WriteOp::PutFaq(rag_core::FaqEntry {
+                    id: rag_core::FaqId::generate(),
+                    kb: kb.id,
+                    question: format!("question {i}"),
+                    answer: "answer".into(),
+                    status: rag_core::FaqStatus::Approved,
+                    edited: false,
+                    source_url: None,
+                    tags: Vec::new(),
+                    // Listing order is creation order.
+                    created_at: now - 10 * DAY + i as i64,
+                    updated_at: changed(i),
+                    valid_from: None,
+                    valid_until: None,
+                    source_doc: None,
+                })
+            })
+            .collect();
+        engine.store().apply(&tenant, kb.id, ops).await.unwrap();
+
+        let got = engine
+            .analytics(&tenant, "kb", &Viewer::Public, 30, 90)
+            .await
+            .unwrap()
+            .unreviewed;
+        // What sorting every entry would list: changed before 90 days ago,
+        // oldest first, ties in creation order, the first LISTED.
+        let mut want: Vec<usize> = (0..n).filter(|&i| changed(i) < now - 90 * DAY).collect();
+        want.sort_by_key(|&i| changed(i));
+        want.truncate(LISTED);
+        assert_eq!(got.len(), LISTED);
+        let got: Vec<String> = got.into_iter().map(|u| u.question).collect();
+        let want: Vec<String> = want.iter().map(|i| format!("question {i}")).collect();
+        assert_eq!(got, want);
     }
 }

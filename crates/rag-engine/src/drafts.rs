@@ -18,6 +18,7 @@ use rag_core::{
     PassageId, TenantId, UserError, Viewer, WriteOp,
 };
 use serde::Serialize;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Characters of document text sent to the LLM.
@@ -160,25 +161,37 @@ impl Engine {
         })
         .await??;
 
-        // What is there now: the drafts to replace, and questions already answered elsewhere.
-        let existing = self.store().faqs(tenant, kb.id).await?;
-        let replaced = existing
+        // What is there now: the drafts to replace, and which of the new
+        // questions other entries already answer. The knowledge base's
+        // entries are read a page at a time against the few drafted
+        // questions' keys, so memory does not grow with the knowledge base.
+        let drafted: HashSet<String> = parsed
+            .pairs
             .iter()
-            .filter(|f| f.source_doc == Some(document.id) && !f.edited)
-            .count();
+            .map(|p| rag_answer::drafts::question_key(&p.question))
+            .collect();
+        let mut replaced = 0usize;
+        let mut answered: HashSet<String> = HashSet::new();
+        self.each_faq_page(tenant, kb.id, |page| {
+            for f in page {
+                if f.source_doc == Some(document.id) && !f.edited {
+                    // A draft being replaced.
+                    replaced += 1;
+                    continue;
+                }
+                let key = rag_answer::drafts::question_key(&f.question);
+                if drafted.contains(&key) {
+                    answered.insert(key);
+                }
+            }
+            Ok(())
+        })
+        .await?;
         let mut dropped = parsed.dropped;
         let ts = now();
         let mut added: Vec<FaqEntry> = Vec::new();
-        // Entries that stay: everything but the drafts being replaced.
-        let staying: Vec<&FaqEntry> = existing
-            .iter()
-            .filter(|f| f.source_doc != Some(document.id) || f.edited)
-            .collect();
         for pair in parsed.pairs {
-            if staying
-                .iter()
-                .any(|f| rag_answer::drafts::same_question(&f.question, &pair.question))
-            {
+            if answered.contains(&rag_answer::drafts::question_key(&pair.question)) {
                 dropped.push(format!(
                     "entry {}: the knowledge base already has this question",
                     pair.index
