@@ -183,13 +183,17 @@ impl Engine {
     ) -> Result<(), CoreError> {
         let kb = self.kb(tenant, kb_name).await?;
         let source = self.source(tenant, kb_name, id, viewer).await?;
-        let docs = self.store().documents(tenant, kb.id).await?;
+        // The documents of its pages, looked up by URL (an index of the
+        // store), not found among every document of the knowledge base.
+        let mut ops: Vec<WriteOp> = Vec::new();
         let urls: HashSet<&str> = source.pages.iter().map(|p| p.url.as_str()).collect();
-        let mut ops: Vec<WriteOp> = docs
-            .iter()
-            .filter(|d| urls.contains(d.source.as_str()) && d.owner == source.owner)
-            .map(|d| WriteOp::DeleteDocument(d.id))
-            .collect();
+        for url in urls {
+            let docs = self
+                .store()
+                .document_by_source(tenant, kb.id, url, source.owner.as_deref())
+                .await?;
+            ops.extend(docs.into_iter().map(WriteOp::DeleteDocument));
+        }
         ops.push(WriteOp::DeleteSource(id));
         self.store().apply(tenant, kb.id, ops).await?;
         Ok(())
@@ -211,13 +215,7 @@ impl Engine {
             .fetcher()
             .ok_or_else(|| invalid("no fetcher is configured: URL sources cannot be read"))?;
         let root = url::Url::parse(&source.url).map_err(|e| invalid(format!("stored URL: {e}")))?;
-        // The documents this source wrote, by URL (only those: another page or
-        // file with the same content is not ours to delete).
-        let ours = |docs: &[rag_core::DocumentInfo], url: &str| -> Option<DocId> {
-            docs.iter()
-                .find(|d| d.source == url && d.owner == source.owner)
-                .map(|d| d.id)
-        };
+        let owner = source.owner.clone();
         let options = IngestOptions {
             owner: source.owner.clone(),
             ..IngestOptions::new(self.config().chunk)
@@ -239,7 +237,7 @@ impl Engine {
                     if depth == 0 {
                         root_error = Some(e.to_string());
                     }
-                    self.failed_page(tenant, kb.id, &url_s, depth, e, &ours)
+                    self.failed_page(tenant, kb.id, &url_s, depth, e, owner.as_deref())
                         .await?
                 }
                 Ok(fetched) => {
@@ -299,12 +297,14 @@ impl Engine {
                             depth,
                         },
                         IngestStatus::Failed { reason, .. } => {
-                            let docs = self.store().documents(tenant, kb.id).await?;
+                            let doc = self
+                                .page_document(tenant, kb.id, &url_s, owner.as_deref())
+                                .await?;
                             SourcePage {
                                 url: url_s.clone(),
                                 outcome: PageOutcome::Failed,
                                 reason: Some(reason),
-                                doc: ours(&docs, &url_s),
+                                doc,
                                 depth,
                             }
                         }
@@ -318,7 +318,6 @@ impl Engine {
         // linked: their documents go (unless the page limit cut the crawl short).
         if !limited && root_error.is_none() {
             let reached: HashSet<String> = pages.iter().map(|p| p.url.clone()).collect();
-            let docs = self.store().documents(tenant, kb.id).await?;
             let mut ops = Vec::new();
             for old in source.pages.iter() {
                 let url = &old.url;
@@ -326,7 +325,10 @@ impl Engine {
                     continue;
                 }
                 // A page that never had a document (it always failed) just drops out.
-                let Some(doc) = ours(&docs, url) else {
+                let Some(doc) = self
+                    .page_document(tenant, kb.id, url, owner.as_deref())
+                    .await?
+                else {
                     continue;
                 };
                 ops.push(WriteOp::DeleteDocument(doc));
@@ -358,6 +360,25 @@ impl Engine {
         Ok(source)
     }
 
+    /// The document a source's page wrote: the one stored from `url` with
+    /// the source's owner (only that: another page or file with the same
+    /// content is not the source's to delete), the oldest if several.
+    /// Looked up by the store's index on source, not among every document.
+    async fn page_document(
+        &self,
+        tenant: &TenantId,
+        kb: rag_core::KbId,
+        url: &str,
+        owner: Option<&str>,
+    ) -> Result<Option<DocId>, CoreError> {
+        Ok(self
+            .store()
+            .document_by_source(tenant, kb, url, owner)
+            .await?
+            .into_iter()
+            .next())
+    }
+
     /// The record of a page that could not be fetched: a page that is gone
     /// loses its document; any other failure keeps the last version.
     async fn failed_page(
@@ -367,10 +388,9 @@ impl Engine {
         url: &str,
         depth: u32,
         error: FetchError,
-        ours: &(dyn Fn(&[rag_core::DocumentInfo], &str) -> Option<DocId> + Send + Sync),
+        owner: Option<&str>,
     ) -> Result<SourcePage, CoreError> {
-        let docs = self.store().documents(tenant, kb).await?;
-        let doc = ours(&docs, url);
+        let doc = self.page_document(tenant, kb, url, owner).await?;
         if let (true, Some(d)) = (error.is_gone(), doc) {
             self.store()
                 .apply(tenant, kb, vec![WriteOp::DeleteDocument(d)])
