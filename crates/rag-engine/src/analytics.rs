@@ -497,8 +497,9 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn every_row_of_the_window_counts_whatever_the_page_size() {
+    /// A lexical engine over a fresh embedded store with one knowledge
+    /// base, "kb" (the directory must outlive the engine).
+    async fn lexical_kb() -> (tempfile::TempDir, Engine, TenantId, rag_core::KnowledgeBase) {
         let dir = tempfile::tempdir().unwrap();
         let store =
             rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
@@ -511,6 +512,12 @@ mod tests {
             .create_kb(&tenant, "kb", KbSettings::default())
             .await
             .unwrap();
+        (dir, engine, tenant, kb)
+    }
+
+    #[tokio::test]
+    async fn every_row_of_the_window_counts_whatever_the_page_size() {
+        let (_dir, engine, tenant, kb) = lexical_kb().await;
         let now = rag_core::now();
         // Eleven rows, several sharing a second (the cursor's tie-break on
         // the id), one outside the window.
@@ -544,18 +551,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_oldest_entries_are_listed_for_review_whatever_the_knowledge_base_size() {
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            rag_store::EmbeddedStore::open(dir.path(), rag_store::OpenMode::ReadWrite).unwrap();
-        let engine = Engine::new(
-            Components::lexical(Arc::new(store)),
-            EngineConfig::default(),
-        );
-        let tenant = TenantId::default_tenant();
-        let kb = engine
-            .create_kb(&tenant, "kb", KbSettings::default())
-            .await
-            .unwrap();
+        let (_dir, engine, tenant, kb) = lexical_kb().await;
         let now = rag_core::now();
         // More entries than are listed and than a page holds; last changes
         // in 400 distinct days, so many tie; one in five changed recently; the
