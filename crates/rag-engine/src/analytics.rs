@@ -11,7 +11,7 @@
 use crate::Engine;
 use rag_core::{CoreError, LogFilter, PassageId, QueryLogRecord, TenantId, Timestamp, Viewer};
 use serde::{Deserialize, Serialize};
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// Log rows read per page.
 const PAGE: usize = 2_000;
@@ -390,74 +390,40 @@ impl Engine {
 impl Engine {
     /// The [`LISTED`] FAQ entries changed longest ago, all before `before`,
     /// oldest first (ties in listing order). The entries are read a page at
-    /// a time and at most [`LISTED`] are held, so memory does not grow with
-    /// the knowledge base.
+    /// a time and at most twice [`LISTED`] are held besides a page, so
+    /// memory does not grow with the knowledge base.
     async fn unreviewed(
         &self,
         tenant: &TenantId,
         kb: rag_core::KbId,
         before: i64,
     ) -> Result<Vec<Unreviewed>, CoreError> {
-        // A max-heap on (last change, listing position): its top is the
-        // entry to drop when a older one arrives.
-        let mut oldest: BinaryHeap<Oldest> = BinaryHeap::new();
+        // Each kept entry with its key: (last change, listing position).
+        let mut oldest: Vec<((i64, usize), Unreviewed)> = Vec::new();
         let mut seen = 0usize;
         self.each_faq_page(tenant, kb, |page| {
             for f in page {
                 seen += 1;
-                if f.updated_at >= before {
-                    continue;
-                }
-                let key = (f.updated_at, seen);
-                if oldest.len() == LISTED {
-                    match oldest.peek() {
-                        Some(top) if key < top.key => {
-                            oldest.pop();
-                        }
-                        _ => continue,
-                    }
-                }
-                oldest.push(Oldest {
-                    key,
-                    entry: Unreviewed {
+                if f.updated_at < before {
+                    let entry = Unreviewed {
                         id: f.id,
                         question: f.question.clone(),
                         updated_at: f.updated_at,
-                    },
-                });
+                    };
+                    oldest.push(((f.updated_at, seen), entry));
+                }
+            }
+            // Keys are distinct, so the LISTED smallest are well defined.
+            if oldest.len() > 2 * LISTED {
+                oldest.select_nth_unstable_by_key(LISTED - 1, |(key, _)| *key);
+                oldest.truncate(LISTED);
             }
             Ok(())
         })
         .await?;
-        Ok(oldest
-            .into_sorted_vec()
-            .into_iter()
-            .map(|o| o.entry)
-            .collect())
-    }
-}
-
-/// An entry due for review, ordered by its last change, then by its place
-/// in the listing.
-struct Oldest {
-    key: (i64, usize),
-    entry: Unreviewed,
-}
-
-impl PartialEq for Oldest {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-impl Eq for Oldest {}
-impl PartialOrd for Oldest {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Oldest {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key.cmp(&other.key)
+        oldest.sort_unstable_by_key(|(key, _)| *key);
+        oldest.truncate(LISTED);
+        Ok(oldest.into_iter().map(|(_, entry)| entry).collect())
     }
 }
 
