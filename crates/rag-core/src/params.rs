@@ -20,17 +20,22 @@ pub enum PathKind {
     Fact,
     /// Dense vector recall (arrives with an embedder).
     Dense,
+    /// A second embedder's opinion of the candidates the other paths found
+    /// (English questions over English passages, when one is configured):
+    /// it scores, it does not recall; it shares the dense weight.
+    SecondDense,
 }
 
 impl PathKind {
     /// All paths, lexical first.
-    pub const ALL: [PathKind; 6] = [
+    pub const ALL: [PathKind; 7] = [
         PathKind::Bm25,
         PathKind::Substring,
         PathKind::Fuzzy,
         PathKind::Synonym,
         PathKind::Fact,
         PathKind::Dense,
+        PathKind::SecondDense,
     ];
     /// The lexical paths.
     pub const LEXICAL: [PathKind; 5] = [
@@ -41,9 +46,14 @@ impl PathKind {
         PathKind::Fact,
     ];
 
-    /// Whether the path is lexical (every path but dense).
+    /// Whether the path is lexical (every path but the two dense ones).
     pub fn is_lexical(self) -> bool {
-        !matches!(self, PathKind::Dense)
+        !self.is_dense()
+    }
+
+    /// Whether the path scores by vectors (dense, and the second embedder's).
+    pub fn is_dense(self) -> bool {
+        matches!(self, PathKind::Dense | PathKind::SecondDense)
     }
 
     /// Stable name.
@@ -55,6 +65,7 @@ impl PathKind {
             PathKind::Synonym => "synonym",
             PathKind::Fact => "fact",
             PathKind::Dense => "dense",
+            PathKind::SecondDense => "second_dense",
         }
     }
 
@@ -169,6 +180,9 @@ pub struct PathWeights {
     pub fact: f64,
     /// Dense.
     pub dense: f64,
+    /// The second embedder (its share of the dense weight is
+    /// `second_dense / (dense + second_dense)` when both take part).
+    pub second_dense: f64,
 }
 
 impl Default for PathWeights {
@@ -181,6 +195,7 @@ impl Default for PathWeights {
             synonym: 0.5,
             fact: 1.0,
             dense: 1.0,
+            second_dense: 1.0,
         }
     }
 }
@@ -195,6 +210,7 @@ impl PathWeights {
             PathKind::Synonym => self.synonym,
             PathKind::Fact => self.fact,
             PathKind::Dense => self.dense,
+            PathKind::SecondDense => self.second_dense,
         }
     }
 
@@ -207,6 +223,7 @@ impl PathWeights {
             PathKind::Synonym => self.synonym = w,
             PathKind::Fact => self.fact = w,
             PathKind::Dense => self.dense = w,
+            PathKind::SecondDense => self.second_dense = w,
         }
     }
 }
@@ -326,19 +343,32 @@ impl FusionParams {
     ///
     /// Without interpolation the raw weights apply. With λ, each lexical path p
     /// gets λ·w_p/Σw_lexical over the lexical paths that take part, and the
-    /// dense path 1−λ.
+    /// dense path 1−λ (shared by weight with the second embedder's path
+    /// when that takes part too).
     pub fn effective_weight(&self, path: PathKind, running: &[PathKind]) -> f64 {
         let Some(lambda) = self.lexical_interpolation else {
             return self.weights.of(path);
         };
-        if path == PathKind::Dense {
-            return 1.0 - lambda;
-        }
+        // Each side's share is split among its running paths by weight.
         let total: f64 = running
             .iter()
-            .filter(|p| p.is_lexical())
+            .filter(|p| p.is_dense() == path.is_dense())
             .map(|p| self.weights.of(*p))
             .sum();
+        if path.is_dense() {
+            return if !running.contains(&PathKind::SecondDense) {
+                // Dense alone takes the whole share, whatever its weight.
+                if path == PathKind::Dense {
+                    1.0 - lambda
+                } else {
+                    0.0
+                }
+            } else if total <= 0.0 {
+                0.0
+            } else {
+                (1.0 - lambda) * self.weights.of(path) / total
+            };
+        }
         if total <= 0.0 {
             0.0
         } else {

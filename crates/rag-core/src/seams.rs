@@ -264,6 +264,17 @@ pub enum WriteOp {
     /// Each is kept only while the passage's stored vector was made from the
     /// text of this hash; storing a new passage vector drops them.
     PutSentenceVectors(Vec<(crate::PassageId, String, crate::SentenceVectors)>),
+    /// Store a second embedder's vectors of passages beside their passage
+    /// vectors: per passage, its whole text's vector then its sentences'
+    /// (or, for an FAQ entry, its question's). Kept, as sentence vectors
+    /// are, only while the passage's stored vector was made from the text
+    /// of this hash; each is read back only for the model that made it.
+    PutSecondVectors {
+        /// The second embedder's model id.
+        model: String,
+        /// Per passage: its id, the hash of its embedded text, its vectors.
+        items: Vec<(crate::PassageId, String, crate::SentenceVectors)>,
+    },
     /// Replace the knowledge base's settings.
     PutSettings(KbSettings),
     /// Forget every vector and the embedding space (before re-embedding with another model).
@@ -607,6 +618,16 @@ pub trait StoreRead: Send + Sync {
         &self,
         tenant: &TenantId,
         kb: KbId,
+        ids: &[crate::PassageId],
+    ) -> Result<Vec<(crate::PassageId, crate::SentenceVectors)>>;
+    /// The stored vectors of a second embedder (`model`) of these passages
+    /// ([`WriteOp::PutSecondVectors`]; those that have them, in no
+    /// particular order), read for the fused candidates only.
+    async fn second_vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        model: &str,
         ids: &[crate::PassageId],
     ) -> Result<Vec<(crate::PassageId, crate::SentenceVectors)>>;
     /// Recall the store runs itself (PostgreSQL), if it does; `None` (the

@@ -71,21 +71,29 @@ impl SentenceVectors {
     /// The best cosine of a sentence with `query`, a unit vector of the
     /// same dimensions (`None` when the dimensions differ).
     pub fn best_cosine(&self, query: &[f32]) -> Option<f32> {
+        self.cosines(query)?.into_iter().reduce(f32::max)
+    }
+
+    /// The cosine of each vector held with `query`, a unit vector of the
+    /// same dimensions, in order (`None` when the dimensions differ).
+    pub fn cosines(&self, query: &[f32]) -> Option<Vec<f32>> {
         if query.len() != self.dims {
             return None;
         }
-        self.codes
-            .chunks_exact(self.dims)
-            .zip(&self.scales)
-            .map(|(codes, scale)| {
-                scale
-                    * codes
-                        .iter()
-                        .zip(query)
-                        .map(|(c, q)| f32::from(*c) * q)
-                        .sum::<f32>()
-            })
-            .reduce(f32::max)
+        Some(
+            self.codes
+                .chunks_exact(self.dims)
+                .zip(&self.scales)
+                .map(|(codes, scale)| {
+                    scale
+                        * codes
+                            .iter()
+                            .zip(query)
+                            .map(|(c, q)| f32::from(*c) * q)
+                            .sum::<f32>()
+                })
+                .collect(),
+        )
     }
 
     /// The stored form: dims and count (`u32` LE), the scales (`f32` LE),

@@ -235,6 +235,9 @@ impl Engine {
                 .await
                 .map_err(provider)?,
         );
+        let second: Vec<crate::second::SecondSource> =
+            added.iter().map(crate::second::SecondSource::faq).collect();
+        ops.extend(self.second_ops(&second).await.map_err(provider)?);
         let seq = self.store().apply(tenant, kb.id, ops).await?;
         tracing::info!(kb = %kb.name, doc = %document.id, added = added.len(), dropped = dropped.len(), replaced, seq, "FAQ entries drafted");
         Ok(DraftOutcome {

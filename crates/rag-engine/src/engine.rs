@@ -23,6 +23,10 @@ pub struct Components {
     pub reranker: Arc<dyn Reranker>,
     /// The embedder of the dense path, when one is configured.
     pub embedder: Option<Arc<dyn Embedder>>,
+    /// A second, English-only embedder whose vectors of English passages
+    /// rescore the fused candidates of English questions (`second.rs`);
+    /// used only beside `embedder`.
+    pub second_embedder: Option<Arc<dyn Embedder>>,
     /// The shared embedding cache, when one is configured.
     pub cache: Option<Arc<dyn EmbeddingCache>>,
     /// The LLM answering questions; `None` uses the extractive generator.
@@ -45,6 +49,7 @@ impl Components {
             store,
             reranker: Arc::new(rag_core::IdentityReranker),
             embedder: None,
+            second_embedder: None,
             cache: None,
             generator: None,
             fetcher: None,
@@ -260,6 +265,16 @@ impl Engine {
     pub fn embedder(&self) -> Option<CachedEmbedder> {
         let c = &self.inner.components;
         c.embedder
+            .clone()
+            .map(|e| CachedEmbedder::new(e, c.cache.clone()))
+    }
+
+    /// The second embedder behind the cache, when one is configured beside
+    /// the first.
+    pub fn second_embedder(&self) -> Option<CachedEmbedder> {
+        let c = &self.inner.components;
+        c.embedder.as_ref()?;
+        c.second_embedder
             .clone()
             .map(|e| CachedEmbedder::new(e, c.cache.clone()))
     }

@@ -70,6 +70,10 @@ pub enum ExportLine {
         /// ([`rag_core::SentenceVectors::to_bytes`] in hex).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sentences: Option<String>,
+        /// The second embedder's vectors of its passage, when it has them
+        /// (the configured second model's; same encoding), and that model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        second: Option<(String, String)>,
     },
 }
 
@@ -284,14 +288,27 @@ impl Engine {
             .await?
             .into_iter()
             .collect();
+        let (model, mut second): (String, HashMap<PassageId, SentenceVectors>) =
+            match self.second_embedder() {
+                Some(e) => {
+                    let model = e.model().model_id().to_owned();
+                    let rows = store.second_vectors(tenant, kb, &model, ids).await?;
+                    (model, rows.into_iter().collect())
+                }
+                None => (String::new(), HashMap::new()),
+            };
         let count = vectors.len();
         for v in vectors {
             let sentences = sentences.remove(&v.id).map(|s| to_hex(&s.to_bytes()));
+            let second = second
+                .remove(&v.id)
+                .map(|s| (model.clone(), to_hex(&s.to_bytes())));
             out(&ExportLine::Vector {
                 id: v.id,
                 text_hash: v.text_hash,
                 vector: v.vector,
                 sentences,
+                second,
             })
             .map_err(|e| CoreError::Component {
                 component: "export".into(),
@@ -348,6 +365,7 @@ impl Engine {
             batch_bytes: 0,
             vectors: Vec::new(),
             sentences: Vec::new(),
+            second: Vec::new(),
             sources: Vec::new(),
         };
         let result: Result<(), CoreError> = async {
@@ -389,6 +407,8 @@ struct Import<'a> {
     batch_bytes: usize,
     vectors: Vec<PassageVector>,
     sentences: Vec<(PassageId, String, SentenceVectors)>,
+    /// Second-embedder vectors by model.
+    second: Vec<(String, PassageId, String, SentenceVectors)>,
     /// URL sources, written last: their pages point at documents.
     sources: Vec<Source>,
 }
@@ -424,6 +444,17 @@ impl Import<'_> {
         if !self.sentences.is_empty() {
             let rows = std::mem::take(&mut self.sentences);
             self.write(vec![WriteOp::PutSentenceVectors(rows)]).await?;
+        }
+        let mut second = std::mem::take(&mut self.second);
+        second.sort_by(|a, b| a.0.cmp(&b.0));
+        for group in second.chunk_by(|a, b| a.0 == b.0) {
+            let model = group[0].0.clone();
+            let items = group
+                .iter()
+                .map(|(_, id, hash, v)| (*id, hash.clone(), v.clone()))
+                .collect();
+            self.write(vec![WriteOp::PutSecondVectors { model, items }])
+                .await?;
         }
         Ok(())
     }
@@ -485,6 +516,7 @@ impl Import<'_> {
                 text_hash,
                 vector,
                 sentences,
+                second,
             } => {
                 if self.space.is_none() {
                     return Err(bad("vectors without an embedding space in the header"));
@@ -497,6 +529,12 @@ impl Import<'_> {
                         .and_then(|b| SentenceVectors::from_bytes(&b))
                         .ok_or_else(|| bad("unreadable sentence vectors"))?;
                     self.sentences.push((id, text_hash.clone(), s));
+                }
+                if let Some((model, hex)) = second {
+                    let v = from_hex(&hex)
+                        .and_then(|b| SentenceVectors::from_bytes(&b))
+                        .ok_or_else(|| bad("unreadable second vectors"))?;
+                    self.second.push((model, id, text_hash.clone(), v));
                 }
                 self.vectors.push(PassageVector {
                     id,

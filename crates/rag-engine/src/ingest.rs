@@ -192,13 +192,25 @@ impl Engine {
         if options.cancelled() {
             return Ok(Err(cancelled()));
         }
-        let (vectors, stats) = match self.embed_for_ingest(tenant, kb.id, texts).await {
+        let second: Vec<crate::second::SecondSource> = ops
+            .iter()
+            .filter_map(|o| match o {
+                WriteOp::PutFaq(f) => Some(crate::second::SecondSource::faq(f)),
+                _ => None,
+            })
+            .collect();
+        let embedded = async {
+            let first = self.embed_for_ingest(tenant, kb.id, texts).await?;
+            Ok::<_, CoreError>((first, self.second_ops(&second).await?))
+        };
+        let ((vectors, stats), second) = match embedded.await {
             Ok(v) => v,
             Err(e) if embedding_failure(&e) => return Ok(Err(("embedding_failed", e.to_string()))),
             Err(e) => return Err(e),
         };
         progress(self.embedded_event(source, &stats));
         ops.extend(vectors);
+        ops.extend(second);
         if options.cancelled() {
             return Ok(Err(cancelled()));
         }

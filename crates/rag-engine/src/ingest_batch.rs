@@ -16,6 +16,7 @@ use crate::engine::Engine;
 use crate::ingest::{cancelled, embedding_failure, file_stem};
 use crate::job::{IngestOptions, IngestProgress, TokenCountFn};
 use crate::pipeline::error_code;
+use crate::second::SecondSource;
 use crate::sentences::{embed_sentences, SentenceSource};
 use crate::{ExtractJob, IngestOutcome, IngestStatus};
 use rag_core::{
@@ -396,9 +397,30 @@ impl Engine {
                 }
                 _ => None,
             };
-            Ok::<_, CoreError>((embedded, sentences))
+            // The second (English) model's vectors, beside the same passages.
+            let second = match &embedded {
+                Some((_, vectors, _)) => {
+                    let sources: Vec<SecondSource> = docs
+                        .iter()
+                        .flat_map(|d| d.chunks.iter().map(move |c| (d, c)))
+                        .zip(vectors)
+                        .map(|((d, c), v)| {
+                            let title = chunk_title(&d.title, &c.heading_path);
+                            SecondSource::chunk(
+                                PassageId::Chunk(c.id),
+                                v.text_hash.clone(),
+                                &title,
+                                &c.text,
+                            )
+                        })
+                        .collect();
+                    self.second_ops(&sources).await?
+                }
+                None => None,
+            };
+            Ok::<_, CoreError>((embedded, sentences, second))
         };
-        let (embedded, sentences) = match embedding.await {
+        let (embedded, sentences, second) = match embedding.await {
             Ok(v) => v,
             Err(e) if embedding_failure(&e) => {
                 for d in &docs {
@@ -487,6 +509,7 @@ impl Engine {
         }
         // After every passage vector they belong beside.
         ops.extend(sentences);
+        ops.extend(second);
         if options.cancelled() {
             batch.cancel_open();
             return Ok(());

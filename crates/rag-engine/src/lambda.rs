@@ -68,27 +68,55 @@ fn convex_lambda(q: &AnalyzedQuery, kb: Language) -> (f64, &'static str) {
 /// words. Chosen on banking77 and bq dev (0.25–0.4 tried; see
 /// docs/quality.md); document passages keep [`CONVEX_LAMBDA`].
 pub(crate) const CONVEX_FAQ_LAMBDA: f64 = 0.3;
+/// λ of the convex rule over document passages when the second
+/// embedder's list takes part (`second.rs`): its opinion shares the dense
+/// weight, and the dense side then earns a larger share. Chosen on SciFact
+/// train (0.4–0.6 tried; docs/quality.md).
+pub(crate) const CONVEX_SECOND_LAMBDA: f64 = 0.4;
+/// λ of FAQ matching when the second embedder's list takes part. Chosen on
+/// banking77 dev (0.1–0.4 tried; docs/quality.md).
+pub(crate) const CONVEX_SECOND_FAQ_LAMBDA: f64 = 0.2;
+
 /// The convex rule's λ after recall: the same-language split lowered to
 /// [`CONVEX_FAQ_LAMBDA`] when the question is being matched against FAQ
-/// questions ([`crate::feedback::faq_matching`]). Returns λ and why.
+/// questions ([`crate::feedback::faq_matching`]), and to
+/// [`CONVEX_SECOND_LAMBDA`] or [`CONVEX_SECOND_FAQ_LAMBDA`] when the
+/// second embedder scored the candidates. Returns λ and why.
 pub(crate) fn convex_after_recall(suggested: (f64, &str), lists: &[RankedList]) -> (f64, String) {
     let (lambda, reason) = suggested;
+    if lambda != CONVEX_LAMBDA {
+        return (lambda, reason.to_owned());
+    }
     let dense = lists
         .iter()
         .find(|l| l.path == PathKind::Dense)
         .map(|l| l.hits.as_slice())
         .unwrap_or_default();
-    let faqs = match crate::feedback::faq_matching(dense) {
-        Some(faqs) if lambda == CONVEX_LAMBDA => faqs,
-        _ => return (lambda, reason.to_owned()),
-    };
+    let second = lists
+        .iter()
+        .any(|l| l.path == PathKind::SecondDense && !l.hits.is_empty());
     let looked = dense.len().min(crate::feedback::FAQ_LOOK);
-    (
-        CONVEX_FAQ_LAMBDA,
-        format!(
-            "{faqs} of the dense path's best {looked} candidates are FAQ entries: a question matched against FAQ questions, where meaning carries more than shared words (otherwise {lambda}: {reason})"
+    match (crate::feedback::faq_matching(dense), second) {
+        (Some(faqs), false) => (
+            CONVEX_FAQ_LAMBDA,
+            format!(
+                "{faqs} of the dense path's best {looked} candidates are FAQ entries: a question matched against FAQ questions, where meaning carries more than shared words (otherwise {lambda}: {reason})"
+            ),
         ),
-    )
+        (Some(faqs), true) => (
+            CONVEX_SECOND_FAQ_LAMBDA,
+            format!(
+                "{faqs} of the dense path's best {looked} candidates are FAQ entries, and a second embedder scored the candidates too: meaning, read by two models, carries more than shared words (otherwise {lambda}: {reason})"
+            ),
+        ),
+        (None, true) => (
+            CONVEX_SECOND_LAMBDA,
+            format!(
+                "a second embedder scored the candidates too: two models' reading of meaning earns the dense side a larger share (otherwise {lambda}: {reason})"
+            ),
+        ),
+        (None, false) => (lambda, reason.to_owned()),
+    }
 }
 
 /// BM25's best score at least this fraction above its second best counts as

@@ -54,6 +54,7 @@ mod passages;
 pub mod pipeline;
 mod reembed;
 mod retrievers;
+mod second;
 mod segmented_build;
 mod sentences;
 mod sources;

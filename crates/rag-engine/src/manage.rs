@@ -5,6 +5,7 @@
 //! answer changes, and only then.
 
 use crate::engine::Engine;
+use crate::second::SecondSource;
 use rag_core::{
     Chunk, CoreError, DocId, Document, DocumentInfo, DocumentPage, DocumentQuery, Fact, FactId,
     FaqEntry, FaqId, FaqPage, FaqQuery, FaqStatus, KbSettings, KnowledgeBase, PassageId,
@@ -307,6 +308,7 @@ impl Engine {
             format!("{}: {}", entry.question, entry.answer),
         )];
         ops.extend(self.vectors_for(tenant, kb.id, text).await?);
+        ops.extend(self.second_ops(&[SecondSource::faq(&entry)]).await?);
         self.store().apply(tenant, kb.id, ops).await?;
         Ok(entry)
     }
@@ -347,6 +349,7 @@ impl Engine {
                 format!("{}: {}", entry.question, entry.answer),
             )];
             ops.extend(self.vectors_for(tenant, kb.id, text).await?);
+            ops.extend(self.second_ops(&[SecondSource::faq(&entry)]).await?);
         }
         self.store().apply(tenant, kb.id, ops).await?;
         Ok(entry)

@@ -4,6 +4,7 @@
 
 use crate::embed::{text_hash, CachedEmbedder};
 use crate::engine::Engine;
+use crate::second::SecondSource;
 use crate::sentences::{embed_sentences, sentence_texts, SentenceSource};
 use rag_core::{
     CoreError, EmbeddingSpace, KbId, Passage, PassageId, PassageVector, TenantId, UserError,
@@ -27,6 +28,9 @@ pub struct ReembedReport {
     /// Passages whose current vector had no sentence vectors yet (stored
     /// before they existed) and got them.
     pub sentences_added: usize,
+    /// Passages whose current vector had no vectors of the second
+    /// (English) embedder yet and got them (`second.rs`).
+    pub second_added: usize,
 }
 
 fn sentence_source(p: &Passage, hash: String) -> SentenceSource {
@@ -117,13 +121,16 @@ impl Engine {
         report: &mut ReembedReport,
     ) -> Result<(), CoreError> {
         let sentences_on = self.config().sentence_vectors;
-        let (mut todo, mut kept) = (Vec::new(), Vec::new());
+        let (mut todo, mut kept, mut current) = (Vec::new(), Vec::new(), Vec::new());
         for (p, stored) in passages.iter().filter(|(p, _)| p.searchable) {
             let text = p.embedding_text();
             let hash = text_hash(&text);
             if stored.as_ref() != Some(&hash) {
                 todo.push((p, hash, text));
-            } else if sentences_on
+                continue;
+            }
+            current.push(SecondSource::passage(p, hash.clone()));
+            if sentences_on
                 && matches!(p.id, PassageId::Chunk(_))
                 && !sentence_texts(&p.title, &p.body).is_empty()
             {
@@ -162,7 +169,31 @@ impl Engine {
                 let batch = self.config().embed_batch;
                 ops.extend(embed_sentences(embedder, &sources, batch).await?);
             }
+            let second: Vec<SecondSource> = todo
+                .iter()
+                .map(|(p, hash, _)| SecondSource::passage(p, hash.clone()))
+                .collect();
+            ops.extend(self.second_ops(&second).await?);
             self.store().apply(tenant, kb, ops).await?;
+        }
+        // Current vectors stored without the second embedder's.
+        if let (Some(second), false) = (self.second_embedder(), current.is_empty()) {
+            let ids: Vec<PassageId> = current.iter().map(|s| s.id).collect();
+            let model = second.model().model_id().to_owned();
+            let have = self
+                .store()
+                .second_vectors(tenant, kb, &model, &ids)
+                .await?;
+            let missing: Vec<SecondSource> = current
+                .into_iter()
+                .filter(|s| !have.iter().any(|(id, _)| *id == s.id))
+                .collect();
+            if let Some(op) = self.second_ops(&missing).await? {
+                if let WriteOp::PutSecondVectors { items, .. } = &op {
+                    report.second_added += items.len();
+                }
+                self.store().apply(tenant, kb, vec![op]).await?;
+            }
         }
         // Current vectors stored without their sentences.
         if !kept.is_empty() {

@@ -388,9 +388,9 @@ impl Retriever for LexicalRetriever {
                 }
                 PathKind::Synonym => Ok(index.synonym(&query, k, &params.bm25, &filter)),
                 PathKind::Fact => Ok(index.facts(&query, k)),
-                PathKind::Dense => Err(UserError::PathUnavailable {
-                    path: "dense".into(),
-                    reason: "the dense path is not lexical".into(),
+                PathKind::Dense | PathKind::SecondDense => Err(UserError::PathUnavailable {
+                    path: path.as_str().into(),
+                    reason: "a dense path is not lexical".into(),
                 }
                 .into()),
             }

@@ -112,6 +112,10 @@ impl Engine {
         let mut retrievers: Vec<Arc<dyn Retriever>> = Vec::new();
         let store_recall = self.store().store_recall();
         for p in &run.params.paths {
+            if *p == PathKind::SecondDense {
+                // Scores what the others found, after them (`second.rs`).
+                continue;
+            }
             if let Some(recall) = store_recall.as_ref().filter(|r| r.serves(*p)) {
                 if *p == PathKind::Dense && self.embedder().is_none() {
                     let message =
@@ -226,6 +230,9 @@ impl Engine {
             stage: "recall".into(),
             ms: ms(recall_started),
         });
+        if let Some(list) = self.second_stage(run, analyzed, &lists, emit).await? {
+            lists.push(list);
+        }
         // Fusion sees the lists in the request's path order, whatever order they finished in.
         lists.sort_by_key(|l| run.params.paths.iter().position(|p| *p == l.path));
 

@@ -169,7 +169,7 @@ fn full_list(
         PathKind::Fuzzy => lex.fuzzy(q, all, params.fuzzy_threshold, &params.bm25, filter),
         PathKind::Synonym => lex.synonym(q, all, &params.bm25, filter),
         PathKind::Fact => lex.facts(q, all),
-        PathKind::Dense => return None,
+        PathKind::Dense | PathKind::SecondDense => return None,
     })
 }
 
@@ -215,6 +215,12 @@ fn verdicts(
             v.rank = Some(hit.rank);
             v.score = Some(hit.score);
             v.reason = format!("returned at rank {} of the path's top {k}", hit.rank);
+            out.push(v);
+            continue;
+        }
+        if path == PathKind::SecondDense {
+            v.status = "not_scored".into();
+            v.reason = "the second embedder scores only what another path found, and only passages with its vectors (English ones)".into();
             out.push(v);
             continue;
         }

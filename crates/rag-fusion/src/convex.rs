@@ -26,7 +26,7 @@ pub fn normalize(path: PathKind, hits: &[Hit]) -> Vec<f64> {
         return Vec::new();
     };
     let lo = match path {
-        PathKind::Dense => hits[hits.len().min(DEPTH) - 1].score,
+        PathKind::Dense | PathKind::SecondDense => hits[hits.len().min(DEPTH) - 1].score,
         _ => 0.0,
     };
     let span = hi - lo;

@@ -61,6 +61,7 @@ impl Dirty {
             | WriteOp::AddSynonyms(_)
             | WriteOp::PutVectors { .. }
             | WriteOp::PutSentenceVectors(_)
+            | WriteOp::PutSecondVectors { .. }
             | WriteOp::PutSettings(_)
             | WriteOp::ClearVectors
             | WriteOp::PutSource(_)

@@ -78,6 +78,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "faqs_by_status",
         sql: include_str!("../migrations/0012_faqs_by_status.sql"),
     },
+    Migration {
+        version: 13,
+        name: "second_vectors",
+        sql: include_str!("../migrations/0013_second_vectors.sql"),
+    },
 ];
 
 /// The schema version this build needs.

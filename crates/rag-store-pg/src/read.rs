@@ -420,6 +420,35 @@ impl StoreRead for PgStore {
             .collect())
     }
 
+    async fn second_vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        model: &str,
+        ids: &[PassageId],
+    ) -> Result<Vec<(PassageId, SentenceVectors)>, CoreError> {
+        let mut conn = self.conn().await?;
+        let tx = begin(&mut conn, &tenant.0, true).await?;
+        owned(&tx, tenant, kb).await?;
+        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        let rows = tx
+            .query(
+                "SELECT passage, second FROM vectors WHERE kb_id = $1 AND passage = ANY($2) AND second_model = $3 AND second IS NOT NULL",
+                &[&kb.0, &keys, &model],
+            )
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let id = PassageId::parse(r.get(0))?;
+                let bytes: &[u8] = r.get(1);
+                Some((id, SentenceVectors::from_bytes(bytes)?))
+            })
+            .collect())
+    }
+
     async fn embedding_space(
         &self,
         tenant: &TenantId,

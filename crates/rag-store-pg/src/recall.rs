@@ -572,10 +572,10 @@ impl StoreRecall for PgStore {
             PathKind::Fuzzy => fuzzy_path(&tx, kb, &f, &q).await?,
             PathKind::Substring => substring_path(&tx, &f, &q).await?,
             PathKind::Dense => dense_path(&tx, &f, &q, q.dense_exact).await?,
-            PathKind::Fact => {
+            PathKind::Fact | PathKind::SecondDense => {
                 return Err(rag_core::UserError::PathUnavailable {
-                    path: "fact".into(),
-                    reason: "facts are matched in the engine".into(),
+                    path: path.as_str().into(),
+                    reason: "this path runs in the engine".into(),
                 }
                 .into())
             }

@@ -362,7 +362,7 @@ async fn apply_op(
             tx.execute(
                 "INSERT INTO vectors (tenant, kb_id, passage, text_hash, vector)
                  SELECT $1, $2, u.passage, u.text_hash, u.vector FROM unnest($3::text[], $4::text[], $5::vector[]) AS u(passage, text_hash, vector)
-                 ON CONFLICT (kb_id, passage) DO UPDATE SET text_hash = excluded.text_hash, vector = excluded.vector, sentences = NULL",
+                 ON CONFLICT (kb_id, passage) DO UPDATE SET text_hash = excluded.text_hash, vector = excluded.vector, sentences = NULL, second = NULL, second_model = NULL",
                 &[t, &kb.0, &passages, &hashes, &values],
             )
             .await
@@ -378,6 +378,20 @@ async fn apply_op(
                  FROM unnest($2::text[], $3::text[], $4::bytea[]) AS u(passage, text_hash, sentences)
                  WHERE v.kb_id = $1 AND v.passage = u.passage AND v.text_hash = u.text_hash",
                 &[&kb.0, &passages, &hashes, &bytes],
+            )
+            .await
+            .map_err(pg)?;
+        }
+        WriteOp::PutSecondVectors { model, items } => {
+            // As sentence vectors: only beside the vector of the same text.
+            let passages: Vec<String> = items.iter().map(|(id, _, _)| id.to_string()).collect();
+            let hashes: Vec<&str> = items.iter().map(|(_, h, _)| h.as_str()).collect();
+            let bytes: Vec<Vec<u8>> = items.iter().map(|(_, _, s)| s.to_bytes()).collect();
+            tx.execute(
+                "UPDATE vectors v SET second = u.second, second_model = $5
+                 FROM unnest($2::text[], $3::text[], $4::bytea[]) AS u(passage, text_hash, second)
+                 WHERE v.kb_id = $1 AND v.passage = u.passage AND v.text_hash = u.text_hash",
+                &[&kb.0, &passages, &hashes, &bytes, &model],
             )
             .await
             .map_err(pg)?;

@@ -523,6 +523,39 @@ impl StoreRead for EmbeddedStore {
         .await
     }
 
+    async fn second_vectors(
+        &self,
+        tenant: &TenantId,
+        kb: KbId,
+        model: &str,
+        ids: &[PassageId],
+    ) -> Result<Vec<(PassageId, SentenceVectors)>, CoreError> {
+        let (tenant, model, keys) = (
+            tenant.clone(),
+            model.to_owned(),
+            ids.iter().map(|id| id.to_string()).collect::<Vec<_>>(),
+        );
+        self.with_read(move |c| {
+            owned(c, &tenant, kb)?;
+            per_passage(
+                c,
+                "SELECT second, second_model FROM vectors WHERE passage = ?1 AND kb_id = ?2 AND second IS NOT NULL",
+                kb,
+                &keys,
+                |key, r| {
+                    let (bytes, made_by): (Vec<u8>, Option<String>) =
+                        (r.get(0).map_err(sql)?, r.get(1).map_err(sql)?);
+                    if made_by.as_deref() != Some(model.as_str()) {
+                        return Ok(None);
+                    }
+                    let id = PassageId::parse(key);
+                    Ok(id.zip(SentenceVectors::from_bytes(&bytes)))
+                },
+            )
+        })
+        .await
+    }
+
     async fn embedding_space(
         &self,
         tenant: &TenantId,

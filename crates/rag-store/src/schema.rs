@@ -199,7 +199,13 @@ pub(crate) const V4_COLUMNS: &[(&str, &str, &str)] = &[("kbs", "log_from", "INTE
 /// Columns added within format 4 (nullable, so a binary that does not know
 /// them reads and writes the store as before): the sentence vectors of a
 /// passage ([`rag_core::SentenceVectors::to_bytes`]), NULL for none.
-pub(crate) const V5_COLUMNS: &[(&str, &str, &str)] = &[("vectors", "sentences", "BLOB")];
+/// Then a second embedder's vectors of the passage
+/// ([`rag_core::WriteOp::PutSecondVectors`]) and that model's id.
+pub(crate) const V5_COLUMNS: &[(&str, &str, &str)] = &[
+    ("vectors", "sentences", "BLOB"),
+    ("vectors", "second", "BLOB"),
+    ("vectors", "second_model", "TEXT"),
+];
 
 /// The embedding cache, a separate database shared across data directories.
 pub(crate) const CACHE_SCHEMA: &str = r#"

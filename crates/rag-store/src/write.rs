@@ -327,6 +327,18 @@ fn apply_op(
                     .map_err(sql)?;
             }
         }
+        WriteOp::PutSecondVectors { model, items } => {
+            // As sentence vectors: only beside the vector of the same text.
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE vectors SET second = ?1, second_model = ?2 WHERE passage = ?3 AND kb_id = ?4 AND text_hash = ?5",
+                )
+                .map_err(sql)?;
+            for (id, hash, vectors) in items {
+                stmt.execute(params![vectors.to_bytes(), model, id.to_string(), kb_s, hash])
+                    .map_err(sql)?;
+            }
+        }
         WriteOp::PutSource(source) => crate::sources::put(tx, kb, &source)?,
         WriteOp::DeleteSource(id) => crate::sources::delete(tx, kb, id)?,
         WriteOp::ClearVectors => {

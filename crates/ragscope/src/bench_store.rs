@@ -70,6 +70,7 @@ async fn one_store(
             store,
             reranker: Arc::new(rag_core::IdentityReranker),
             embedder,
+            second_embedder: None,
             cache,
             generator: None,
             fetcher: None,

@@ -88,6 +88,10 @@ impl Default for SourcesConfig {
     }
 }
 
+/// Where `embedder.second_model_dir` points by default (relative to the
+/// working directory, as the e5 model's default path).
+pub const DEFAULT_SECOND_MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
+
 /// Which embedder the dense path uses.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -127,6 +131,17 @@ pub struct EmbedderConfig {
     /// and a few hundred bytes per sentence in the store; FAQ entries are
     /// not affected.
     pub sentence_vectors: bool,
+    /// A second, English-only embedder beside the first, whose vectors of
+    /// English passages rescore the candidates of English questions
+    /// (docs/quality.md): "auto" (the BERT-family model in
+    /// `second_model_dir` when that directory exists and a first embedder
+    /// runs), "bert" (the same, and a start-up error when it cannot load),
+    /// or "none".
+    pub second: String,
+    /// The second embedder's Hugging Face model directory
+    /// (all-MiniLM-L6-v2 from scripts/models/fetch-minilm.sh by default),
+    /// run in bf16 on the kernels `kernel` allows.
+    pub second_model_dir: PathBuf,
     /// The OpenAI-compatible endpoint, for kind = "openai".
     pub openai: OpenAiConfig,
 }
@@ -194,6 +209,8 @@ impl Default for EmbedderConfig {
             bert_precision: rag_models::BertPrecision::F32,
             cache_dir: None,
             sentence_vectors: true,
+            second: "auto".into(),
+            second_model_dir: PathBuf::from(DEFAULT_SECOND_MODEL_DIR),
             openai: OpenAiConfig::default(),
         }
     }

@@ -240,6 +240,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         Components {
             store,
             reranker: Arc::new(rag_core::IdentityReranker),
+            second_embedder: app.second_embedder(&embedder)?,
             embedder,
             cache,
             generator: None,
@@ -336,6 +337,12 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 n => format!("; sentence vectors for {n} passages stored before"),
             }
         );
+        if report.second_added > 0 {
+            eprintln!(
+                "second embedder's vectors for {} passages stored before",
+                report.second_added
+            );
+        }
     }
     let index = engine.index(&tenant, &kb).await.map_err(core_err)?;
     if needs_dense {

@@ -151,6 +151,7 @@ impl App {
             Components {
                 store,
                 reranker: self.reranker()?,
+                second_embedder: self.second_embedder(&embedder)?,
                 embedder,
                 cache,
                 generator: self.generator()?,
@@ -332,6 +333,44 @@ impl App {
             };
         Ok((embedder, cache))
     }
+
+    /// The second, English-only embedder, beside `first` (see
+    /// `embedder.second`): `None` without a first embedder, when turned
+    /// off, or, under "auto", when its model directory is missing.
+    pub(crate) fn second_embedder(
+        &self,
+        first: &Option<Arc<dyn rag_core::Embedder>>,
+    ) -> anyhow::Result<Option<Arc<dyn rag_core::Embedder>>> {
+        let cfg = &self.config.embedder;
+        let dir = &cfg.second_model_dir;
+        match cfg.second.as_str() {
+            "none" => return Ok(None),
+            _ if first.is_none() => return Ok(None),
+            "auto" if !dir.join("config.json").is_file() => {
+                tracing::info!(dir = %dir.display(), "no second embedder model; English questions are scored by the first alone (run scripts/models/fetch-minilm.sh)");
+                return Ok(None);
+            }
+            "auto" | "bert" => {}
+            other => {
+                return Err(UserFacing(format!(
+                    "embedder.second {other:?}: it must be \"auto\", \"bert\" or \"none\""
+                ))
+                .into())
+            }
+        }
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let e = rag_models::BertEmbedder::load(
+            dir,
+            threads,
+            rag_models::BertPrecision::Bf16,
+            cfg.kernel,
+        )
+        .map_err(|e| UserFacing(format!("the second embedder: {e}")))?;
+        tracing::info!(dir = %dir.display(), "second embedder loaded");
+        Ok(Some(Arc::new(e)))
+    }
 }
 
 async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
@@ -435,6 +474,12 @@ async fn dispatch(app: App, command: Command) -> anyhow::Result<()> {
                 println!(
                     "{} passages with a current vector got sentence vectors",
                     report.sentences_added
+                );
+            }
+            if report.second_added > 0 {
+                println!(
+                    "{} passages with a current vector got the second embedder's vectors",
+                    report.second_added
                 );
             }
             Ok(())

@@ -515,6 +515,49 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
         &read_sentences(b.clone(), kb.id).await,
     );
     t.result(
+        "put second vectors",
+        &store
+            .apply(
+                &a,
+                kb.id,
+                vec![WriteOp::PutSecondVectors {
+                    model: "second-1".into(),
+                    items: vec![
+                        (c0, "h-0.5".into(), sentences(0.25)),
+                        (c1, "another text".into(), sentences(1.0)),
+                        (c2, "h--2.25".into(), sentences(-0.5)),
+                    ],
+                }],
+            )
+            .await,
+    );
+    let read_second = |tenant: TenantId, kb: KbId, model: &'static str| async move {
+        store
+            .second_vectors(&tenant, kb, model, &[c0, c1, c2, PassageId::Faq(f1.id)])
+            .await
+            .map(|mut v| {
+                v.sort_by_key(|(id, _)| *id);
+                v.into_iter()
+                    .map(|(id, s)| (id, s.to_bytes()))
+                    .collect::<Vec<_>>()
+            })
+    };
+    let second = read_second(a.clone(), kb.id, "second-1").await;
+    assert_eq!(
+        second.as_ref().map(|v| v.len()).ok(),
+        Some(2),
+        "second vectors stay only beside the vector of their text"
+    );
+    t.result("second vectors", &second);
+    t.result(
+        "second vectors of another model",
+        &read_second(a.clone(), kb.id, "second-2").await,
+    );
+    t.result(
+        "second vectors of another tenant's kb",
+        &read_second(b.clone(), kb.id, "second-1").await,
+    );
+    t.result(
         "the passage vector again",
         &store
             .apply(
@@ -530,6 +573,10 @@ pub async fn run<S: Store + KeyStore>(store: &S) -> Vec<String> {
     t.result(
         "sentence vectors after",
         &read_sentences(a.clone(), kb.id).await,
+    );
+    t.result(
+        "second vectors after",
+        &read_second(a.clone(), kb.id, "second-1").await,
     );
 
     // Reads.
