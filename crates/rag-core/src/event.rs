@@ -180,6 +180,12 @@ pub enum PipelineEvent {
         /// Why that λ.
         #[serde(default)]
         interpolation_reason: Option<String>,
+        /// The factor the automatic λ rule put on the second embedder's
+        /// weight (FAQ matching raises it; see `interpolation_reason`);
+        /// absent when it left the weight as set. A re-fusion that reuses
+        /// the applied λ applies it too.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        second_weight_factor: Option<f64>,
         /// Milliseconds.
         elapsed_ms: f64,
     },

@@ -76,16 +76,25 @@ pub(crate) const CONVEX_SECOND_LAMBDA: f64 = 0.4;
 /// λ of FAQ matching when the second embedder's list takes part. Chosen on
 /// banking77 dev (0.1–0.4 tried; docs/quality.md).
 pub(crate) const CONVEX_SECOND_FAQ_LAMBDA: f64 = 0.2;
+/// The factor on the second embedder's weight in FAQ matching: with equal
+/// weights, its share of the dense side goes from 0.5 to 0.7. It was
+/// trained on paraphrase and question pairs, which FAQ matching is; chosen
+/// on banking77 dev with λ (shares 0.3–0.9 tried; docs/quality.md).
+pub(crate) const SECOND_FAQ_FACTOR: f64 = 0.7 / 0.3;
 
 /// The convex rule's λ after recall: the same-language split lowered to
 /// [`CONVEX_FAQ_LAMBDA`] when the question is being matched against FAQ
 /// questions ([`crate::feedback::faq_matching`]), and to
 /// [`CONVEX_SECOND_LAMBDA`] or [`CONVEX_SECOND_FAQ_LAMBDA`] when the
-/// second embedder scored the candidates. Returns λ and why.
-pub(crate) fn convex_after_recall(suggested: (f64, &str), lists: &[RankedList]) -> (f64, String) {
+/// second embedder scored the candidates. Returns λ, why, and the factor
+/// on the second embedder's weight ([`SECOND_FAQ_FACTOR`] or 1).
+pub(crate) fn convex_after_recall(
+    suggested: (f64, &str),
+    lists: &[RankedList],
+) -> (f64, String, f64) {
     let (lambda, reason) = suggested;
     if lambda != CONVEX_LAMBDA {
-        return (lambda, reason.to_owned());
+        return (lambda, reason.to_owned(), 1.0);
     }
     let dense = lists
         .iter()
@@ -102,20 +111,23 @@ pub(crate) fn convex_after_recall(suggested: (f64, &str), lists: &[RankedList]) 
             format!(
                 "{faqs} of the dense path's best {looked} candidates are FAQ entries: a question matched against FAQ questions, where meaning carries more than shared words (otherwise {lambda}: {reason})"
             ),
+            1.0,
         ),
         (Some(faqs), true) => (
             CONVEX_SECOND_FAQ_LAMBDA,
             format!(
-                "{faqs} of the dense path's best {looked} candidates are FAQ entries, and a second embedder scored the candidates too: meaning, read by two models, carries more than shared words (otherwise {lambda}: {reason})"
+                "{faqs} of the dense path's best {looked} candidates are FAQ entries, and a second embedder, trained on paraphrases, scored the candidates too: meaning carries more than shared words, and the second embedder's weight is raised {SECOND_FAQ_FACTOR:.2}× (otherwise {lambda}: {reason})"
             ),
+            SECOND_FAQ_FACTOR,
         ),
         (None, true) => (
             CONVEX_SECOND_LAMBDA,
             format!(
                 "a second embedder scored the candidates too: two models' reading of meaning earns the dense side a larger share (otherwise {lambda}: {reason})"
             ),
+            1.0,
         ),
-        (None, false) => (lambda, reason.to_owned()),
+        (None, false) => (lambda, reason.to_owned(), 1.0),
     }
 }
 
@@ -250,7 +262,7 @@ mod tests {
     #[test]
     fn faq_matching_leans_on_vectors_and_says_why() {
         let split = (CONVEX_LAMBDA, "same language");
-        let (lambda, why) = convex_after_recall(split, &dense(9, 1));
+        let (lambda, why, _) = convex_after_recall(split, &dense(9, 1));
         assert_eq!(lambda, CONVEX_FAQ_LAMBDA);
         assert!(why.contains("9 of the dense path's best 10") && why.contains("same language"));
         // Document passages, too few FAQ entries, no dense list, or a
@@ -267,6 +279,45 @@ mod tests {
         let mut late = dense(0, 10);
         late[0].hits.extend(dense(10, 0)[0].hits.clone());
         assert_eq!(convex_after_recall(split, &late).0, CONVEX_LAMBDA);
+    }
+
+    /// `lists` with the second embedder's list (the dense candidates,
+    /// rescored), empty when it did not score them.
+    fn with_second(mut lists: Vec<RankedList>, scored: bool) -> Vec<RankedList> {
+        let hits = if scored {
+            lists[0].hits.clone()
+        } else {
+            vec![]
+        };
+        lists.push(RankedList {
+            path: PathKind::SecondDense,
+            hits,
+            notes: vec![],
+        });
+        lists
+    }
+
+    #[test]
+    fn the_second_embedder_moves_lambda_and_raises_its_weight_for_faq_matching_only() {
+        let split = (CONVEX_LAMBDA, "same language");
+        let (lambda, why, factor) = convex_after_recall(split, &with_second(dense(0, 20), true));
+        assert_eq!((lambda, factor), (CONVEX_SECOND_LAMBDA, 1.0));
+        assert!(why.contains("second embedder"), "{why}");
+        let (lambda, why, factor) = convex_after_recall(split, &with_second(dense(9, 1), true));
+        assert_eq!(
+            (lambda, factor),
+            (CONVEX_SECOND_FAQ_LAMBDA, SECOND_FAQ_FACTOR)
+        );
+        assert!(why.contains("raised 2.33×"), "{why}");
+        // An empty second list (a candidate without its vectors): as before.
+        let (lambda, _, factor) = convex_after_recall(split, &with_second(dense(9, 1), false));
+        assert_eq!((lambda, factor), (CONVEX_FAQ_LAMBDA, 1.0));
+        let (lambda, _, factor) = convex_after_recall(split, &with_second(dense(0, 20), false));
+        assert_eq!((lambda, factor), (CONVEX_LAMBDA, 1.0));
+        // Across languages the split stands.
+        let across = (CONVEX_ACROSS_LAMBDA, "across");
+        let (lambda, _, factor) = convex_after_recall(across, &with_second(dense(9, 1), true));
+        assert_eq!((lambda, factor), (CONVEX_ACROSS_LAMBDA, 1.0));
     }
 
     #[test]

@@ -147,7 +147,9 @@ pub(crate) fn second_score(id: PassageId, stored: &SentenceVectors, unit: &[f32]
     Some(match (id, best) {
         (_, None) => f64::from(*whole),
         (PassageId::Faq(_), Some(b)) => f64::from(whole.max(b)),
-        (_, Some(b)) => (1.0 - SENTENCE_WEIGHT) * f64::from(*whole) + SENTENCE_WEIGHT * f64::from(b),
+        (_, Some(b)) => {
+            (1.0 - SENTENCE_WEIGHT) * f64::from(*whole) + SENTENCE_WEIGHT * f64::from(b)
+        }
     })
 }
 

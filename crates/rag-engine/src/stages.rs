@@ -254,6 +254,7 @@ impl Engine {
         let dense_took_part = lists
             .iter()
             .any(|l| l.path == PathKind::Dense && !l.hits.is_empty());
+        let mut second_weight_factor = None;
         let interpolation_reason = if fusion.lexical_interpolation.is_some() {
             Some(match run.provenance.lexical_interpolation {
                 rag_core::Origin::Request => "set by the request".to_owned(),
@@ -269,8 +270,11 @@ impl Engine {
         {
             // The convex rule reads each path's confidence from its scores;
             // the split changes only for FAQ matching (see crate::lambda).
-            let (applied, why) = crate::lambda::convex_after_recall((lambda, reason), lists);
+            let (applied, why, factor) =
+                crate::lambda::convex_after_recall((lambda, reason), lists);
             fusion.lexical_interpolation = Some(applied);
+            fusion.weights.second_dense *= factor;
+            second_weight_factor = (factor != 1.0).then_some(factor);
             Some(why)
         } else if fusion.auto_interpolation && dense_took_part {
             let (applied, why) = lambda_after_recall(
@@ -310,6 +314,7 @@ impl Engine {
             rule_reason: Some(rule_reason),
             lexical_interpolation: fusion.lexical_interpolation,
             interpolation_reason,
+            second_weight_factor,
             elapsed_ms: elapsed,
         })
         .await;

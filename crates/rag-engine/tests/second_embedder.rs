@@ -246,11 +246,7 @@ async fn a_chinese_question_or_candidate_leaves_it_out() {
         .find(|l| l.path == PathKind::SecondDense)
         .expect("the list, empty, with its note");
     assert!(second.hits.is_empty());
-    assert!(
-        second.notes[0].contains("1 of the"),
-        "{:?}",
-        second.notes
-    );
+    assert!(second.notes[0].contains("1 of the"), "{:?}", second.notes);
     let lambda = events.iter().find_map(|e| match e {
         PipelineEvent::Fused {
             lexical_interpolation,

@@ -323,6 +323,44 @@ mod tests {
     }
 
     #[test]
+    fn the_second_embedder_shares_the_dense_side_by_weight() {
+        let mut params = FusionParams {
+            lexical_interpolation: Some(0.4),
+            ..FusionParams::default()
+        };
+        params.weights.second_dense = 3.0;
+        let running = [PathKind::Bm25, PathKind::Dense, PathKind::SecondDense];
+        let of = |p| params.effective_weight(p, &running);
+        assert!((of(PathKind::Dense) - 0.6 * 0.25).abs() < 1e-12);
+        assert!((of(PathKind::SecondDense) - 0.6 * 0.75).abs() < 1e-12);
+        assert!((of(PathKind::Bm25) - 0.4).abs() < 1e-12);
+        // Not running: dense keeps the whole side, whatever its weight.
+        let without = [PathKind::Bm25, PathKind::Dense];
+        params.weights.dense = 0.2;
+        assert!((params.effective_weight(PathKind::Dense, &without) - 0.6).abs() < 1e-12);
+        assert_eq!(
+            params.effective_weight(PathKind::SecondDense, &without),
+            0.0
+        );
+        // Normalised as the dense path is: min-max at rank DEPTH.
+        let h: Vec<Hit> = ids(3)
+            .into_iter()
+            .zip([0.9, 0.7, 0.5])
+            .enumerate()
+            .map(|(r, (id, score))| Hit {
+                id,
+                rank: r as u32 + 1,
+                score,
+                matched: vec![],
+            })
+            .collect();
+        assert_eq!(
+            convex::normalize(PathKind::SecondDense, &h),
+            convex::normalize(PathKind::Dense, &h)
+        );
+    }
+
+    #[test]
     fn drops_are_explained() {
         let pool = ids(3);
         let list = RankedList {

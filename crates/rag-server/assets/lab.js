@@ -3,7 +3,7 @@
 import { app, api, el, clear, t, fmt, table, notice, kbPath, highlighted, pid, rawDetails, openPassage } from './core.js';
 
 const LEXICAL = ['bm25', 'substring', 'fuzzy', 'synonym', 'fact'];
-const ALL = [...LEXICAL, 'dense'];
+const ALL = [...LEXICAL, 'dense', 'second_dense'];
 const COLUMNS = [
   { id: 'vector', i18n: 'lab.vector', body: { paths: ['dense'], rerank: false } },
   { id: 'lexical', i18n: 'lab.lexical', body: { paths: LEXICAL, rerank: false } },

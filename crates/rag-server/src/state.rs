@@ -81,6 +81,8 @@ pub(crate) struct CachedCandidates {
     pub lists: Vec<RankedList>,
     /// The λ the retrieval applied, if any.
     pub applied_lambda: Option<f64>,
+    /// The factor the automatic λ rule put on the second embedder's weight.
+    pub second_weight_factor: Option<f64>,
     pub created: Instant,
 }
 

@@ -335,8 +335,14 @@ fn apply_op(
                 )
                 .map_err(sql)?;
             for (id, hash, vectors) in items {
-                stmt.execute(params![vectors.to_bytes(), model, id.to_string(), kb_s, hash])
-                    .map_err(sql)?;
+                stmt.execute(params![
+                    vectors.to_bytes(),
+                    model,
+                    id.to_string(),
+                    kb_s,
+                    hash
+                ])
+                .map_err(sql)?;
             }
         }
         WriteOp::PutSource(source) => crate::sources::put(tx, kb, &source)?,

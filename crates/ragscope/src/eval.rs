@@ -396,8 +396,10 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             generate: false,
             conversation_id: None,
         };
-        // (suggested λ, its reason, λ applied) as the events reported them.
+        // (suggested λ, its reason, λ applied) as the events reported them,
+        // and the factor the rule put on the second embedder's weight.
         let mut lambdas: (Option<f64>, Option<String>, Option<f64>) = (None, None, None);
+        let mut second_factor = None;
         let mut watch = |e: PipelineEvent| match e {
             PipelineEvent::QueryAnalyzed {
                 suggested_lexical_interpolation,
@@ -409,8 +411,12 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             }
             PipelineEvent::Fused {
                 lexical_interpolation,
+                second_weight_factor,
                 ..
-            } => lambdas.2 = lexical_interpolation,
+            } => {
+                lambdas.2 = lexical_interpolation;
+                second_factor = second_weight_factor;
+            }
             _ => {}
         };
         let result = engine
@@ -488,6 +494,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 "suggested_lambda": lambdas.0,
                 "suggestion_reason": lambdas.1,
                 "applied_lambda": lambdas.2,
+                "second_weight_factor": second_factor,
                 "lists": lists,
                 "fused": run.fused.hits.iter().map(|h| source_of(h.id)).collect::<Vec<_>>(),
             });

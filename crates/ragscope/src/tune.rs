@@ -64,6 +64,8 @@ struct Sample {
     lists: Vec<RankedList>,
     /// λ the run applied (the query's suggestion, when automatic).
     applied_lambda: Option<f64>,
+    /// The factor the automatic rule put on the second embedder's weight.
+    second_factor: f64,
 }
 
 /// The fusion candidates: the current settings first, then a grid over the
@@ -222,14 +224,16 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
             generate: false,
             conversation_id: None,
         };
-        let mut applied = None;
+        let (mut applied, mut second_factor) = (None, 1.0);
         let mut watch = |e: PipelineEvent| {
             if let PipelineEvent::Fused {
                 lexical_interpolation,
+                second_weight_factor,
                 ..
             } = e
             {
                 applied = lexical_interpolation;
+                second_factor = second_weight_factor.unwrap_or(1.0);
             }
         };
         let result = engine
@@ -271,6 +275,7 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
             expected: g.expected.clone(),
             lists,
             applied_lambda: applied,
+            second_factor,
         });
     }
     let dense = samples.iter().any(|s| {
@@ -296,6 +301,7 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
                     p.top_k = 100;
                     if p.lexical_interpolation.is_none() && p.auto_interpolation {
                         p.lexical_interpolation = s.applied_lambda;
+                        p.weights.second_dense *= s.second_factor;
                     }
                     let fused = rag_fusion::fuse(&s.lists, &p);
                     let hits: Vec<PassageId> = fused.hits.iter().map(|h| h.id).collect();

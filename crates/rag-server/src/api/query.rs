@@ -328,19 +328,24 @@ pub(super) async fn retrieve(
         .collect();
     // The λ the run applied (requested, or suggested for this query), so a
     // re-fusion without one fuses as the run did.
-    let applied_lambda = events.iter().find_map(|e| match e {
-        PipelineEvent::Fused {
-            lexical_interpolation,
-            ..
-        } => *lexical_interpolation,
-        _ => None,
-    });
+    let (applied_lambda, second_weight_factor) = events
+        .iter()
+        .find_map(|e| match e {
+            PipelineEvent::Fused {
+                lexical_interpolation,
+                second_weight_factor,
+                ..
+            } => Some((*lexical_interpolation, *second_weight_factor)),
+            _ => None,
+        })
+        .unwrap_or_default();
     let candidates_id = state.keep_candidates(CachedCandidates {
         tenant: caller.tenant.clone(),
         viewer: caller.viewer(),
         kb,
         lists,
         applied_lambda,
+        second_weight_factor,
         created: std::time::Instant::now(),
     });
     Ok(Json(Retrieval {
@@ -417,10 +422,12 @@ pub(super) async fn refuse(
     }
     // λ: the request's, else the knowledge base's, else the one the run applied
     // (the per-query suggestion).
-    fusion.lexical_interpolation = body
-        .lexical_interpolation
-        .or(fusion.lexical_interpolation)
-        .or(cached.applied_lambda);
+    let chosen = body.lexical_interpolation.or(fusion.lexical_interpolation);
+    if chosen.is_none() && body.weights.is_none() {
+        // The run's automatic rule, as it fused.
+        fusion.weights.second_dense *= cached.second_weight_factor.unwrap_or(1.0);
+    }
+    fusion.lexical_interpolation = chosen.or(cached.applied_lambda);
     if let Some(t) = body.top_k {
         fusion.top_k = t;
     }
