@@ -58,7 +58,14 @@ async fn eval_page_compares_two_settings_and_adopts_b() {
     )
     .await;
     // B: the fact path alone (it never ranks an FAQ entry), three hits.
-    for path in ["bm25", "substring", "fuzzy", "synonym", "dense"] {
+    for path in [
+        "bm25",
+        "substring",
+        "fuzzy",
+        "synonym",
+        "dense",
+        "second_dense",
+    ] {
         let checked = b
             .eval(&format!(
                 "document.getElementById('eval-b-path-{path}').checked"

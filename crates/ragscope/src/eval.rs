@@ -400,6 +400,8 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
         // and the factor the rule put on the second embedder's weight.
         let mut lambdas: (Option<f64>, Option<String>, Option<f64>) = (None, None, None);
         let mut second_factor = None;
+        // Each path's time, as its `recall` event reported it.
+        let mut path_ms = serde_json::Map::new();
         let mut watch = |e: PipelineEvent| match e {
             PipelineEvent::QueryAnalyzed {
                 suggested_lexical_interpolation,
@@ -416,6 +418,11 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             } => {
                 lambdas.2 = lexical_interpolation;
                 second_factor = second_weight_factor;
+            }
+            PipelineEvent::Recall {
+                list, elapsed_ms, ..
+            } => {
+                path_ms.insert(list.path.to_string(), elapsed_ms.into());
             }
             _ => {}
         };
@@ -495,6 +502,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
                 "suggestion_reason": lambdas.1,
                 "applied_lambda": lambdas.2,
                 "second_weight_factor": second_factor,
+                "path_ms": path_ms,
                 "lists": lists,
                 "fused": run.fused.hits.iter().map(|h| source_of(h.id)).collect::<Vec<_>>(),
             });
