@@ -31,6 +31,7 @@ pub mod redact;
 pub mod seams;
 pub mod sentence_vectors;
 pub mod source;
+mod write_op;
 
 pub use auth::{ApiKeyInfo, KeyStore, Role, Viewer, OPERATOR_OWNER};
 pub use error::{CoreError, UserError};
