@@ -32,6 +32,19 @@ use rag_core::{
 use std::collections::HashSet;
 use std::time::Instant;
 
+/// The question being embedded by the second model while recall runs;
+/// dropped unused, the embedding stops.
+pub(crate) struct SecondQuery {
+    model: String,
+    task: tokio::task::JoinHandle<Result<Vec<f32>, CoreError>>,
+}
+
+impl Drop for SecondQuery {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// What the second embedder embeds for one passage.
 #[derive(Clone, Debug)]
 pub(crate) struct SecondSource {
@@ -234,26 +247,47 @@ impl Engine {
         }
     }
 
+    /// Starts embedding the question with the second model, when its
+    /// stage will run (asked for beside the dense path, configured, a
+    /// question in English), so that it overlaps recall.
+    pub(crate) fn start_second_query(
+        &self,
+        run: &Run<'_>,
+        analyzed: &AnalyzedQuery,
+    ) -> Option<SecondQuery> {
+        let embedder = self.second_embedder()?;
+        let paths = &run.params.paths;
+        if !paths.contains(&PathKind::SecondDense)
+            || !paths.contains(&PathKind::Dense)
+            || analyzed.language != Language::En
+        {
+            return None;
+        }
+        let raw = analyzed.raw.clone();
+        let model = embedder.model().model_id().to_owned();
+        Some(SecondQuery {
+            model,
+            task: tokio::spawn(async move { embedder.embed_query(&raw).await }),
+        })
+    }
+
     /// The second embedder's list, after recall: `None` when it does not
-    /// take part (not asked for, not configured, a question not in
-    /// English, or no dense list to share the weight with).
+    /// take part (its question was not started, or no dense list to share
+    /// the weight with).
     pub(crate) async fn second_stage(
         &self,
         run: &mut Run<'_>,
-        analyzed: &AnalyzedQuery,
         lists: &[RankedList],
+        query: Option<SecondQuery>,
         emit: &mut EventSink<'_>,
     ) -> Result<Option<RankedList>, CoreError> {
-        let Some(embedder) = self.second_embedder() else {
+        let Some(mut query) = query else {
             return Ok(None);
         };
         let dense = lists
             .iter()
             .any(|l| l.path == PathKind::Dense && !l.hits.is_empty());
-        if !run.params.paths.contains(&PathKind::SecondDense)
-            || !dense
-            || analyzed.language != Language::En
-        {
+        if !dense {
             return Ok(None);
         }
         let t = Instant::now();
@@ -263,7 +297,7 @@ impl Engine {
             .flat_map(|l| l.hits.iter().map(|h| h.id))
             .filter(|id| seen.insert(*id))
             .collect();
-        let model = embedder.model().model_id().to_owned();
+        let model = query.model.clone();
         let result = async {
             let stored = self
                 .store()
@@ -273,8 +307,11 @@ impl Engine {
             if stored.len() < candidates.len() {
                 return Ok(second_list(&candidates, &stored, &[], &model));
             }
-            let query = embedder.embed_query(&analyzed.raw).await?;
-            Ok::<_, CoreError>(second_list(&candidates, &stored, &query, &model))
+            let vector = (&mut query.task).await.map_err(|e| CoreError::Component {
+                component: "second embedder".into(),
+                message: e.to_string(),
+            })??;
+            Ok::<_, CoreError>(second_list(&candidates, &stored, &vector, &model))
         }
         .await;
         let elapsed = ms(t);

@@ -158,6 +158,8 @@ impl Engine {
                 .await;
             }
         }
+        // The second model embeds the question while the paths run.
+        let second_query = self.start_second_query(run, analyzed);
         let k = run.params.per_path_k;
         // The convex rule normalises the dense scores against the one at rank
         // DEPTH, so that path goes at least that deep.
@@ -230,7 +232,7 @@ impl Engine {
             stage: "recall".into(),
             ms: ms(recall_started),
         });
-        if let Some(list) = self.second_stage(run, analyzed, &lists, emit).await? {
+        if let Some(list) = self.second_stage(run, &lists, second_query, emit).await? {
             lists.push(list);
         }
         // Fusion sees the lists in the request's path order, whatever order they finished in.

@@ -45,13 +45,37 @@ impl Embedder for Letters {
     }
 }
 
+/// Letters for passages, but every question fails (a broken model).
+struct FailsOnQuestions;
+
+#[async_trait]
+impl Embedder for FailsOnQuestions {
+    fn model_id(&self) -> &str {
+        "test/letters-8"
+    }
+    fn dimensions(&self) -> usize {
+        8
+    }
+    async fn embed_query(&self, _: &str) -> Result<Vec<f32>, CoreError> {
+        Err(CoreError::Component {
+            component: "embedder".into(),
+            message: "the model failed".into(),
+        })
+    }
+    async fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, CoreError> {
+        Letters.embed_documents(texts).await
+    }
+}
+
 fn engine_over(dir: &std::path::Path, second: bool) -> Engine {
+    engine_with_second(dir, second.then(|| Arc::new(Letters) as Arc<dyn Embedder>))
+}
+
+fn engine_with_second(dir: &std::path::Path, second: Option<Arc<dyn Embedder>>) -> Engine {
     let store = rag_store::EmbeddedStore::open(dir, rag_store::OpenMode::ReadWrite).unwrap();
     let mut components = Components::lexical(Arc::new(store));
     components.embedder = Some(Arc::new(TwoForms));
-    if second {
-        components.second_embedder = Some(Arc::new(Letters));
-    }
+    components.second_embedder = second;
     Engine::new(components, EngineConfig::default())
 }
 
@@ -325,4 +349,32 @@ async fn reembed_adds_them_and_export_and_import_carry_them() {
     let q = letters("Where is my refund?");
     let cos = rows[0].1.cosines(&q).unwrap();
     assert!((cos[1] - 1.0).abs() < 2e-2, "{cos:?}");
+}
+
+#[tokio::test]
+async fn a_failing_second_model_fails_soft() {
+    let (dir, engine, tenant) = setup(true).await;
+    let (before, _) = ask(&engine, &tenant, "when will my refund arrive").await;
+    drop(engine);
+    let engine = engine_with_second(dir.path(), Some(Arc::new(FailsOnQuestions)));
+    let (out, events) = ask(&engine, &tenant, "when will my refund arrive").await;
+    assert!(out.lists.iter().all(|l| l.path != PathKind::SecondDense));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        PipelineEvent::RecallFailed { path: PathKind::SecondDense, message } if message.contains("the model failed")
+    )));
+    // Fused as without it: the same lists but the second one.
+    let others: Vec<_> = before
+        .lists
+        .iter()
+        .filter(|l| l.path != PathKind::SecondDense)
+        .map(|l| (l.path, l.hits.iter().map(|h| h.id).collect::<Vec<_>>()))
+        .collect();
+    let got: Vec<_> = out
+        .lists
+        .iter()
+        .map(|l| (l.path, l.hits.iter().map(|h| h.id).collect::<Vec<_>>()))
+        .collect();
+    assert_eq!(got, others);
+    assert!(!out.fused.hits.is_empty());
 }
