@@ -69,9 +69,10 @@ struct Sample {
 }
 
 /// The fusion candidates: the current settings first, then a grid over the
-/// rule, the RRF constant, λ (when the dense path returned candidates) and
-/// the lexical weights.
-pub fn candidates(current: &FusionParams, dense: bool) -> Vec<FusionParams> {
+/// rule, the RRF constant, λ (when the dense path returned candidates), the
+/// lexical weights and, when the second embedder scored candidates, its
+/// weight (halved and doubled).
+pub fn candidates(current: &FusionParams, dense: bool, second: bool) -> Vec<FusionParams> {
     let mut out = vec![*current];
     // The grid around the current settings and around the defaults.
     let defaults = FusionParams {
@@ -81,6 +82,13 @@ pub fn candidates(current: &FusionParams, dense: bool) -> Vec<FusionParams> {
     };
     for base in [*current, defaults] {
         grid_around(&base, dense, &mut out);
+        if second {
+            for factor in [0.5, 2.0] {
+                let mut varied = base;
+                varied.weights.second_dense *= factor;
+                grid_around(&varied, dense, &mut out);
+            }
+        }
     }
     out
 }
@@ -134,7 +142,7 @@ fn describe(p: &FusionParams) -> String {
     };
     let w = &p.weights;
     format!(
-        "rule={} k={} λ={lambda} weights bm25={} substring={} fuzzy={} synonym={} fact={} dense={}",
+        "rule={} k={} λ={lambda} weights bm25={} substring={} fuzzy={} synonym={} fact={} dense={} second_dense={}",
         p.rule.as_str(),
         p.k,
         w.bm25,
@@ -142,7 +150,8 @@ fn describe(p: &FusionParams) -> String {
         w.fuzzy,
         w.synonym,
         w.fact,
-        w.dense
+        w.dense,
+        w.second_dense
     )
 }
 
@@ -283,7 +292,12 @@ pub async fn run(app: &App, args: TuneArgs) -> anyhow::Result<()> {
             .iter()
             .any(|l| l.path == PathKind::Dense && !l.hits.is_empty())
     });
-    let grid = candidates(&current.fusion, dense);
+    let second = samples.iter().any(|s| {
+        s.lists
+            .iter()
+            .any(|l| l.path == PathKind::SecondDense && !l.hits.is_empty())
+    });
+    let grid = candidates(&current.fusion, dense, second);
     let keys_of = |id: PassageId| -> Vec<String> {
         keys.get(&id)
             .cloned()
