@@ -407,17 +407,8 @@ impl StoreRead for PgStore {
         kb: KbId,
         ids: &[PassageId],
     ) -> Result<Vec<(PassageId, SentenceVectors)>, CoreError> {
-        let rows = self.vector_rows(tenant, kb, ids, "sentences").await?;
-        // Unreadable bytes are skipped: the passage is scored by its passage
-        // vector alone.
-        Ok(rows
-            .iter()
-            .filter_map(|r| {
-                let id = PassageId::parse(r.get(0))?;
-                let bytes: &[u8] = r.get(1);
-                Some((id, SentenceVectors::from_bytes(bytes)?))
-            })
-            .collect())
+        let rows = self.vector_rows(tenant, kb, ids, "sentences", None).await?;
+        Ok(decode_rows(&rows))
     }
 
     async fn second_vectors(
@@ -427,26 +418,10 @@ impl StoreRead for PgStore {
         model: &str,
         ids: &[PassageId],
     ) -> Result<Vec<(PassageId, SentenceVectors)>, CoreError> {
-        let mut conn = self.conn().await?;
-        let tx = begin(&mut conn, &tenant.0, true).await?;
-        owned(&tx, tenant, kb).await?;
-        let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
-        let rows = tx
-            .query(
-                "SELECT passage, second FROM vectors WHERE kb_id = $1 AND passage = ANY($2) AND second_model = $3 AND second IS NOT NULL",
-                &[&kb.0, &keys, &model],
-            )
-            .await
-            .map_err(pg)?;
-        tx.commit().await.map_err(pg)?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| {
-                let id = PassageId::parse(r.get(0))?;
-                let bytes: &[u8] = r.get(1);
-                Some((id, SentenceVectors::from_bytes(bytes)?))
-            })
-            .collect())
+        let rows = self
+            .vector_rows(tenant, kb, ids, "second", Some(model))
+            .await?;
+        Ok(decode_rows(&rows))
     }
 
     async fn embedding_space(
@@ -482,19 +457,37 @@ impl PgStore {
         kb: KbId,
         ids: &[PassageId],
         column: &'static str,
+        second_model: Option<&str>,
     ) -> Result<Vec<tokio_postgres::Row>, CoreError> {
         let mut conn = self.conn().await?;
         let tx = begin(&mut conn, &tenant.0, true).await?;
         owned(&tx, tenant, kb).await?;
         let keys: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
-        let rows = tx
-            .query(
-                &format!("SELECT passage, {column} FROM vectors WHERE kb_id = $1 AND passage = ANY($2) AND {column} IS NOT NULL"),
-                &[&kb.0, &keys],
-            )
-            .await
-            .map_err(pg)?;
+        let sql = format!("SELECT passage, {column} FROM vectors WHERE kb_id = $1 AND passage = ANY($2) AND {column} IS NOT NULL");
+        let rows = match second_model {
+            Some(model) => {
+                tx.query(
+                    &format!("{sql} AND second_model = $3"),
+                    &[&kb.0, &keys, &model],
+                )
+                .await
+            }
+            None => tx.query(&sql, &[&kb.0, &keys]).await,
+        }
+        .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
         Ok(rows)
     }
+}
+
+/// Rows of (passage, encoded vectors) as read by `vector_rows`; unreadable
+/// bytes are skipped (the passage is then scored without them).
+fn decode_rows(rows: &[tokio_postgres::Row]) -> Vec<(PassageId, SentenceVectors)> {
+    rows.iter()
+        .filter_map(|r| {
+            let id = PassageId::parse(r.get(0))?;
+            let bytes: &[u8] = r.get(1);
+            Some((id, SentenceVectors::from_bytes(bytes)?))
+        })
+        .collect()
 }

@@ -614,7 +614,7 @@ impl StoreRecall for PgStore {
         kb: KbId,
         ids: &[PassageId],
     ) -> Result<Vec<(PassageId, Vec<f32>)>, CoreError> {
-        let rows = self.vector_rows(tenant, kb, ids, "vector").await?;
+        let rows = self.vector_rows(tenant, kb, ids, "vector", None).await?;
         rows.iter()
             .map(|r| {
                 let v: VectorOwned = r.try_get(1).map_err(pg)?;
