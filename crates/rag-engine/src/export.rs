@@ -71,10 +71,20 @@ pub enum ExportLine {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sentences: Option<String>,
         /// The second embedder's vectors of its passage, when it has them
-        /// (the configured second model's; same encoding), and that model.
+        /// (the configured second model's).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        second: Option<(String, String)>,
+        second: Option<SecondExport>,
     },
+}
+
+/// A passage's vectors from the second embedder, in an export line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SecondExport {
+    /// The model that made them.
+    pub model: String,
+    /// [`rag_core::SentenceVectors::to_bytes`] in hex: the whole text's
+    /// vector, then its sentences' or its question's.
+    pub vectors: String,
 }
 
 fn from_hex(text: &str) -> Option<Vec<u8>> {
@@ -300,9 +310,10 @@ impl Engine {
         let count = vectors.len();
         for v in vectors {
             let sentences = sentences.remove(&v.id).map(|s| to_hex(&s.to_bytes()));
-            let second = second
-                .remove(&v.id)
-                .map(|s| (model.clone(), to_hex(&s.to_bytes())));
+            let second = second.remove(&v.id).map(|s| SecondExport {
+                model: model.clone(),
+                vectors: to_hex(&s.to_bytes()),
+            });
             out(&ExportLine::Vector {
                 id: v.id,
                 text_hash: v.text_hash,
@@ -530,8 +541,8 @@ impl Import<'_> {
                         .ok_or_else(|| bad("unreadable sentence vectors"))?;
                     self.sentences.push((id, text_hash.clone(), s));
                 }
-                if let Some((model, hex)) = second {
-                    let v = from_hex(&hex)
+                if let Some(SecondExport { model, vectors }) = second {
+                    let v = from_hex(&vectors)
                         .and_then(|b| SentenceVectors::from_bytes(&b))
                         .ok_or_else(|| bad("unreadable second vectors"))?;
                     self.second.push((model, id, text_hash.clone(), v));

@@ -67,7 +67,7 @@ pub use dense::DenseIndex;
 pub use drafts::{DraftFailure, DraftOutcome, DRAFT_BUDGET_CHARS};
 pub use embed::{text_hash, CachedEmbedder, EmbedStats};
 pub use engine::{Components, Engine, EngineConfig, KbIndex};
-pub use export::{ExportCounts, ExportLine, EXPORT_FORMAT, EXPORT_VERSION};
+pub use export::{ExportCounts, ExportLine, SecondExport, EXPORT_FORMAT, EXPORT_VERSION};
 pub use extractor::{ExtractFailure, ExtractJob, Extractor, InProcessExtractor};
 pub use ingest::{IngestOutcome, IngestStatus};
 pub use ingest_batch::IngestFile;
