@@ -336,6 +336,12 @@ impl BertModel {
         self.encoder.linear_bytes()
     }
 
+    /// Heap bytes of the word-embedding table (f32; bf16 once the linear
+    /// layers are packed in bf16).
+    pub fn word_table_bytes(&self) -> usize {
+        self.encoder.word_table_bytes()
+    }
+
     /// The encoder's configuration.
     pub fn config(&self) -> &BertConfig {
         self.encoder.config()

@@ -89,11 +89,13 @@ fn bf16_keeps_the_reference_vectors_on_every_tier() {
 fn packed_weights_are_smaller_and_the_choice_is_made_once() {
     let f32_model = BertModel::load(model_dir()).unwrap();
     let f32_bytes = f32_model.linear_weight_bytes();
+    let f32_model_word_bytes = f32_model.word_table_bytes();
     let int8 = f32_model.with_precision(Precision::Int8).unwrap();
     assert!(
         int8.linear_weight_bytes() * 5 < f32_bytes * 2,
         "int8 is about a third"
     );
+    assert_eq!(int8.word_table_bytes(), f32_model_word_bytes);
     assert!(int8.with_precision(Precision::Bf16).is_err());
     let bf16 = BertModel::load(model_dir())
         .unwrap()
@@ -103,6 +105,9 @@ fn packed_weights_are_smaller_and_the_choice_is_made_once() {
         bf16.linear_weight_bytes() * 3 < f32_bytes * 2,
         "bf16 is about half"
     );
+    // The word table follows bf16 (half); int8 keeps it in f32 (above:
+    // its fidelity has no room for the rounding).
+    assert_eq!(bf16.word_table_bytes() * 2, f32_model_word_bytes);
     assert_eq!(
         bf16.with_precision(Precision::Bf16).unwrap().precision(),
         Precision::Bf16

@@ -189,6 +189,9 @@ fn validate_kb_name(name: &str) -> Result<(), UserError> {
 impl Engine {
     /// An engine over these components.
     pub fn new(components: Components, config: EngineConfig) -> Self {
+        // The models were just loaded: the buffers their files were read
+        // and converted in are free now, and go back to the system.
+        crate::heap::release_free_memory();
         Engine {
             inner: Arc::new(Inner {
                 components,

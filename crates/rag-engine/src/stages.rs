@@ -271,7 +271,8 @@ impl Engine {
             && fusion.rule == rag_core::FusionRule::Convex
         {
             // The convex rule reads each path's confidence from its scores;
-            // the split changes only for FAQ matching (see crate::lambda).
+            // the split changes only for FAQ matching and when the second
+            // embedder scored the candidates (see crate::lambda).
             let (applied, why, factor) =
                 crate::lambda::convex_after_recall((lambda, reason), lists);
             fusion.lexical_interpolation = Some(applied);

@@ -343,9 +343,15 @@ impl App {
     ) -> anyhow::Result<Option<Arc<dyn rag_core::Embedder>>> {
         let cfg = &self.config.embedder;
         let dir = &cfg.second_model_dir;
+        let first_is_it = first
+            .as_ref()
+            .is_some_and(|f| f.model_id().starts_with("bert:"))
+            && cfg.model_dir.as_deref() == Some(dir.as_path());
         match cfg.second.as_str() {
             "none" => return Ok(None),
             _ if first.is_none() => return Ok(None),
+            // The first embedder already is that model: no second opinion.
+            "auto" | "bert" if first_is_it => return Ok(None),
             "auto" if !dir.join("config.json").is_file() => {
                 tracing::info!(dir = %dir.display(), "no second embedder model; English questions are scored by the first alone (run scripts/models/fetch-minilm.sh)");
                 return Ok(None);
