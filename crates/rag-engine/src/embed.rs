@@ -66,6 +66,25 @@ impl CachedEmbedder {
         Ok((vectors, EmbedStats::of(&cached)))
     }
 
+    /// Embeds groups of passage texts in one run (`batch` texts to the
+    /// model at a time) and returns each group's vectors, in order.
+    pub(crate) async fn embed_groups(
+        &self,
+        groups: &[Vec<String>],
+        batch: usize,
+    ) -> Result<Vec<Vec<Vec<f32>>>, CoreError> {
+        let texts: Vec<String> = groups.iter().flatten().cloned().collect();
+        if texts.is_empty() {
+            return Ok(vec![Vec::new(); groups.len()]);
+        }
+        let (vectors, _) = self.embed_documents(&texts, batch).await?;
+        let mut vectors = vectors.into_iter();
+        Ok(groups
+            .iter()
+            .map(|g| vectors.by_ref().take(g.len()).collect())
+            .collect())
+    }
+
     /// [`CachedEmbedder::embed_documents`] with, per text, whether its
     /// vector came from the cache (bulk ingest reports each file's share).
     pub async fn embed_documents_marked(

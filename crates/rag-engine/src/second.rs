@@ -122,27 +122,28 @@ pub(crate) async fn embed_second(
     batch: usize,
 ) -> Result<Option<WriteOp>, CoreError> {
     let kept: Vec<&SecondSource> = sources.iter().filter(|s| s.readable()).collect();
-    let texts: Vec<String> = kept
-        .iter()
-        .flat_map(|s| std::iter::once(s.whole.clone()).chain(s.parts.iter().cloned()))
-        .collect();
-    if texts.is_empty() {
+    if kept.is_empty() {
         return Ok(None);
     }
-    let (vectors, _) = embedder.embed_documents(&texts, batch).await?;
-    let mut vectors = vectors.into_iter();
+    let groups: Vec<Vec<String>> = kept
+        .iter()
+        .map(|s| {
+            std::iter::once(s.whole.clone())
+                .chain(s.parts.iter().cloned())
+                .collect()
+        })
+        .collect();
+    let texts: usize = groups.iter().map(Vec::len).sum();
     let mut items = Vec::with_capacity(kept.len());
-    for s in kept {
-        let mine: Vec<Vec<f32>> = vectors.by_ref().take(1 + s.parts.len()).collect();
+    for (s, mine) in kept
+        .iter()
+        .zip(embedder.embed_groups(&groups, batch).await?)
+    {
         if let Some(v) = SentenceVectors::quantise(&mine) {
             items.push((s.id, s.text_hash.clone(), v));
         }
     }
-    tracing::debug!(
-        passages = items.len(),
-        texts = texts.len(),
-        "second vectors embedded"
-    );
+    tracing::debug!(passages = items.len(), texts, "second vectors embedded");
     Ok((!items.is_empty()).then(|| WriteOp::PutSecondVectors {
         model: embedder.model().model_id().to_owned(),
         items,
@@ -166,6 +167,18 @@ pub(crate) fn second_score(id: PassageId, stored: &SentenceVectors, unit: &[f32]
     })
 }
 
+/// The empty list of a stage that did not score: `missing` of `total`
+/// candidates had no vectors of `model`.
+fn not_used(missing: usize, total: usize, model: &str) -> RankedList {
+    RankedList {
+        path: PathKind::SecondDense,
+        hits: Vec::new(),
+        notes: vec![format!(
+            "not used: {missing} of the {total} candidates have no vectors of {model} (not English, or stored before it was configured: `ragscope reembed` adds them), so the candidates are fused without it"
+        )],
+    }
+}
+
 /// The candidates ranked by the second model's score (ties by passage
 /// id); an empty list, with a note saying why, when any of them has no
 /// stored second vectors.
@@ -180,31 +193,18 @@ pub(crate) fn second_list(
         .iter()
         .map(|x| x / norm.max(f32::MIN_POSITIVE))
         .collect();
-    let rows: Vec<Option<&SentenceVectors>> = candidates
+    // A candidate without rows, or with rows of other dimensions than the
+    // question's, has no score.
+    let scored: Vec<Option<f64>> = candidates
         .iter()
-        .map(|id| stored.iter().find(|(s, _)| s == id).map(|(_, v)| v))
+        .map(|id| {
+            let rows = stored.iter().find(|(s, _)| s == id).map(|(_, v)| v);
+            rows.and_then(|v| second_score(*id, v, &unit))
+        })
         .collect();
-    let mut missing = rows.iter().filter(|r| r.is_none()).count();
-    let scored: Vec<Option<f64>> = if missing > 0 {
-        Vec::new()
-    } else {
-        candidates
-            .iter()
-            .zip(&rows)
-            .map(|(id, r)| r.and_then(|v| second_score(*id, v, &unit)))
-            .collect()
-    };
-    // Rows of other dimensions than the question's count as missing.
-    missing += scored.iter().filter(|s| s.is_none()).count();
+    let missing = scored.iter().filter(|s| s.is_none()).count();
     if missing > 0 {
-        return RankedList {
-            path: PathKind::SecondDense,
-            hits: Vec::new(),
-            notes: vec![format!(
-                "not used: {missing} of the {} candidates have no vectors of {model} (not English, or stored before it was configured: `ragscope reembed` adds them), so the candidates are fused without it",
-                candidates.len()
-            )],
-        };
+        return not_used(missing, candidates.len(), model);
     }
     let mut hits: Vec<Hit> = candidates
         .iter()
@@ -305,7 +305,8 @@ impl Engine {
                 .await?;
             // No question vector is needed when a candidate has none.
             if stored.len() < candidates.len() {
-                return Ok(second_list(&candidates, &stored, &[], &model));
+                let missing = candidates.len() - stored.len();
+                return Ok(not_used(missing, candidates.len(), &model));
             }
             let vector = (&mut query.task).await.map_err(|e| CoreError::Component {
                 component: "second embedder".into(),

@@ -78,15 +78,15 @@ pub(crate) async fn embed_sentences(
         .iter()
         .map(|p| sentence_texts(&p.title, &p.body))
         .collect();
-    let texts: Vec<String> = per.iter().flatten().cloned().collect();
-    if texts.is_empty() {
+    let sentences: usize = per.iter().map(Vec::len).sum();
+    if sentences == 0 {
         return Ok(None);
     }
-    let (vectors, _) = embedder.embed_documents(&texts, batch).await?;
-    let mut vectors = vectors.into_iter();
     let mut items = Vec::new();
-    for (p, texts) in passages.iter().zip(&per) {
-        let mine: Vec<Vec<f32>> = vectors.by_ref().take(texts.len()).collect();
+    for (p, mine) in passages
+        .iter()
+        .zip(embedder.embed_groups(&per, batch).await?)
+    {
         if mine.len() < 2 {
             continue;
         }
@@ -96,7 +96,7 @@ pub(crate) async fn embed_sentences(
     }
     tracing::debug!(
         passages = items.len(),
-        sentences = texts.len(),
+        sentences,
         "sentence vectors embedded"
     );
     Ok((!items.is_empty()).then_some(WriteOp::PutSentenceVectors(items)))
