@@ -18,6 +18,10 @@ pub enum PathKind {
     Synonym,
     /// Structured key/value facts.
     Fact,
+    /// BM25 over the question's words translated into the other language
+    /// by a bilingual dictionary (Chinese questions over English text and
+    /// the reverse).
+    Translated,
     /// Dense vector recall (arrives with an embedder).
     Dense,
     /// A second embedder's opinion of the candidates the other paths found
@@ -28,22 +32,24 @@ pub enum PathKind {
 
 impl PathKind {
     /// All paths, lexical first.
-    pub const ALL: [PathKind; 7] = [
+    pub const ALL: [PathKind; 8] = [
         PathKind::Bm25,
         PathKind::Substring,
         PathKind::Fuzzy,
         PathKind::Synonym,
         PathKind::Fact,
+        PathKind::Translated,
         PathKind::Dense,
         PathKind::SecondDense,
     ];
     /// The lexical paths.
-    pub const LEXICAL: [PathKind; 5] = [
+    pub const LEXICAL: [PathKind; 6] = [
         PathKind::Bm25,
         PathKind::Substring,
         PathKind::Fuzzy,
         PathKind::Synonym,
         PathKind::Fact,
+        PathKind::Translated,
     ];
 
     /// Whether the path is lexical (every path but the two dense ones).
@@ -64,6 +70,7 @@ impl PathKind {
             PathKind::Fuzzy => "fuzzy",
             PathKind::Synonym => "synonym",
             PathKind::Fact => "fact",
+            PathKind::Translated => "translated",
             PathKind::Dense => "dense",
             PathKind::SecondDense => "second_dense",
         }
@@ -178,6 +185,8 @@ pub struct PathWeights {
     pub synonym: f64,
     /// Facts.
     pub fact: f64,
+    /// The question's words translated by the bilingual dictionary.
+    pub translated: f64,
     /// Dense.
     pub dense: f64,
     /// The second embedder (its share of the dense weight is
@@ -194,6 +203,7 @@ impl Default for PathWeights {
             fuzzy: 1.0,
             synonym: 0.5,
             fact: 1.0,
+            translated: 1.0,
             dense: 1.0,
             second_dense: 1.0,
         }
@@ -209,6 +219,7 @@ impl PathWeights {
             PathKind::Fuzzy => self.fuzzy,
             PathKind::Synonym => self.synonym,
             PathKind::Fact => self.fact,
+            PathKind::Translated => self.translated,
             PathKind::Dense => self.dense,
             PathKind::SecondDense => self.second_dense,
         }
@@ -222,6 +233,7 @@ impl PathWeights {
             PathKind::Fuzzy => self.fuzzy = w,
             PathKind::Synonym => self.synonym = w,
             PathKind::Fact => self.fact = w,
+            PathKind::Translated => self.translated = w,
             PathKind::Dense => self.dense = w,
             PathKind::SecondDense => self.second_dense = w,
         }

@@ -27,6 +27,9 @@ pub struct Components {
     /// rescore the fused candidates of English questions (`second.rs`);
     /// used only beside `embedder`.
     pub second_embedder: Option<Arc<dyn Embedder>>,
+    /// The bilingual dictionary of the translated path; without one the
+    /// path returns nothing.
+    pub dictionary: Option<Arc<crate::Dictionary>>,
     /// The shared embedding cache, when one is configured.
     pub cache: Option<Arc<dyn EmbeddingCache>>,
     /// The LLM answering questions; `None` uses the extractive generator.
@@ -50,6 +53,7 @@ impl Components {
             reranker: Arc::new(rag_core::IdentityReranker),
             embedder: None,
             second_embedder: None,
+            dictionary: None,
             cache: None,
             generator: None,
             fetcher: None,
@@ -280,6 +284,11 @@ impl Engine {
         c.second_embedder
             .clone()
             .map(|e| CachedEmbedder::new(e, c.cache.clone()))
+    }
+
+    /// The translated path's bilingual dictionary, when one is configured.
+    pub fn dictionary(&self) -> Option<Arc<crate::Dictionary>> {
+        self.inner.components.dictionary.clone()
     }
 
     /// The configured LLM, if any (the extractive generator answers otherwise).

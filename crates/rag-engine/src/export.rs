@@ -37,7 +37,7 @@ pub enum ExportLine {
         /// The knowledge base's name.
         name: String,
         /// Its settings.
-        settings: KbSettings,
+        settings: Box<KbSettings>,
         /// The embedding space of its vectors, when any are exported.
         space: Option<EmbeddingSpace>,
     },
@@ -200,7 +200,7 @@ impl Engine {
             format: EXPORT_FORMAT.into(),
             version: EXPORT_VERSION,
             name: kb.name.clone(),
-            settings: kb.settings.clone(),
+            settings: Box::new(kb.settings.clone()),
             space: space.clone(),
         })
         .map_err(io)?;
@@ -361,7 +361,7 @@ impl Engine {
             return Err(bad(format!("export format version {version} is newer than this ragscope reads ({EXPORT_VERSION})")));
         }
         let name = name.unwrap_or(&exported).to_owned();
-        let kb = self.create_kb(tenant, &name, settings).await?;
+        let kb = self.create_kb(tenant, &name, *settings).await?;
         let mut import = Import {
             engine: self,
             tenant,

@@ -18,6 +18,8 @@ pub(crate) struct LexicalRetriever {
     pub(crate) index: Arc<KbIndex>,
     pub(crate) path: PathKind,
     pub(crate) params: RetrievalParams,
+    /// The translated path's dictionary.
+    pub(crate) dictionary: Option<Arc<crate::Dictionary>>,
 }
 
 /// The dense path: embeds the query (through the cache) and searches the
@@ -71,6 +73,8 @@ pub(crate) struct StoreRetriever {
     pub(crate) hnsw_threshold: usize,
     /// Where the dense path's best candidates' sentence vectors are read.
     pub(crate) sentences: Option<StoredSentences>,
+    /// The translated path's dictionary.
+    pub(crate) dictionary: Option<Arc<crate::Dictionary>>,
 }
 
 #[async_trait]
@@ -85,10 +89,35 @@ impl Retriever for StoreRetriever {
         k: usize,
         ctx: &SearchCtx,
     ) -> Result<RankedList, CoreError> {
-        let expansions = if self.path == PathKind::Synonym {
-            self.index.lexical.synonym_expansion(query)
-        } else {
-            None
+        let expansions = match self.path {
+            PathKind::Synonym => self.index.lexical.synonym_expansion(query),
+            PathKind::Translated => {
+                // The store scores the translations; the engine finds them.
+                let (index, dictionary, q) =
+                    (self.index.clone(), self.dictionary.clone(), query.clone());
+                let terms = tokio::task::spawn_blocking(move || {
+                    translation_dictionary(dictionary.as_deref())
+                        .map(|d| index.lexical.translated_terms(d, &q))
+                })
+                .await
+                .map_err(|e| CoreError::Component {
+                    component: "translated retriever".into(),
+                    message: e.to_string(),
+                })?;
+                match terms {
+                    Ok(Some(t)) => Some(t),
+                    Ok(None) | Err(_) => {
+                        return Ok(RankedList {
+                            path: PathKind::Translated,
+                            hits: vec![],
+                            notes: vec![terms.err().unwrap_or_else(|| {
+                                "no word of the question has a dictionary translation".into()
+                            })],
+                        })
+                    }
+                }
+            }
+            _ => None,
         };
         let embedder = match self.path {
             PathKind::Dense => {
@@ -173,6 +202,7 @@ impl crate::Engine {
             embedder: self.embedder(),
             hnsw_threshold: self.config().vectors.hnsw_threshold,
             sentences: self.stored_sentences(tenant, kb),
+            dictionary: self.dictionary(),
         }
     }
 }
@@ -371,11 +401,12 @@ impl Retriever for LexicalRetriever {
         k: usize,
         ctx: &SearchCtx,
     ) -> Result<RankedList, CoreError> {
-        let (index, path, params, query) = (
+        let (index, path, params, query, dictionary) = (
             self.index.clone(),
             self.path,
             self.params.clone(),
             query.clone(),
+            self.dictionary.clone(),
         );
         let filter = Filter::new(&ctx.filters, ctx.now, &ctx.viewer);
         tokio::task::spawn_blocking(move || {
@@ -388,6 +419,14 @@ impl Retriever for LexicalRetriever {
                 }
                 PathKind::Synonym => Ok(index.synonym(&query, k, &params.bm25, &filter)),
                 PathKind::Fact => Ok(index.facts(&query, k)),
+                PathKind::Translated => Ok(match translation_dictionary(dictionary.as_deref()) {
+                    Ok(dict) => index.translated(dict, &query, k, &params.bm25, &filter),
+                    Err(note) => RankedList {
+                        path,
+                        hits: vec![],
+                        notes: vec![note],
+                    },
+                }),
                 PathKind::Dense | PathKind::SecondDense => Err(UserError::PathUnavailable {
                     path: path.as_str().into(),
                     reason: "a dense path is not lexical".into(),
@@ -401,4 +440,18 @@ impl Retriever for LexicalRetriever {
             message: e.to_string(),
         })?
     }
+}
+
+/// The translated path's dictionary, or the note of a path that has none.
+/// Blocking (the first call may read the file).
+pub(crate) fn translation_dictionary(
+    dictionary: Option<&crate::Dictionary>,
+) -> Result<&Arc<rag_text::Bilingual>, String> {
+    let Some(d) = dictionary else {
+        return Err(
+            "no bilingual dictionary is configured (scripts/models/fetch-cedict.sh, then `dictionary.kind`)".into(),
+        );
+    };
+    d.get()
+        .map_err(|e| format!("the bilingual dictionary could not be read: {e}"))
 }

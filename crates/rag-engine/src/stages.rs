@@ -140,6 +140,7 @@ impl Engine {
                     index: run.index.clone(),
                     path: *p,
                     params: run.params.clone(),
+                    dictionary: self.dictionary(),
                 }));
             } else if let Some(embedder) = self.embedder() {
                 retrievers.push(Arc::new(DenseRetriever {

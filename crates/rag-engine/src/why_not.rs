@@ -153,14 +153,40 @@ fn missing_terms(index: &KbIndex, q: &AnalyzedQuery, p: &Passage, path: PathKind
         .collect()
 }
 
+/// The translations of the query's words that the passage does not contain.
+fn missing_translations(
+    index: &KbIndex,
+    q: &AnalyzedQuery,
+    p: &Passage,
+    dict: &rag_text::Bilingual,
+) -> Vec<String> {
+    let terms = rag_lexical::passage_terms(index.lexical.analyzer(), p);
+    let have: HashSet<&str> = terms
+        .fields
+        .iter()
+        .flatten()
+        .map(|(t, _)| t.as_str())
+        .collect();
+    index
+        .lexical
+        .translated_terms(dict, q)
+        .map(|(t, _)| t)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| !have.contains(t.text.as_str()))
+        .map(|t| t.text)
+        .collect()
+}
+
 /// Scores one lexical path with no cut: every visible passage that scores.
 fn full_list(
     index: &KbIndex,
-    q: &AnalyzedQuery,
+    run: &RunFacts,
     path: PathKind,
     params: &RetrievalParams,
     filter: &Filter,
 ) -> Option<RankedList> {
+    let q = &run.analyzed;
     let all = index.lexical.len().max(1);
     let lex = &index.lexical;
     Some(match path {
@@ -169,6 +195,9 @@ fn full_list(
         PathKind::Fuzzy => lex.fuzzy(q, all, params.fuzzy_threshold, &params.bm25, filter),
         PathKind::Synonym => lex.synonym(q, all, &params.bm25, filter),
         PathKind::Fact => lex.facts(q, all),
+        PathKind::Translated => {
+            lex.translated(run.dictionary.as_deref()?, q, all, &params.bm25, filter)
+        }
         PathKind::Dense | PathKind::SecondDense => return None,
     })
 }
@@ -178,6 +207,8 @@ struct RunFacts {
     analyzed: AnalyzedQuery,
     lists: Vec<RankedList>,
     events: Vec<PipelineEvent>,
+    /// The translated path's dictionary, when it ran with one.
+    dictionary: Option<Arc<rag_text::Bilingual>>,
 }
 
 /// The per-path verdicts (CPU work: call on a blocking thread). `rescored`
@@ -228,7 +259,7 @@ fn verdicts(
         let full = match rescored.iter().find(|l| l.path == path) {
             Some(list) => Some(list.clone()),
             None if path == PathKind::Dense || in_store => None,
-            None => full_list(index, &run.analyzed, path, params, &filter),
+            None => full_list(index, run, path, params, &filter),
         };
         let Some(full) = full else {
             v.status = "not_scored".into();
@@ -257,7 +288,10 @@ fn verdicts(
             v.status = "not_scored".into();
             v.reason = "the entry has no current vector".into();
         } else {
-            v.missing_terms = missing_terms(index, &run.analyzed, p, path);
+            v.missing_terms = match (path, &run.dictionary) {
+                (PathKind::Translated, Some(d)) => missing_translations(index, &run.analyzed, p, d),
+                _ => missing_terms(index, &run.analyzed, p, path),
+            };
             if path == PathKind::Fuzzy {
                 v.status = "below_threshold".into();
                 v.reason = format!(
@@ -329,10 +363,20 @@ impl Engine {
         let output = self.run_into(tenant, request, options, &mut emit).await?;
         drop(emit);
         let now = rag_core::now();
+        let dictionary = match self.dictionary() {
+            Some(d) if output.lists.iter().any(|l| l.path == PathKind::Translated) => {
+                tokio::task::spawn_blocking(move || d.get().ok().cloned())
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            _ => None,
+        };
         let run = RunFacts {
             analyzed: output.analyzed,
             lists: output.lists,
             events,
+            dictionary,
         };
         let rescored = if index.store_passages.is_some() {
             let ctx = rag_core::SearchCtx {

@@ -170,7 +170,7 @@ mod tests {
             let mut reversed = lists.clone();
             reversed.reverse();
             let rule = if convex { FusionRule::Convex } else { FusionRule::Rrf };
-            let params = FusionParams { rule, top_k: 100, weights: PathWeights { bm25: 1.0, substring: 1.0, fuzzy: 1.0, synonym: 1.0, fact: 1.0, dense: 1.0, second_dense: 1.0 }, ..FusionParams::default() };
+            let params = FusionParams { rule, top_k: 100, weights: PathWeights { bm25: 1.0, substring: 1.0, fuzzy: 1.0, synonym: 1.0, fact: 1.0, translated: 1.0, dense: 1.0, second_dense: 1.0 }, ..FusionParams::default() };
             let a = fuse(&lists, &params);
             let b = fuse(&reversed, &params);
             let score_of = |f: &Fused, id: PassageId| f.hits.iter().find(|h| h.id == id).map(|h| h.score);

@@ -295,7 +295,7 @@ impl LexicalIndex {
         let mut scored: Vec<(Ref, f64)> = touched
             .into_iter()
             .map(|r| (r, acc[offsets[r.seg as usize] + r.ord as usize]))
-            .filter(|(r, v)| *v > 0.0 && filter.allows(self.meta_at(*r)))
+            .filter(|(r, v)| *v > 0.0 && self.admits(filter, *r))
             .map(|(r, v)| (r, v as f64))
             .collect();
         top_k(&mut scored, k, |r| self.meta_at(*r).id);

@@ -1,6 +1,6 @@
 //! Which passages a query may see.
 
-use rag_core::{Filters, Passage, Timestamp, Viewer};
+use rag_core::{Filters, Language, Passage, Timestamp, Viewer};
 
 /// A compiled filter: status, validity window, tags, creation time and owner.
 #[derive(Debug, Clone)]
@@ -10,6 +10,9 @@ pub struct Filter {
     created_after: Option<Timestamp>,
     created_before: Option<Timestamp>,
     now: Option<Timestamp>,
+    /// Passages written in this language are left out (the translated
+    /// path's: it finds text in the other language).
+    leave_out: Option<Language>,
 }
 
 impl Filter {
@@ -27,6 +30,7 @@ impl Filter {
             created_after: filters.created_after,
             created_before: filters.created_before,
             now: Some(filters.as_of.unwrap_or(now)),
+            leave_out: None,
         }
     }
 
@@ -38,7 +42,27 @@ impl Filter {
             created_after: None,
             created_before: None,
             now: None,
+            leave_out: None,
         }
+    }
+
+    /// This filter, also leaving out passages written in `language`
+    /// (judged by their Han characters and ASCII letters, as the knowledge
+    /// base's language is; mixed passages stay).
+    pub fn leaving_out(mut self, language: Language) -> Self {
+        self.leave_out = matches!(language, Language::Zh | Language::En).then_some(language);
+        self
+    }
+
+    /// Whether [`Filter::leaving_out`] applies (the script is read only then).
+    pub(crate) fn leaves_out_a_language(&self) -> bool {
+        self.leave_out.is_some()
+    }
+
+    /// Whether a passage of this script passes [`Filter::leaving_out`].
+    pub(crate) fn allows_script(&self, s: crate::segment::Script) -> bool {
+        self.leave_out
+            .is_none_or(|l| crate::language::language_of_script(s.han.into(), s.latin.into()) != l)
     }
 
     /// Whether the viewer sees every owner's passages.

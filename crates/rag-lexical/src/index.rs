@@ -655,6 +655,14 @@ impl LexicalIndex {
         &self.segments[r.seg as usize].passages[r.ord as usize]
     }
 
+    /// Whether the passage at `r` passes `filter` (its record, and its
+    /// script for a filter that leaves a language out).
+    pub(crate) fn admits(&self, filter: &Filter, r: Ref) -> bool {
+        filter.allows(self.meta_at(r))
+            && (!filter.leaves_out_a_language()
+                || filter.allows_script(self.segments[r.seg as usize].scripts[r.ord as usize]))
+    }
+
     /// The passage as shown with a hit, with `matched` terms highlighted in its body.
     pub fn view(&self, id: PassageId, matched: &[String]) -> Option<PassageView> {
         self.passage(id).map(|p| self.view_of(&p, matched))

@@ -57,6 +57,7 @@ mod segmented;
 mod skip;
 mod substring;
 mod synonyms;
+mod translated;
 mod vocab;
 
 pub use blob::SharedBytes;
@@ -71,3 +72,4 @@ pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms, SEGMENT_
 pub use language::{language_of_script, script_of};
 pub use persist::{DecodeError, Manifest, ReadSegment, SegmentFile};
 pub use substring::{verify_cap, SubstringMatch, SubstringPlan, MIN_COVERAGE};
+pub use translated::translated_terms;

@@ -320,7 +320,7 @@ impl LexicalIndex {
                                 ord,
                             };
                             let meta = self.meta_at(r);
-                            if top.enters(score, meta.id) && filter.allows(meta) {
+                            if top.enters(score, meta.id) && self.admits(filter, r) {
                                 top.push(Kept {
                                     score,
                                     id: meta.id,

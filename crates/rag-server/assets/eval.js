@@ -5,7 +5,7 @@
 import { app, api, el, clear, t, fmt, table, notice, kbPath } from './core.js';
 import { renderWhyNot } from './lab.js';
 
-const PATHS = ['bm25', 'substring', 'fuzzy', 'synonym', 'fact', 'dense', 'second_dense'];
+const PATHS = ['bm25', 'substring', 'fuzzy', 'synonym', 'fact', 'translated', 'dense', 'second_dense'];
 const SIDES = ['a', 'b'];
 
 let root;

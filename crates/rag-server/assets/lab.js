@@ -2,7 +2,7 @@
 // side by side; sliders re-fuse the cached candidate lists via /refuse.
 import { app, api, el, clear, t, fmt, table, notice, kbPath, highlighted, pid, rawDetails, openPassage } from './core.js';
 
-const LEXICAL = ['bm25', 'substring', 'fuzzy', 'synonym', 'fact'];
+const LEXICAL = ['bm25', 'substring', 'fuzzy', 'synonym', 'fact', 'translated'];
 const ALL = [...LEXICAL, 'dense', 'second_dense'];
 const COLUMNS = [
   { id: 'vector', i18n: 'lab.vector', body: { paths: ['dense'], rerank: false } },

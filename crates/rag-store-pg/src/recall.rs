@@ -251,6 +251,28 @@ async fn bm25_path(
     })
 }
 
+/// The translated path: BM25 over the translations the engine found
+/// (`StoreQuery::expansions`), without the query's own terms.
+async fn translated_path(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    q: &StoreQuery<'_>,
+) -> Result<RankedList, CoreError> {
+    let Some((terms, notes)) = &q.expansions else {
+        return Ok(RankedList {
+            path: PathKind::Translated,
+            hits: vec![],
+            notes: vec!["no word of the question has a dictionary translation".into()],
+        });
+    };
+    let hits = bm25(tx, f, terms, &q.params.bm25, q.k).await?;
+    Ok(RankedList {
+        path: PathKind::Translated,
+        hits,
+        notes: notes.clone(),
+    })
+}
+
 async fn synonym_path(
     tx: &Transaction<'_>,
     f: &FilterArgs,
@@ -536,6 +558,7 @@ impl StoreRecall for PgStore {
             path,
             PathKind::Bm25
                 | PathKind::Synonym
+                | PathKind::Translated
                 | PathKind::Fuzzy
                 | PathKind::Substring
                 | PathKind::Dense
@@ -569,6 +592,7 @@ impl StoreRecall for PgStore {
         let list = match path {
             PathKind::Bm25 => bm25_path(&tx, &f, &q).await?,
             PathKind::Synonym => synonym_path(&tx, &f, &q).await?,
+            PathKind::Translated => translated_path(&tx, &f, &q).await?,
             PathKind::Fuzzy => fuzzy_path(&tx, kb, &f, &q).await?,
             PathKind::Substring => substring_path(&tx, &f, &q).await?,
             PathKind::Dense => dense_path(&tx, &f, &q, q.dense_exact).await?,

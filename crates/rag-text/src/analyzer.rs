@@ -111,6 +111,17 @@ impl Analyzer {
         }
     }
 
+    /// How common the segmenter's dictionary says `word` is (its count in
+    /// jieba's corpus), 0 for a word it does not know.
+    pub fn word_frequency(&self, word: &str) -> usize {
+        let jieba = self.jieba();
+        if jieba.has_word(word) {
+            jieba.suggest_freq(word)
+        } else {
+            0
+        }
+    }
+
     /// Analyses `text` into search terms with offsets into `text`.
     pub fn analyze(&self, text: &str, mode: Mode) -> Vec<Token> {
         let mut tokens = Vec::new();

@@ -30,6 +30,7 @@
 //! ```
 
 mod analyzer;
+mod bilingual;
 mod edit_distance;
 mod latin;
 mod normalize;
@@ -37,6 +38,7 @@ mod pinyin_key;
 mod stopwords;
 
 pub use analyzer::{detect_language, Analyzer, Mode, ANALYZER_NAME, ANALYZER_VERSION};
+pub use bilingual::{Bilingual, BilingualError, Translation};
 pub use edit_distance::{osa_distance_within, typo_edits_allowed};
 pub use normalize::{normalize, normalize_for_match, Normalized};
 pub use pinyin_key::pinyin_key;

@@ -71,6 +71,7 @@ async fn one_store(
             reranker: Arc::new(rag_core::IdentityReranker),
             embedder,
             second_embedder: None,
+            dictionary: None,
             cache,
             generator: None,
             fetcher: None,

@@ -36,6 +36,34 @@ pub struct Config {
     pub sources: SourcesConfig,
     /// The derived indexes kept next to the embedded store.
     pub index: IndexConfig,
+    /// The bilingual dictionary of the translated path.
+    pub dictionary: DictionaryConfig,
+}
+
+/// Where the default dictionary is (relative to the working directory, as
+/// `embedder.model_path`): CC-CEDICT, from scripts/models/fetch-cedict.sh.
+pub const DEFAULT_DICTIONARY_PATH: &str = "models/cedict_ts.u8";
+
+/// The bilingual dictionary of the translated path (Chinese questions over
+/// English text and the reverse, through words).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DictionaryConfig {
+    /// "auto" (the file at `path` when it exists), "cedict" (the same, and
+    /// a start-up error when it is missing) or "none" (the translated path
+    /// returns nothing).
+    pub kind: String,
+    /// A file in CC-CEDICT's text format.
+    pub path: PathBuf,
+}
+
+impl Default for DictionaryConfig {
+    fn default() -> Self {
+        DictionaryConfig {
+            kind: "auto".into(),
+            path: PathBuf::from(DEFAULT_DICTIONARY_PATH),
+        }
+    }
 }
 
 /// The derived indexes kept next to the embedded store (`<data_dir>/index`).
@@ -325,6 +353,7 @@ impl Default for Config {
             embedder: EmbedderConfig::default(),
             sources: SourcesConfig::default(),
             index: IndexConfig::default(),
+            dictionary: DictionaryConfig::default(),
         }
     }
 }

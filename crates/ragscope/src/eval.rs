@@ -241,6 +241,7 @@ pub async fn run(app: &App, args: EvalArgs) -> anyhow::Result<()> {
             store,
             reranker: Arc::new(rag_core::IdentityReranker),
             second_embedder: app.second_embedder(&embedder)?,
+            dictionary: app.dictionary()?,
             embedder,
             cache,
             generator: None,

@@ -152,6 +152,7 @@ impl App {
                 store,
                 reranker: self.reranker()?,
                 second_embedder: self.second_embedder(&embedder)?,
+                dictionary: self.dictionary()?,
                 embedder,
                 cache,
                 generator: self.generator()?,
@@ -332,6 +333,37 @@ impl App {
                 _ => None,
             };
         Ok((embedder, cache))
+    }
+
+    /// The translated path's dictionary (see `dictionary.kind`), read on a
+    /// thread of its own from now on: `None` when turned off or, under
+    /// "auto", when its file is missing.
+    pub(crate) fn dictionary(&self) -> anyhow::Result<Option<Arc<rag_engine::Dictionary>>> {
+        let cfg = &self.config.dictionary;
+        match cfg.kind.as_str() {
+            "none" => return Ok(None),
+            "auto" if !cfg.path.is_file() => {
+                tracing::info!(path = %cfg.path.display(), "no bilingual dictionary; the translated path returns nothing (run scripts/models/fetch-cedict.sh)");
+                return Ok(None);
+            }
+            "cedict" if !cfg.path.is_file() => {
+                return Err(UserFacing(format!(
+                    "dictionary.path {}: no such file (run scripts/models/fetch-cedict.sh)",
+                    cfg.path.display()
+                ))
+                .into())
+            }
+            "auto" | "cedict" => {}
+            other => {
+                return Err(UserFacing(format!(
+                    "dictionary.kind {other:?}: it must be \"auto\", \"cedict\" or \"none\""
+                ))
+                .into())
+            }
+        }
+        let d = rag_engine::Dictionary::at(&cfg.path);
+        d.load_in_background();
+        Ok(Some(d))
     }
 
     /// The second, English-only embedder, beside `first` (see

@@ -142,7 +142,7 @@ fn describe(p: &FusionParams) -> String {
     };
     let w = &p.weights;
     format!(
-        "rule={} k={} λ={lambda} weights bm25={} substring={} fuzzy={} synonym={} fact={} dense={} second_dense={}",
+        "rule={} k={} λ={lambda} weights bm25={} substring={} fuzzy={} synonym={} fact={} translated={} dense={} second_dense={}",
         p.rule.as_str(),
         p.k,
         w.bm25,
@@ -150,6 +150,7 @@ fn describe(p: &FusionParams) -> String {
         w.fuzzy,
         w.synonym,
         w.fact,
+        w.translated,
         w.dense,
         w.second_dense
     )
