@@ -10,9 +10,9 @@ pub struct Filter {
     created_after: Option<Timestamp>,
     created_before: Option<Timestamp>,
     now: Option<Timestamp>,
-    /// Passages written in this language are left out (the translated
+    /// Only passages written in this language pass (the translated
     /// path's: it finds text in the other language).
-    leave_out: Option<Language>,
+    only_in: Option<Language>,
 }
 
 impl Filter {
@@ -30,7 +30,7 @@ impl Filter {
             created_after: filters.created_after,
             created_before: filters.created_before,
             now: Some(filters.as_of.unwrap_or(now)),
-            leave_out: None,
+            only_in: None,
         }
     }
 
@@ -42,27 +42,28 @@ impl Filter {
             created_after: None,
             created_before: None,
             now: None,
-            leave_out: None,
+            only_in: None,
         }
     }
 
-    /// This filter, also leaving out passages written in `language`
-    /// (judged by their Han characters and ASCII letters, as the knowledge
-    /// base's language is; mixed passages stay).
-    pub fn leaving_out(mut self, language: Language) -> Self {
-        self.leave_out = matches!(language, Language::Zh | Language::En).then_some(language);
+    /// This filter, also keeping only passages written in `language`
+    /// (Chinese or English, judged by their Han characters and ASCII
+    /// letters as the knowledge base's language is; mixed passages do not
+    /// pass). Any other language: no change.
+    pub fn only_in(mut self, language: Language) -> Self {
+        self.only_in = matches!(language, Language::Zh | Language::En).then_some(language);
         self
     }
 
-    /// Whether [`Filter::leaving_out`] applies (the script is read only then).
-    pub(crate) fn leaves_out_a_language(&self) -> bool {
-        self.leave_out.is_some()
+    /// Whether [`Filter::only_in`] applies (the script is read only then).
+    pub(crate) fn judges_language(&self) -> bool {
+        self.only_in.is_some()
     }
 
-    /// Whether a passage of this script passes [`Filter::leaving_out`].
+    /// Whether a passage of this script passes [`Filter::only_in`].
     pub(crate) fn allows_script(&self, s: crate::segment::Script) -> bool {
-        self.leave_out
-            .is_none_or(|l| crate::language::language_of_script(s.han.into(), s.latin.into()) != l)
+        self.only_in
+            .is_none_or(|l| crate::language::language_of_script(s.han.into(), s.latin.into()) == l)
     }
 
     /// Whether the viewer sees every owner's passages.

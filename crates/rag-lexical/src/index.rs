@@ -656,10 +656,10 @@ impl LexicalIndex {
     }
 
     /// Whether the passage at `r` passes `filter` (its record, and its
-    /// script for a filter that leaves a language out).
+    /// script for a filter that keeps one language only).
     pub(crate) fn admits(&self, filter: &Filter, r: Ref) -> bool {
         filter.allows(self.meta_at(r))
-            && (!filter.leaves_out_a_language()
+            && (!filter.judges_language()
                 || filter.allows_script(self.segments[r.seg as usize].scripts[r.ord as usize]))
     }
 

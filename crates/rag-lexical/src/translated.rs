@@ -7,7 +7,7 @@
 use crate::bm25::WeightedTerm;
 use crate::filter::Filter;
 use crate::index::LexicalIndex;
-use rag_core::{AnalyzedQuery, Bm25Params, PathKind, QueryTerm, RankedList};
+use rag_core::{AnalyzedQuery, Bm25Params, Language, PathKind, QueryTerm, RankedList};
 use rag_text::{Analyzer, Bilingual, Mode};
 
 /// Sources named in the path's note.
@@ -67,6 +67,16 @@ pub fn translated_terms(
     Some((terms, vec![note]))
 }
 
+/// The language a question's words are translated into (`Unknown` for a
+/// question in neither or both, whose translations may match anything).
+pub fn other_language(question: Language) -> Language {
+    match question {
+        Language::Zh => Language::En,
+        Language::En => Language::Zh,
+        _ => Language::Unknown,
+    }
+}
+
 impl LexicalIndex {
     /// The translated path's terms for this index's analyzer (see [`translated_terms`]).
     pub fn translated_terms(
@@ -106,8 +116,9 @@ impl LexicalIndex {
         if terms.is_empty() {
             notes.push("no translation occurs in this knowledge base".into());
         }
-        // Passages in the question's own language are BM25's to find.
-        let filter = filter.clone().leaving_out(q.language);
+        // Passages in the other language only: those in the question's
+        // language, or mixed, are BM25's to find.
+        let filter = filter.clone().only_in(other_language(q.language));
         let scored = self.score_terms(&terms, params, &filter, k);
         self.ranked(PathKind::Translated, scored, &terms, notes)
     }

@@ -63,6 +63,7 @@ async fn eval_page_compares_two_settings_and_adopts_b() {
         "substring",
         "fuzzy",
         "synonym",
+        "translated",
         "dense",
         "second_dense",
     ] {

@@ -49,6 +49,7 @@ const FILTER: &str = "p.kb_id = $1 AND ($2 OR p.owner IS NULL OR p.owner = $3)
 /// Ties rank in the engine's snapshot order.
 const SNAPSHOT_ORDER: &str = "p.kind, p.created_at, p.grp, p.ordinal";
 
+#[derive(Clone)]
 struct FilterArgs {
     kb: uuid::Uuid,
     everything: bool,
@@ -57,6 +58,10 @@ struct FilterArgs {
     after: Option<i64>,
     before: Option<i64>,
     tags: Vec<String>,
+    /// BM25 keeps only passages written in this language (the translated
+    /// path's: 1 Chinese, 2 English; 0 any), judged by each passage's
+    /// `han` and `latin` counts as the in-memory index judges them.
+    only_in: i32,
 }
 
 impl FilterArgs {
@@ -77,6 +82,7 @@ impl FilterArgs {
                 .map(|t| t.trim().to_lowercase())
                 .filter(|t| !t.is_empty())
                 .collect(),
+            only_in: 0,
         }
     }
 
@@ -265,7 +271,17 @@ async fn translated_path(
             notes: vec!["no word of the question has a dictionary translation".into()],
         });
     };
-    let hits = bm25(tx, f, terms, &q.params.bm25, q.k).await?;
+    // Passages in the other language only: those in the question's
+    // language, or mixed, are BM25's to find.
+    let f = FilterArgs {
+        only_in: match rag_lexical::other_language(q.query.language) {
+            rag_core::Language::Zh => 1,
+            rag_core::Language::En => 2,
+            _ => 0,
+        },
+        ..f.clone()
+    };
+    let hits = bm25(tx, &f, terms, &q.params.bm25, q.k).await?;
     Ok(RankedList {
         path: PathKind::Translated,
         hits,

@@ -92,7 +92,7 @@ fn every_stage_is_an_event_and_explanations_add_up() {
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds[0], "query_received");
     assert_eq!(kinds[1], "query_analyzed");
-    assert_eq!(kinds.iter().filter(|k| **k == "recall").count(), 5);
+    assert_eq!(kinds.iter().filter(|k| **k == "recall").count(), 6);
     assert!(
         kinds.ends_with(&["fused", "reranked", "context_assembled", "done"]),
         "{kinds:?}"

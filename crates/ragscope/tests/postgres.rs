@@ -392,10 +392,18 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
     let dir = demo_data();
     let data = data_of(&dir);
     let cache = dir.path().join("embedding-cache");
+    let dictionary = e5_model().with_file_name("cedict_ts.u8");
+    assert!(
+        dictionary.exists(),
+        "{} is missing: run scripts/models/fetch-cedict.sh",
+        dictionary.display()
+    );
     let with_e5 = |c: &mut std::process::Command| {
         c.env("RAGSCOPE_EMBEDDER__KIND", "e5")
             .env("RAGSCOPE_EMBEDDER__MODEL_PATH", e5_model())
-            .env("RAGSCOPE_EMBEDDER__CACHE_DIR", &cache);
+            .env("RAGSCOPE_EMBEDDER__CACHE_DIR", &cache)
+            .env("RAGSCOPE_DICTIONARY__KIND", "cedict")
+            .env("RAGSCOPE_DICTIONARY__PATH", &dictionary);
     };
     let mut c = cmd(&data);
     with_e5(&mut c);
@@ -415,7 +423,7 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
             "demo",
             "--json",
             "--paths",
-            "bm25,substring,fuzzy,synonym,fact,dense",
+            "bm25,substring,fuzzy,synonym,fact,translated,dense",
         ])
         .args(extra)
         .arg(q);
@@ -458,8 +466,12 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
         ("配送要多久", &["--tag", "配送"]),
         ("鱼有没有过敏原", &[]),
         ("delivery fee", &[]),
+        // Across languages: the translated path over the English desk
+        // guides, and over the Chinese FAQ and guides.
+        ("蓝牙配对", &[]),
+        ("child lock warranty", &[]),
     ];
-    let (mut compared, mut fed_back, mut rescored) = (0, 0, 0);
+    let (mut compared, mut fed_back, mut rescored, mut translated) = (0, 0, 0, 0);
     for (q, extra) in queries {
         let (embedded, postgres) = (lists(false, q, extra), lists(true, q, extra));
         let paths = |l: &Lists| l.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
@@ -518,10 +530,17 @@ fn recall_in_postgres_ranks_as_the_embedded_indexes_do() {
                 assert_eq!(mixed(got_notes), mixed(want_notes), "{q}: sentence notes");
                 rescored += usize::from(mixed(want_notes).is_some());
             }
+            if path == "translated" {
+                translated += want.len();
+            }
             compared += want.len();
         }
     }
     assert!(compared > 200, "only {compared} hits compared");
+    assert!(
+        translated > 0,
+        "the translated path found nothing on either store"
+    );
     assert!(fed_back > 0, "no query was matched against FAQ entries");
     assert!(rescored > 0, "no dense list was rescored by sentences");
 

@@ -356,6 +356,7 @@ async fn scored(
                     &probed,
                     &joined,
                     &cut,
+                    &f.only_in,
                 ]),
             )
             .await
@@ -388,6 +389,13 @@ async fn scored(
         cut = None;
     }
 }
+
+/// A passage's language from its script counts, as
+/// `rag_lexical::language_of_script` judges it: 0 unknown, 1 Chinese, 2
+/// English, 3 mixed (a Han character weighs about four letters).
+const LANGUAGE: &str = "CASE WHEN p.han = 0 AND p.latin / 4 = 0 THEN 0
+                             WHEN p.han >= 4 * (p.latin / 4) THEN 1
+                             WHEN p.latin / 4 >= 4 * p.han THEN 2 ELSE 3 END";
 
 /// The statement of one pass (built once).
 fn scored_sql() -> &'static str {
@@ -488,6 +496,7 @@ fn scored_sql() -> &'static str {
                  FROM cut CROSS JOIN LATERAL (
                      SELECT p.kind, p.created_at, p.grp, p.ordinal FROM passages p
                      WHERE p.passage = cut.passage AND {FILTER} AND p.kind < 2
+                       AND ($24::int = 0 OR $24::int = {LANGUAGE})
                      OFFSET 0
                  ) p
                  ORDER BY cut.score DESC, {SNAPSHOT_ORDER}
