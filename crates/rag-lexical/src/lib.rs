@@ -72,4 +72,4 @@ pub use index::{passage_terms, ApplyReport, LexicalIndex, PassageTerms, SEGMENT_
 pub use language::{language_of_script, script_of};
 pub use persist::{DecodeError, Manifest, ReadSegment, SegmentFile};
 pub use substring::{verify_cap, SubstringMatch, SubstringPlan, MIN_COVERAGE};
-pub use translated::{other_language, translated_terms};
+pub use translated::{other_language, translated_terms, NOTHING_HERE};

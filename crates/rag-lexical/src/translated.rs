@@ -10,6 +10,9 @@ use crate::index::LexicalIndex;
 use rag_core::{AnalyzedQuery, Bm25Params, Language, PathKind, QueryTerm, RankedList};
 use rag_text::{Analyzer, Bilingual, Mode};
 
+/// The note of a path none of whose translations the caller's passages hold.
+pub const NOTHING_HERE: &str = "no translation occurs in this knowledge base";
+
 /// Sources named in the path's note.
 const NOTE_SOURCES: usize = 8;
 
@@ -113,8 +116,8 @@ impl LexicalIndex {
                 retrieves: t.retrieves,
             })
             .collect();
-        if terms.is_empty() {
-            notes.push("no translation occurs in this knowledge base".into());
+        if !terms.iter().any(|t| self.term_visible(&t.text, filter)) {
+            notes.push(NOTHING_HERE.into());
         }
         // Passages in the other language only: those in the question's
         // language, or mixed, are BM25's to find.

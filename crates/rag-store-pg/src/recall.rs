@@ -281,11 +281,17 @@ async fn translated_path(
         },
         ..f.clone()
     };
+    let texts: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
+    let all = sees_all(tx, &f).await?;
+    let mut notes = notes.clone();
+    if known(tx, &f, all, &texts).await?.is_empty() {
+        notes.push(rag_lexical::NOTHING_HERE.into());
+    }
     let hits = bm25(tx, &f, terms, &q.params.bm25, q.k).await?;
     Ok(RankedList {
         path: PathKind::Translated,
         hits,
-        notes: notes.clone(),
+        notes,
     })
 }
 
