@@ -96,3 +96,13 @@ impl Filter {
             .all(|want| p.tags.iter().any(|have| have.to_lowercase() == *want))
     }
 }
+
+impl crate::index::LexicalIndex {
+    /// Whether the passage at `r` passes `filter` (its record, and its
+    /// script for a filter that keeps one language only).
+    pub(crate) fn admits(&self, filter: &Filter, r: crate::index::Ref) -> bool {
+        filter.allows(self.meta_at(r))
+            && (!filter.judges_language()
+                || filter.allows_script(self.segments[r.seg as usize].scripts[r.ord as usize]))
+    }
+}

@@ -655,14 +655,6 @@ impl LexicalIndex {
         &self.segments[r.seg as usize].passages[r.ord as usize]
     }
 
-    /// Whether the passage at `r` passes `filter` (its record, and its
-    /// script for a filter that keeps one language only).
-    pub(crate) fn admits(&self, filter: &Filter, r: Ref) -> bool {
-        filter.allows(self.meta_at(r))
-            && (!filter.judges_language()
-                || filter.allows_script(self.segments[r.seg as usize].scripts[r.ord as usize]))
-    }
-
     /// The passage as shown with a hit, with `matched` terms highlighted in its body.
     pub fn view(&self, id: PassageId, matched: &[String]) -> Option<PassageView> {
         self.passage(id).map(|p| self.view_of(&p, matched))
