@@ -59,6 +59,15 @@ pub struct KbSettings {
     pub intents: Vec<crate::intent::Intent>,
 }
 
+impl KbSettings {
+    /// Settings as stored by any version, read by this one (see
+    /// [`crate::RetrievalParams::with_current_paths`]).
+    pub fn upgraded(mut self) -> Self {
+        self.retrieval = self.retrieval.with_current_paths();
+        self
+    }
+}
+
 /// How FAQ entries are drafted from documents by the configured LLM.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

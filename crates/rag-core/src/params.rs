@@ -391,6 +391,29 @@ impl FusionParams {
     }
 }
 
+/// Every path list that was the default of an earlier version: a
+/// knowledge base stored with one of these ran every path there was, and
+/// runs every path there is now ([`RetrievalParams::with_current_paths`]).
+const EARLIER_DEFAULT_PATHS: [&[PathKind]; 2] = [
+    &[
+        PathKind::Bm25,
+        PathKind::Substring,
+        PathKind::Fuzzy,
+        PathKind::Synonym,
+        PathKind::Fact,
+        PathKind::Dense,
+    ],
+    &[
+        PathKind::Bm25,
+        PathKind::Substring,
+        PathKind::Fuzzy,
+        PathKind::Synonym,
+        PathKind::Fact,
+        PathKind::Dense,
+        PathKind::SecondDense,
+    ],
+];
+
 /// Everything that shapes retrieval; stored per knowledge base, overridable per request.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -412,6 +435,19 @@ pub struct RetrievalParams {
     pub rerank_top_k: usize,
     /// Whether the configured reranker runs (off: the fused order is kept).
     pub rerank: bool,
+}
+
+impl RetrievalParams {
+    /// Stored settings as this version reads them: a path list that was
+    /// an earlier version's default (every path there was then) becomes
+    /// today's, so a knowledge base made before a path existed gets it;
+    /// a list its owner chose stays as it is.
+    pub fn with_current_paths(mut self) -> Self {
+        if EARLIER_DEFAULT_PATHS.contains(&self.paths.as_slice()) {
+            self.paths = PathKind::ALL.to_vec();
+        }
+        self
+    }
 }
 
 impl Default for RetrievalParams {
@@ -457,5 +493,37 @@ impl RetrievalParams {
         }
         self.bm25.validate()?;
         self.fusion.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_earlier_default_path_list_runs_every_path_a_chosen_one_stays() {
+        for earlier in EARLIER_DEFAULT_PATHS {
+            let stored = RetrievalParams {
+                paths: earlier.to_vec(),
+                ..RetrievalParams::default()
+            };
+            assert_eq!(stored.with_current_paths().paths, PathKind::ALL.to_vec());
+        }
+        let chosen = RetrievalParams {
+            paths: vec![PathKind::Bm25, PathKind::Dense],
+            ..RetrievalParams::default()
+        };
+        assert_eq!(
+            chosen.clone().with_current_paths().paths,
+            vec![PathKind::Bm25, PathKind::Dense]
+        );
+        // Settings stored as JSON by the version before the translated path.
+        let json = r#"{"retrieval":{"paths":["bm25","substring","fuzzy","synonym","fact","dense","second_dense"]}}"#;
+        let settings: crate::KbSettings = serde_json::from_str(json).unwrap();
+        assert!(settings
+            .upgraded()
+            .retrieval
+            .paths
+            .contains(&PathKind::Translated));
     }
 }

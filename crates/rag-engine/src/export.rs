@@ -361,7 +361,7 @@ impl Engine {
             return Err(bad(format!("export format version {version} is newer than this ragscope reads ({EXPORT_VERSION})")));
         }
         let name = name.unwrap_or(&exported).to_owned();
-        let kb = self.create_kb(tenant, &name, *settings).await?;
+        let kb = self.create_kb(tenant, &name, settings.upgraded()).await?;
         let mut import = Import {
             engine: self,
             tenant,

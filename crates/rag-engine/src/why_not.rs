@@ -178,6 +178,32 @@ fn missing_translations(
         .collect()
 }
 
+/// Why the translated path could not return a passage written in the
+/// question's own language, or in both (`None` for one in the other
+/// language).
+fn other_language_only(index: &KbIndex, q: &AnalyzedQuery, p: &Passage) -> Option<String> {
+    let wanted = rag_lexical::other_language(q.language);
+    if wanted == rag_core::Language::Unknown {
+        return None;
+    }
+    let terms = rag_lexical::passage_terms(index.lexical.analyzer(), p);
+    let (han, latin) = rag_lexical::script_of(&terms.match_text);
+    let written = rag_lexical::language_of_script(han.into(), latin.into());
+    let name = |l: rag_core::Language| match l {
+        rag_core::Language::Zh => "in Chinese",
+        rag_core::Language::En => "in English",
+        rag_core::Language::Mixed => "in both languages",
+        rag_core::Language::Unknown => "in neither language",
+    };
+    (written != wanted).then(|| {
+        format!(
+            "the translated path reads only passages written {} (the other language); this one is written {}",
+            name(wanted),
+            name(written)
+        )
+    })
+}
+
 /// Scores one lexical path with no cut: every visible passage that scores.
 fn full_list(
     index: &KbIndex,
@@ -287,6 +313,12 @@ fn verdicts(
         } else if path == PathKind::Dense {
             v.status = "not_scored".into();
             v.reason = "the entry has no current vector".into();
+        } else if let Some(reason) = (path == PathKind::Translated)
+            .then(|| other_language_only(index, &run.analyzed, p))
+            .flatten()
+        {
+            v.status = "no_match".into();
+            v.reason = reason;
         } else {
             v.missing_terms = match (path, &run.dictionary) {
                 (PathKind::Translated, Some(d)) => missing_translations(index, &run.analyzed, p, d),

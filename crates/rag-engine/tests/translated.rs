@@ -189,4 +189,27 @@ async fn why_not_names_the_translations_a_passage_lacks() {
         .unwrap();
     assert_eq!(v.status, "no_match", "{v:?}");
     assert!(v.missing_terms.contains(&"credit".to_string()), "{v:?}");
+
+    // A Chinese passage, for a Chinese question: not the path's to find.
+    let hours = bm25_top(&engine, &tenant, "营业时间").await;
+    let request = QueryRequest {
+        kb: "kb".into(),
+        query: "信用卡挂失".into(),
+        params: Some(RetrievalParams::default()),
+        overrides: Default::default(),
+        filters: Default::default(),
+        generate: false,
+        conversation_id: None,
+    };
+    let why = engine
+        .why_not(&tenant, request, Viewer::Everything, &hours.to_string())
+        .await
+        .unwrap();
+    let v = why
+        .paths
+        .iter()
+        .find(|v| v.path == PathKind::Translated)
+        .unwrap();
+    assert_eq!(v.status, "no_match", "{v:?}");
+    assert!(v.reason.contains("written in Chinese"), "{v:?}");
 }

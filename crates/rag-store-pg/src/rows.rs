@@ -18,7 +18,7 @@ pub(crate) fn to_kb(r: &Row) -> Result<KnowledgeBase, CoreError> {
         tenant: TenantId(r.get(1)),
         name: r.get(2),
         created_at: r.get(3),
-        settings: settings.0,
+        settings: settings.0.upgraded(),
     })
 }
 

@@ -56,11 +56,13 @@ pub(crate) fn to_kb(
         tenant: TenantId(tenant),
         name,
         created_at,
-        settings: serde_json::from_str(&settings).map_err(|e| StoreError::Corrupt {
-            table: "kbs",
-            column: "settings",
-            detail: e.to_string(),
-        })?,
+        settings: serde_json::from_str::<rag_core::KbSettings>(&settings)
+            .map_err(|e| StoreError::Corrupt {
+                table: "kbs",
+                column: "settings",
+                detail: e.to_string(),
+            })?
+            .upgraded(),
     })
 }
 
