@@ -126,6 +126,16 @@ pub(crate) fn excluded_by(p: &Passage, filters: &Filters, now: Timestamp) -> Opt
     None
 }
 
+/// Every term of a passage's fields.
+fn term_set(terms: &rag_lexical::PassageTerms) -> HashSet<&str> {
+    terms
+        .fields
+        .iter()
+        .flatten()
+        .map(|(t, _)| t.as_str())
+        .collect()
+}
+
 /// The query terms the passage does not contain, as the path reads them.
 fn missing_terms(index: &KbIndex, q: &AnalyzedQuery, p: &Passage, path: PathKind) -> Vec<String> {
     let terms = rag_lexical::passage_terms(index.lexical.analyzer(), p);
@@ -138,12 +148,7 @@ fn missing_terms(index: &KbIndex, q: &AnalyzedQuery, p: &Passage, path: PathKind
             .cloned()
             .collect();
     }
-    let have: HashSet<&str> = terms
-        .fields
-        .iter()
-        .flatten()
-        .map(|(t, _)| t.as_str())
-        .collect();
+    let have = term_set(&terms);
     // Stop words only score: one missing is not why a passage was not found.
     q.tokens
         .iter()
@@ -161,12 +166,7 @@ fn missing_translations(
     dict: &rag_text::Bilingual,
 ) -> Vec<String> {
     let terms = rag_lexical::passage_terms(index.lexical.analyzer(), p);
-    let have: HashSet<&str> = terms
-        .fields
-        .iter()
-        .flatten()
-        .map(|(t, _)| t.as_str())
-        .collect();
+    let have = term_set(&terms);
     index
         .lexical
         .translated_terms(dict, q)

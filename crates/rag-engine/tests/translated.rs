@@ -162,6 +162,32 @@ async fn without_a_dictionary_or_a_translation_the_path_says_why() {
     );
 }
 
+/// Why-not's verdict of the translated path on the passage `id`, for `q`.
+async fn translated_verdict(
+    engine: &Engine,
+    tenant: &TenantId,
+    q: &str,
+    id: rag_core::PassageId,
+) -> rag_engine::PathVerdict {
+    let request = QueryRequest {
+        kb: "kb".into(),
+        query: q.into(),
+        params: Some(RetrievalParams::default()),
+        overrides: Default::default(),
+        filters: Default::default(),
+        generate: false,
+        conversation_id: None,
+    };
+    let why = engine
+        .why_not(tenant, request, Viewer::Everything, &id.to_string())
+        .await
+        .unwrap();
+    why.paths
+        .into_iter()
+        .find(|v| v.path == PathKind::Translated)
+        .unwrap()
+}
+
 #[tokio::test]
 async fn why_not_names_the_translations_a_passage_lacks() {
     let (_dir, engine, tenant) = setup(Some(Dictionary::from_text(DICTIONARY))).await;
@@ -169,47 +195,13 @@ async fn why_not_names_the_translations_a_passage_lacks() {
     assert!(!translated(&out).hits.is_empty());
     // The refunds passage, as BM25 finds it for an English question.
     let id = bm25_top(&engine, &tenant, "refund").await;
-    let request = QueryRequest {
-        kb: "kb".into(),
-        query: "信用卡挂失".into(),
-        params: Some(RetrievalParams::default()),
-        overrides: Default::default(),
-        filters: Default::default(),
-        generate: false,
-        conversation_id: None,
-    };
-    let why = engine
-        .why_not(&tenant, request, Viewer::Everything, &id.to_string())
-        .await
-        .unwrap();
-    let v = why
-        .paths
-        .iter()
-        .find(|v| v.path == PathKind::Translated)
-        .unwrap();
+    let v = translated_verdict(&engine, &tenant, "信用卡挂失", id).await;
     assert_eq!(v.status, "no_match", "{v:?}");
     assert!(v.missing_terms.contains(&"credit".to_string()), "{v:?}");
 
     // A Chinese passage, for a Chinese question: not the path's to find.
     let hours = bm25_top(&engine, &tenant, "营业时间").await;
-    let request = QueryRequest {
-        kb: "kb".into(),
-        query: "信用卡挂失".into(),
-        params: Some(RetrievalParams::default()),
-        overrides: Default::default(),
-        filters: Default::default(),
-        generate: false,
-        conversation_id: None,
-    };
-    let why = engine
-        .why_not(&tenant, request, Viewer::Everything, &hours.to_string())
-        .await
-        .unwrap();
-    let v = why
-        .paths
-        .iter()
-        .find(|v| v.path == PathKind::Translated)
-        .unwrap();
+    let v = translated_verdict(&engine, &tenant, "信用卡挂失", hours).await;
     assert_eq!(v.status, "no_match", "{v:?}");
     assert!(v.reason.contains("written in Chinese"), "{v:?}");
 }
