@@ -20,6 +20,16 @@ import sys
 from pathlib import Path
 
 
+def prefixed(src: Path, kind: str, dest: Path) -> None:
+    """Both languages' rows of corpus or queries, ids prefixed by language."""
+    with open(dest, "w", encoding="utf-8") as out:
+        for lang in ("en", "zh"):
+            for line in open(src / f"{kind}.{lang}.jsonl", encoding="utf-8"):
+                row = json.loads(line)
+                row["_id"] = f"{lang}-{row['_id']}"
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -28,18 +38,8 @@ def main() -> None:
     src = eval_dir / "xquad"
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "corpus.jsonl", "w", encoding="utf-8") as corpus:
-        for lang in ("en", "zh"):
-            for line in open(src / f"corpus.{lang}.jsonl", encoding="utf-8"):
-                row = json.loads(line)
-                row["_id"] = f"{lang}-{row['_id']}"
-                corpus.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with open(out / "queries.jsonl", "w", encoding="utf-8") as queries:
-        for lang in ("en", "zh"):
-            for line in open(src / f"queries.{lang}.jsonl", encoding="utf-8"):
-                row = json.loads(line)
-                row["_id"] = f"{lang}-{row['_id']}"
-                queries.write(json.dumps(row, ensure_ascii=False) + "\n")
+    for kind in ("corpus", "queries"):
+        prefixed(src, kind, out / f"{kind}.jsonl")
     with open(out / "qrels.tsv", "w", encoding="utf-8") as qrels:
         qrels.write("query-id\tcorpus-id\tscore\n")
         lines = open(src / "qrels" / "test.tsv", encoding="utf-8").read().splitlines()[1:]

@@ -55,8 +55,9 @@ async fn setup(dictionary: Option<Arc<Dictionary>>) -> (tempfile::TempDir, Engin
     (dir, engine, tenant)
 }
 
-async fn ask(engine: &Engine, tenant: &TenantId, q: &str) -> PipelineOutput {
-    let request = QueryRequest {
+/// A query of the knowledge base "kb" with the default parameters.
+fn request(q: &str) -> QueryRequest {
+    QueryRequest {
         kb: "kb".into(),
         query: q.into(),
         params: Some(RetrievalParams::default()),
@@ -64,7 +65,11 @@ async fn ask(engine: &Engine, tenant: &TenantId, q: &str) -> PipelineOutput {
         filters: Default::default(),
         generate: false,
         conversation_id: None,
-    };
+    }
+}
+
+async fn ask(engine: &Engine, tenant: &TenantId, q: &str) -> PipelineOutput {
+    let request = request(q);
     let options = QueryOptions {
         views: true,
         log: false,
@@ -169,15 +174,7 @@ async fn translated_verdict(
     q: &str,
     id: rag_core::PassageId,
 ) -> rag_engine::PathVerdict {
-    let request = QueryRequest {
-        kb: "kb".into(),
-        query: q.into(),
-        params: Some(RetrievalParams::default()),
-        overrides: Default::default(),
-        filters: Default::default(),
-        generate: false,
-        conversation_id: None,
-    };
+    let request = request(q);
     let why = engine
         .why_not(tenant, request, Viewer::Everything, &id.to_string())
         .await
