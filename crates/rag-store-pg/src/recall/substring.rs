@@ -258,8 +258,16 @@ const SAMPLE_SHARE: i64 = 32;
 /// sampled holders put the estimate within about an eighth of the count).
 const SAMPLE_MIN_HITS: i64 = 64;
 
-/// Reads the passages of `which` patterns (one pg_trgm index scan each),
-/// which makes their document frequencies exact.
+/// A pattern holding another pattern whose passages were read is looked
+/// for in those passages alone when there are at most this many (the
+/// whole question, say, is in none of its rarest word's few passages,
+/// where a pg_trgm scan of its many trigrams costs tens of milliseconds).
+const WITHIN_READ_MAX: usize = 2_000;
+
+/// Reads the passages of `which` patterns, which makes their document
+/// frequencies exact: a pattern holding another pattern whose passages are
+/// read (or are being read) is looked for among those passages
+/// ([`WITHIN_READ_MAX`]); the others take one pg_trgm index scan each.
 async fn read_lists(
     tx: &Transaction<'_>,
     f: &FilterArgs,
@@ -267,6 +275,47 @@ async fn read_lists(
     which: &[usize],
     lists: &mut [Option<Vec<String>>],
     dfs: &mut [usize],
+) -> Result<(), CoreError> {
+    let holds = |i: usize, j: usize| i != j && plan.patterns[i].contains(plan.patterns[j].as_str());
+    let mut pending: Vec<usize> = which.to_vec();
+    while !pending.is_empty() {
+        // A pattern holding another pending one waits for its passages
+        // (patterns that hold each other, being equal, go together).
+        let (mut now, mut later): (Vec<usize>, Vec<usize>) = pending
+            .iter()
+            .partition(|&&i| !pending.iter().any(|&j| holds(i, j) && !holds(j, i)));
+        if now.is_empty() {
+            now = std::mem::take(&mut later);
+        }
+        let mut scan = Vec::new();
+        let mut within: Vec<(usize, usize)> = Vec::new();
+        for &i in &now {
+            let smallest = (0..plan.patterns.len())
+                .filter(|&j| holds(i, j))
+                .filter_map(|j| lists[j].as_ref().map(|l| (l.len(), j)))
+                .min();
+            match smallest {
+                Some((len, j)) if len <= WITHIN_READ_MAX => within.push((i, j)),
+                _ => scan.push(i),
+            }
+        }
+        scan_lists(tx, f, plan, &scan, lists).await?;
+        within_lists(tx, f, plan, &within, lists).await?;
+        pending = later;
+    }
+    for i in which {
+        dfs[*i] = lists[*i].as_ref().map_or(0, Vec::len);
+    }
+    Ok(())
+}
+
+/// The passages of `which` patterns, by pg_trgm index scans.
+async fn scan_lists(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    plan: &SubstringPlan,
+    which: &[usize],
+    lists: &mut [Option<Vec<String>>],
 ) -> Result<(), CoreError> {
     if which.is_empty() {
         return Ok(());
@@ -289,8 +338,52 @@ async fn read_lists(
         let i = which[(r.get::<_, i64>(0) - 1) as usize];
         lists[i].get_or_insert_with(Vec::new).push(r.get(1));
     }
-    for i in which {
-        dfs[*i] = lists[*i].as_ref().map_or(0, Vec::len);
+    Ok(())
+}
+
+/// The passages of each `(pattern, held)` pair's pattern, looked for among
+/// the read passages of the pattern it holds (a passage holding the
+/// pattern holds every part of it): one statement for all pairs, none when
+/// every such list is empty.
+async fn within_lists(
+    tx: &Transaction<'_>,
+    f: &FilterArgs,
+    plan: &SubstringPlan,
+    pairs: &[(usize, usize)],
+    lists: &mut [Option<Vec<String>>],
+) -> Result<(), CoreError> {
+    let mut slots: Vec<i64> = Vec::new();
+    let mut passages: Vec<String> = Vec::new();
+    let mut likes: Vec<String> = Vec::new();
+    for (slot, &(i, j)) in pairs.iter().enumerate() {
+        likes.push(like_anywhere(&plan.patterns[i]));
+        for p in lists[j].iter().flatten() {
+            slots.push(slot as i64 + 1);
+            passages.push(p.clone());
+        }
+    }
+    for &(i, _) in pairs {
+        lists[i] = Some(Vec::new());
+    }
+    if passages.is_empty() {
+        return Ok(());
+    }
+    // The same rows as `substring_matches` would return: text passages of
+    // this knowledge base (the tenant's, by row security) whose match text
+    // holds the pattern.
+    for r in tx
+        .query(
+            "SELECT c.slot, p.passage
+             FROM unnest($2::bigint[], $3::text[]) AS c(slot, passage)
+             JOIN passages p ON p.kb_id = $1 AND p.passage = c.passage
+             WHERE p.kind < 2 AND p.match_text LIKE ($4::text[])[c.slot]",
+            &[&f.kb, &slots, &passages, &likes],
+        )
+        .await
+        .map_err(pg)?
+    {
+        let (i, _) = pairs[(r.get::<_, i64>(0) - 1) as usize];
+        lists[i].get_or_insert_with(Vec::new).push(r.get(1));
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! The substring path in PostgreSQL over a knowledge base above 20,000
 //! passages, where patterns are weighed by a sample until their passages
 //! are read: the rare patterns that propose candidates are read whole, so
-//! the passages found and their order are the in-memory index's.
+//! the passages found and their order are the in-memory index's; a
+//! pattern holding a read one is looked for among that one's passages.
 
 use super::*;
 
@@ -61,6 +62,11 @@ fn a_sampled_knowledge_base_finds_what_the_in_memory_index_finds() {
             "zyxwvut padding",
             "zyxwvut qrstuvw mnopqrs",
             "zyxwvut mnopqrs ghijklm",
+            // The whole question is looked for among the passages of the
+            // rare word it holds: all 21 of them hold it here, and one
+            // passage of qrstuvw's 69 in the last.
+            "zyxwvut common filler",
+            "number 7 qrstuvw",
         ];
         for raw in queries {
             for k in [5usize, 50] {
@@ -78,7 +84,7 @@ fn a_sampled_knowledge_base_finds_what_the_in_memory_index_finds() {
         }
         assert_eq!(
             compared,
-            5 + 21 + 5 + 50 + 5 + 20 + 4 + 4 + 5 + 21,
+            5 + 21 + 5 + 50 + 5 + 20 + 4 + 4 + 5 + 21 + 5 + 50 + 5 + 21,
             "hits compared"
         );
         drop(store);
