@@ -401,10 +401,11 @@ const LANGUAGE: &str = "CASE WHEN p.han = 0 AND p.latin / 4 = 0 THEN 0
 fn scored_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SQL.get_or_init(|| {
-        let field = |tf: &str, df: &str, len: &str, avg: &str, w: &str| {
+        // Each term's idf is computed once, in `qt`, not for every posting
+        // row (the same expression over the same values: the same bits).
+        let field = |tf: &str, idf: &str, len: &str, avg: &str, w: &str| {
             format!(
-                "CASE WHEN {tf} > 0 AND {w} > 0 THEN {w} * {} * {} ELSE 0 END",
-                idf(df),
+                "CASE WHEN {tf} > 0 AND {w} > 0 THEN {w} * {idf} * {} ELSE 0 END",
                 sat(tf, len, avg)
             )
         };
@@ -415,14 +416,17 @@ fn scored_sql() -> &'static str {
                  CASE WHEN m.df_word = 0 OR m.ta + m.tb + m.tc = 0 THEN 0 ELSE m.w * {word_idf} * {word_sat} END
              ELSE m.w * ({ta} + {tb} + {tc})
              END",
-            gram_idf = idf("m.df_grams"),
+            gram_idf = "m.idf_grams",
             gram_sat = sat("m.td", "m.lg", "st.ag"),
-            word_idf = idf("m.df_word"),
+            word_idf = "m.idf_word",
             word_sat = sat("m.ta + m.tb + m.tc", "m.lt + m.lb + m.lc", "st.aw"),
-            ta = field("m.ta", "m.df_title", "m.lt", "st.at", "$14::float8"),
-            tb = field("m.tb", "m.df_body", "m.lb", "st.ab", "$15::float8"),
-            tc = field("m.tc", "m.df_tags", "m.lc", "st.ac", "$16::float8"),
+            ta = field("m.ta", "m.idf_title", "m.lt", "st.at", "$14::float8"),
+            tb = field("m.tb", "m.idf_body", "m.lb", "st.ab", "$15::float8"),
+            tc = field("m.tc", "m.idf_tags", "m.lc", "st.ac", "$16::float8"),
         );
+        let idfs = ["title", "body", "tags", "grams", "word"]
+            .map(|f| format!("{} AS idf_{f}", idf(&format!("t.df_{f}"))))
+            .join(", ");
         let columns = "po.passage, po.tf_title AS ta, po.tf_body AS tb, po.tf_tags AS tc, po.tf_grams AS td,
                        po.len_title AS lt, po.len_body AS lb, po.len_tags AS lc, po.len_grams AS lg";
         format!(
@@ -434,9 +438,11 @@ fn scored_sql() -> &'static str {
                  FROM lex_stats WHERE kb_id = $1
              ),
              qt AS (
-                 SELECT q.term, q.w, q.gram, q.retrieves, t.df_title, t.df_body, t.df_tags, t.df_grams, t.df_word
+                 SELECT q.term, q.w, q.gram, q.retrieves, t.df_title, t.df_body, t.df_tags, t.df_grams, t.df_word,
+                        {idfs}
                  FROM unnest($8::text[], $9::float8[], $10::boolean[], $19::boolean[]) AS q(term, w, gram, retrieves)
                  JOIN lex_terms t ON t.kb_id = $1 AND t.term = q.term
+                 CROSS JOIN st
              ),
              -- The candidates: the passages of the candidate terms' lists.
              cand AS MATERIALIZED (
